@@ -1,0 +1,100 @@
+//! `zkpipe prove <zkey> <wtns> <proof.json> <public.json>` (rapidsnark's argument order).
+
+use super::with_curve;
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+use zkpipe_core::curve::field_to_decimal;
+use zkpipe_core::{
+    prove, CompiledKey, CpuBackend, Curve, PointChecks, ProveOptions, Stage, Timings, Witness,
+};
+use zkpipe_formats::files::write_all_or_nothing;
+use zkpipe_formats::json::to_json_bytes;
+use zkpipe_formats::wtns::Wtns;
+use zkpipe_formats::zkey::ZkeyFile;
+
+/// Arguments of `prove`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Proving key (snarkjs Groth16 .zkey).
+    zkey: PathBuf,
+    /// Witness (.wtns).
+    wtns: PathBuf,
+    /// Where to write the proof.
+    proof: PathBuf,
+    /// Where to write the public signals.
+    public: PathBuf,
+    /// Skip verifying the proof before writing it.
+    #[arg(long)]
+    no_verify: bool,
+    /// Skip the on-curve and subgroup checks of the key's points (keys you trust).
+    #[arg(long)]
+    trusted_key: bool,
+    /// Print per-stage times to stderr.
+    #[arg(long)]
+    timings: bool,
+    /// Rows per work chunk in the reduce stage.
+    #[arg(long, default_value_t = zkpipe_core::reduce::DEFAULT_CHUNK_ROWS)]
+    chunk_rows: usize,
+}
+
+/// Runs `prove`.
+pub fn run(a: Args) -> Result<()> {
+    let mut t = Timings::default();
+    let zkey = t.time(Stage::LoadKey, || ZkeyFile::open(&a.zkey))?;
+    with_curve!(zkey.header.curve, E => prove_with::<E>(&a, &zkey, &mut t))
+}
+
+fn prove_with<E: Curve>(a: &Args, zkey: &ZkeyFile, t: &mut Timings) -> Result<()> {
+    let checks = if a.trusted_key {
+        PointChecks::Trusted
+    } else {
+        PointChecks::Full
+    };
+    let key = t.time(Stage::LoadKey, || CompiledKey::<E>::compile(zkey, checks))?;
+    let witness = t.time(Stage::LoadWitness, || {
+        let wtns = Wtns::read(&a.wtns)?;
+        Witness::check_for(&wtns, &key).with_context(|| a.wtns.display().to_string())
+    })?;
+    let opts = ProveOptions {
+        self_check: !a.no_verify,
+        chunk_rows: a.chunk_rows,
+    };
+    let proof = prove(
+        &key,
+        &witness,
+        &CpuBackend,
+        &opts,
+        &mut rand::rngs::OsRng,
+        t,
+    )
+    .with_context(|| format!("proving {} with {}", a.wtns.display(), a.zkey.display()))?;
+    let public: Vec<String> = witness
+        .public(key.n_public)
+        .iter()
+        .map(field_to_decimal)
+        .collect();
+    t.time(Stage::Write, || {
+        write_all_or_nothing(&[
+            (a.proof.as_path(), &to_json_bytes(&proof.to_json())),
+            (a.public.as_path(), &to_json_bytes(&public)),
+        ])
+    })?;
+    if a.timings {
+        print_timings(t, &a.zkey);
+    }
+    Ok(())
+}
+
+/// Prints the per-stage table to stderr.
+pub fn print_timings(t: &Timings, what: &Path) {
+    eprintln!("stage timings for {}:", what.display());
+    let mut total = std::time::Duration::ZERO;
+    for stage in Stage::ALL {
+        let d = t.total(stage);
+        if t.spans.iter().any(|s| s.stage == stage) {
+            eprintln!("  {:<12} {:>10.2} ms", stage.name(), d.as_secs_f64() * 1e3);
+            total += d;
+        }
+    }
+    eprintln!("  {:<12} {:>10.2} ms", "total", total.as_secs_f64() * 1e3);
+}

@@ -1,0 +1,78 @@
+//! `zkpipe`: a Groth16 prover for snarkjs/circom users.
+//!
+//! Errors are printed as one line, `zkpipe: error: <file>: <what is wrong>`, with exit
+//! status 1; outputs are written all-or-nothing.
+
+mod commands;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "zkpipe",
+    version,
+    about = "Groth16 proving engine for snarkjs/circom (BN254, BLS12-381)"
+)]
+struct Cli {
+    /// Worker threads for CPU stages (default: all cores).
+    #[arg(long, global = true)]
+    threads: Option<usize>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Prove: `zkpipe prove <circuit.zkey> <witness.wtns> <proof.json> <public.json>`.
+    Prove(commands::prove::Args),
+    /// Verify: `zkpipe verify <verification_key.json | circuit.zkey> <public.json> <proof.json>`.
+    Verify(commands::verify::Args),
+    /// Write a zkey's verification key as snarkjs's `verification_key.json`.
+    ExportVk(commands::export_vk::Args),
+    /// Describe a zkey, wtns or r1cs file: curve, sizes, sections.
+    Inspect {
+        /// The file.
+        file: PathBuf,
+    },
+    /// Check a witness against an r1cs and name the first unsatisfied constraint.
+    Check {
+        /// The constraint system.
+        r1cs: PathBuf,
+        /// The witness.
+        wtns: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Some(n) = cli.threads {
+        if n == 0 {
+            eprintln!("zkpipe: error: --threads must be at least 1");
+            return ExitCode::FAILURE;
+        }
+        if let Err(e) = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global()
+        {
+            eprintln!("zkpipe: error: cannot start {n} threads: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let result = match cli.command {
+        Command::Prove(a) => commands::prove::run(a),
+        Command::Verify(a) => commands::verify::run(a),
+        Command::ExportVk(a) => commands::export_vk::run(a),
+        Command::Inspect { file } => commands::inspect::run(&file),
+        Command::Check { r1cs, wtns } => commands::check::run(&r1cs, &wtns),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // `{:#}` keeps the whole cause chain on one line.
+            eprintln!("zkpipe: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

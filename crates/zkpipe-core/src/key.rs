@@ -1,0 +1,325 @@
+//! A proving key compiled once for proving: the zkey's coefficient list becomes one CSR
+//! matrix per A and B (rows = constraints), its points become validated arkworks points,
+//! and the evaluation domain is fixed. Immutable; share it behind an `Arc`.
+
+use crate::curve::{field_from_le, Curve};
+use crate::error::{Error, PointError};
+use crate::quotient::QuotientDomain;
+use ark_ff::{Field, PrimeField};
+use rayon::prelude::*;
+use zkpipe_formats::zkey::{Matrix, PointSection, ZkeyFile};
+
+/// How much to check the points of a key when it is loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PointChecks {
+    /// On the curve and in the prime-order subgroup (the default: a key from elsewhere
+    /// could otherwise leak witness bits through small-subgroup components).
+    #[default]
+    Full,
+    /// Coordinates in range only: for keys you made or already validated.
+    Trusted,
+}
+
+/// A sparse matrix in compressed-row form.
+#[derive(Debug, Clone, Default)]
+pub struct Csr<F> {
+    /// `row_starts[i]..row_starts[i+1]` are row i's entries; length rows + 1.
+    pub row_starts: Vec<u32>,
+    /// Column (signal) of each entry.
+    pub cols: Vec<u32>,
+    /// Value of each entry.
+    pub vals: Vec<F>,
+}
+
+impl<F: Field> Csr<F> {
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.row_starts.len() - 1
+    }
+
+    /// Row i as (columns, values).
+    pub fn row(&self, i: usize) -> (&[u32], &[F]) {
+        let r = self.row_starts[i] as usize..self.row_starts[i + 1] as usize;
+        (&self.cols[r.clone()], &self.vals[r])
+    }
+
+    /// ⟨row i, w⟩.
+    pub fn dot(&self, i: usize, w: &[F]) -> F {
+        let (cols, vals) = self.row(i);
+        cols.iter()
+            .zip(vals)
+            .fold(F::ZERO, |acc, (&c, v)| acc + *v * w[c as usize])
+    }
+}
+
+/// The verifying key: what a verifier needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyingKey<E: Curve> {
+    /// α·G1.
+    pub alpha_g1: E::G1Affine,
+    /// β·G2.
+    pub beta_g2: E::G2Affine,
+    /// γ·G2.
+    pub gamma_g2: E::G2Affine,
+    /// δ·G2.
+    pub delta_g2: E::G2Affine,
+    /// (β·Aᵢ(τ) + α·Bᵢ(τ) + Cᵢ(τ))/γ · G1 for the constant and each public signal.
+    pub ic: Vec<E::G1Affine>,
+}
+
+impl<E: Curve> VerifyingKey<E> {
+    /// Number of public signals.
+    pub fn n_public(&self) -> usize {
+        self.ic.len() - 1
+    }
+}
+
+/// The query points of the proving key.
+#[derive(Debug, Clone)]
+pub struct QueryPoints<E: Curve> {
+    /// Aᵢ(τ)·G1 for every signal.
+    pub a: Vec<E::G1Affine>,
+    /// Bᵢ(τ)·G1 for every signal.
+    pub b1: Vec<E::G1Affine>,
+    /// Bᵢ(τ)·G2 for every signal.
+    pub b2: Vec<E::G2Affine>,
+    /// (β·Aᵢ(τ) + α·Bᵢ(τ) + Cᵢ(τ))/δ · G1 for private signals.
+    pub c: Vec<E::G1Affine>,
+    /// Lagrange points on the odd coset, scaled by Z(τ)/δ (snarkjs's H section).
+    pub h: Vec<E::G1Affine>,
+}
+
+/// A proving key ready to prove with.
+#[derive(Debug, Clone)]
+pub struct CompiledKey<E: Curve> {
+    /// Signals, including the constant 1.
+    pub n_vars: usize,
+    /// Public signals.
+    pub n_public: usize,
+    /// Verification key.
+    pub vk: VerifyingKey<E>,
+    /// β·G1.
+    pub beta_g1: E::G1Affine,
+    /// δ·G1.
+    pub delta_g1: E::G1Affine,
+    /// The A matrix, rows = domain size.
+    pub a: Csr<E::ScalarField>,
+    /// The B matrix, rows = domain size.
+    pub b: Csr<E::ScalarField>,
+    /// Query points.
+    pub points: QueryPoints<E>,
+    /// Domain and coset of the quotient step.
+    pub domain: QuotientDomain<E::ScalarField>,
+}
+
+impl<E: Curve> CompiledKey<E> {
+    /// Compiles a mapped zkey. Each section's pages are released once converted, so the
+    /// key is never resident twice.
+    pub fn compile(zkey: &ZkeyFile, checks: PointChecks) -> Result<Self, Error> {
+        let h = &zkey.header;
+        if h.curve != E::ID {
+            return Err(Error::CurveMismatch {
+                what: "proving key",
+                found: h.curve,
+                expected: E::ID,
+            });
+        }
+        let n = h.domain_size as usize;
+        let domain = QuotientDomain::new(n).ok_or_else(|| {
+            Error::InvalidKey(format!("domain size {n} exceeds the field's 2-adicity"))
+        })?;
+        let file = zkey.path().display().to_string();
+        // Header points are few: always checked in full.
+        let g1 = |what, b: &[u8]| {
+            header_point(&file, what, E::g1_from_bytes(b, true), E::g1_in_subgroup)
+        };
+        let g2 = |what, b: &[u8]| {
+            header_point(&file, what, E::g2_from_bytes(b, true), E::g2_in_subgroup)
+        };
+        let alpha_g1 = g1("alpha_1", &h.alpha1)?;
+        let beta_g1 = g1("beta_1", &h.beta1)?;
+        let beta_g2 = g2("beta_2", &h.beta2)?;
+        let gamma_g2 = g2("gamma_2", &h.gamma2)?;
+        let delta_g1 = g1("delta_1", &h.delta1)?;
+        let delta_g2 = g2("delta_2", &h.delta2)?;
+
+        let (a, b) = compile_matrices::<E::ScalarField>(zkey, n)?;
+        zkey.release_coefficients();
+
+        let g1s = |s| {
+            load_points(
+                zkey,
+                s,
+                checks,
+                E::ID.g1_bytes(),
+                E::g1_from_bytes,
+                E::g1_in_subgroup,
+            )
+        };
+        let ic = g1s(PointSection::Ic)?;
+        let points = QueryPoints {
+            a: g1s(PointSection::A)?,
+            b1: g1s(PointSection::B1)?,
+            b2: load_points(
+                zkey,
+                PointSection::B2,
+                checks,
+                E::ID.g2_bytes(),
+                E::g2_from_bytes,
+                E::g2_in_subgroup,
+            )?,
+            c: g1s(PointSection::C)?,
+            h: g1s(PointSection::H)?,
+        };
+        Ok(Self {
+            n_vars: h.n_vars as usize,
+            n_public: h.n_public as usize,
+            vk: VerifyingKey {
+                alpha_g1,
+                beta_g2,
+                gamma_g2,
+                delta_g2,
+                ic,
+            },
+            beta_g1,
+            delta_g1,
+            a,
+            b,
+            points,
+            domain,
+        })
+    }
+
+    /// Size of the evaluation domain (rows of A and B).
+    pub fn domain_size(&self) -> usize {
+        self.a.rows()
+    }
+}
+
+fn header_point<P>(
+    file: &str,
+    what: &str,
+    parsed: Result<P, PointError>,
+    in_subgroup: impl Fn(&P) -> bool,
+) -> Result<P, Error> {
+    parsed
+        .and_then(|p| {
+            if in_subgroup(&p) {
+                Ok(p)
+            } else {
+                Err(PointError::NotInSubgroup)
+            }
+        })
+        .map_err(|problem| Error::InvalidPoint {
+            what: format!("{file}: header point {what}"),
+            index: 0,
+            problem,
+        })
+}
+
+fn section_name(s: PointSection) -> &'static str {
+    match s {
+        PointSection::Ic => "section 3 (IC)",
+        PointSection::A => "section 5 (A)",
+        PointSection::B1 => "section 6 (B1)",
+        PointSection::B2 => "section 7 (B2)",
+        PointSection::C => "section 8 (C)",
+        PointSection::H => "section 9 (H)",
+    }
+}
+
+/// Converts one point section in parallel, then releases its pages.
+fn load_points<P: Send>(
+    zkey: &ZkeyFile,
+    section: PointSection,
+    checks: PointChecks,
+    size: usize,
+    parse: impl Fn(&[u8], bool) -> Result<P, PointError> + Sync,
+    in_subgroup: impl Fn(&P) -> bool + Sync,
+) -> Result<Vec<P>, Error> {
+    let full = checks == PointChecks::Full;
+    let out = zkey
+        .points(section)
+        .par_chunks_exact(size)
+        .enumerate()
+        .map(|(index, b)| {
+            let p = parse(b, full).and_then(|p| {
+                if full && !in_subgroup(&p) {
+                    Err(PointError::NotInSubgroup)
+                } else {
+                    Ok(p)
+                }
+            });
+            p.map_err(|problem| Error::InvalidPoint {
+                what: format!(
+                    "{}: {}, point",
+                    zkey.path().display(),
+                    section_name(section)
+                ),
+                index,
+                problem,
+            })
+        })
+        .collect::<Result<Vec<P>, Error>>();
+    zkey.release(section);
+    out
+}
+
+/// Section 4 → CSR of A and B. Values are stored as v·R², so v = stored · R⁻².
+fn compile_matrices<F: PrimeField>(
+    zkey: &ZkeyFile,
+    rows: usize,
+) -> Result<(Csr<F>, Csr<F>), Error> {
+    let mut counts = [vec![0u32; rows + 1], vec![0u32; rows + 1]];
+    for coef in zkey.coefficients() {
+        let coef = coef?;
+        counts[matrix_index(coef.matrix)][coef.constraint as usize + 1] += 1;
+    }
+    let r_inv_sq = montgomery_r::<F>()
+        .square()
+        .inverse()
+        .ok_or_else(|| Error::InvalidKey("R is not invertible".into()))?;
+    let mut mats: Vec<Csr<F>> = counts
+        .into_iter()
+        .map(|mut starts| {
+            for i in 1..starts.len() {
+                starts[i] += starts[i - 1];
+            }
+            let nnz = starts[rows] as usize;
+            Csr {
+                row_starts: starts,
+                cols: vec![0; nnz],
+                vals: vec![F::ZERO; nnz],
+            }
+        })
+        .collect();
+    let mut fill: Vec<Vec<u32>> = mats.iter().map(|m| m.row_starts[..rows].to_vec()).collect();
+    for (index, coef) in zkey.coefficients().enumerate() {
+        let coef = coef?;
+        let m = matrix_index(coef.matrix);
+        let stored: F = field_from_le(coef.value).ok_or_else(|| Error::InvalidScalar {
+            what: format!("{}: coefficient {index}", zkey.path().display()),
+            value: zkpipe_formats::curve::le_to_decimal(coef.value),
+        })?;
+        let slot = &mut fill[m][coef.constraint as usize];
+        mats[m].cols[*slot as usize] = coef.signal;
+        mats[m].vals[*slot as usize] = stored * r_inv_sq;
+        *slot += 1;
+    }
+    let b = mats.pop().unwrap_or_default();
+    let a = mats.pop().unwrap_or_default();
+    Ok((a, b))
+}
+
+fn matrix_index(m: Matrix) -> usize {
+    match m {
+        Matrix::A => 0,
+        Matrix::B => 1,
+    }
+}
+
+/// R = 2^(64·limbs) mod r, the Montgomery radix snarkjs and arkworks share.
+pub fn montgomery_r<F: PrimeField>() -> F {
+    let limbs = F::MODULUS.as_ref().len() as u64;
+    F::from(2u64).pow([64 * limbs])
+}

@@ -1,0 +1,49 @@
+//! Groth16 for BN254 and BLS12-381 in snarkjs's conventions, on arkworks.
+//!
+//! ```text
+//!  ZkeyFile ──compile once──► CompiledKey (CSR A, B; points; domain)
+//!  Wtns ──► Witness ─┐
+//!                    ▼
+//!   1. reduce     a = A·w, b = B·w, c = a∘b
+//!   2. quotient   iNTT → odd-coset NTT → h = a·b − c        (Backend)
+//!   3. msm        [A]₁, [B]₁, [B]₂, [C]₁, [H]₁              (Backend)
+//!   4. assemble   π_A, π_B, π_C with fresh r, s
+//!   5. verify     the pairing check (self-check of every proof by default)
+//! ```
+//!
+//! Everything is generic over [`curve::Curve`]; concrete curves appear only at the edges,
+//! where a file's header decides which one to use.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod curve;
+pub mod error;
+pub mod key;
+pub mod witness;
+
+pub mod assemble;
+pub mod msm;
+pub mod prover;
+pub mod quotient;
+pub mod reduce;
+pub mod verify;
+
+pub mod backend;
+pub mod check;
+pub mod proof;
+pub mod timings;
+
+pub use backend::{Backend, CpuBackend};
+pub use curve::Curve;
+pub use error::{Error, PointError};
+pub use key::{CompiledKey, PointChecks, VerifyingKey};
+pub use proof::Proof;
+pub use prover::{prove, ProveOptions};
+pub use timings::{Stage, Timings};
+pub use verify::verify;
+pub use witness::Witness;
+
+/// The BN254 pairing engine.
+pub type Bn254 = ark_bn254::Bn254;
+/// The BLS12-381 pairing engine.
+pub type Bls12_381 = ark_bls12_381::Bls12_381;

@@ -1,0 +1,110 @@
+//! The Groth16 pairing check, and the verification key's snarkjs JSON form.
+
+use crate::curve::{g1_from_json, g1_to_json, g2_from_json, g2_to_json, gt_to_json, Curve};
+use crate::error::Error;
+use crate::key::VerifyingKey;
+use crate::proof::{check_curve_name, Proof};
+use ark_ec::{AffineRepr, CurveGroup, VariableBaseMSM};
+use ark_ff::{One, PrimeField};
+use zkpipe_formats::json::VerificationKeyJson;
+
+/// Does `proof` verify for these public signals? Errors only on a public-input count that
+/// does not match the key.
+pub fn verify<E: Curve>(
+    vk: &VerifyingKey<E>,
+    public: &[E::ScalarField],
+    proof: &Proof<E>,
+) -> Result<bool, Error> {
+    if public.len() != vk.n_public() {
+        return Err(Error::PublicInputCount {
+            expected: vk.n_public(),
+            found: public.len(),
+        });
+    }
+    let scalars: Vec<_> = public.iter().map(|x| x.into_bigint()).collect();
+    let vk_x = E::G1::msm_bigint(&vk.ic[1..], &scalars) + vk.ic[0];
+    // e(−A, B) · e(vk_x, γ) · e(C, δ) · e(α, β) = 1
+    let check = E::multi_pairing(
+        [
+            (-proof.a.into_group()).into_affine(),
+            vk_x.into_affine(),
+            proof.c,
+            vk.alpha_g1,
+        ],
+        [proof.b, vk.gamma_g2, vk.delta_g2, vk.beta_g2],
+    );
+    Ok(check.0.is_one())
+}
+
+impl<E: Curve> VerifyingKey<E> {
+    /// snarkjs's `verification_key.json`, including e(α, β).
+    pub fn to_json(&self) -> VerificationKeyJson {
+        let alphabeta = E::pairing(self.alpha_g1, self.beta_g2);
+        VerificationKeyJson {
+            protocol: "groth16".into(),
+            curve: E::ID.snarkjs_name().into(),
+            n_public: self.n_public() as u64,
+            vk_alpha_1: g1_to_json::<E>(&self.alpha_g1),
+            vk_beta_2: g2_to_json::<E>(&self.beta_g2),
+            vk_gamma_2: g2_to_json::<E>(&self.gamma_g2),
+            vk_delta_2: g2_to_json::<E>(&self.delta_g2),
+            vk_alphabeta_12: gt_to_json::<E>(&alphabeta),
+            ic: self.ic.iter().map(g1_to_json::<E>).collect(),
+        }
+    }
+
+    /// Parses `verification_key.json`, checking every point.
+    pub fn from_json(j: &VerificationKeyJson) -> Result<Self, Error> {
+        if j.protocol != "groth16" {
+            return Err(Error::InvalidJson(format!(
+                "protocol is {:?}, expected \"groth16\"",
+                j.protocol
+            )));
+        }
+        check_curve_name::<E>(&j.curve)?;
+        if j.ic.len() as u64 != j.n_public + 1 {
+            return Err(Error::InvalidJson(format!(
+                "IC has {} points, nPublic = {} needs {}",
+                j.ic.len(),
+                j.n_public,
+                j.n_public + 1
+            )));
+        }
+        let bad = |what: &str, index: usize| {
+            let what = what.to_string();
+            move |problem| Error::InvalidPoint {
+                what,
+                index,
+                problem,
+            }
+        };
+        Ok(Self {
+            alpha_g1: g1_from_json::<E>(&j.vk_alpha_1).map_err(bad("vk_alpha_1", 0))?,
+            beta_g2: g2_from_json::<E>(&j.vk_beta_2).map_err(bad("vk_beta_2", 0))?,
+            gamma_g2: g2_from_json::<E>(&j.vk_gamma_2).map_err(bad("vk_gamma_2", 0))?,
+            delta_g2: g2_from_json::<E>(&j.vk_delta_2).map_err(bad("vk_delta_2", 0))?,
+            ic: j
+                .ic
+                .iter()
+                .enumerate()
+                .map(|(i, p)| g1_from_json::<E>(p).map_err(bad("IC point", i)))
+                .collect::<Result<_, _>>()?,
+        })
+    }
+}
+
+/// Parses `public.json` into scalars; every entry must be a decimal below r.
+pub fn public_from_json<E: Curve>(values: &[String]) -> Result<Vec<E::ScalarField>, Error> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            crate::curve::field_from_decimal::<E::ScalarField>(s).ok_or_else(|| {
+                Error::InvalidScalar {
+                    what: format!("public signal {i}"),
+                    value: s.chars().take(80).collect(),
+                }
+            })
+        })
+        .collect()
+}

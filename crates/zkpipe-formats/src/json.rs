@@ -1,0 +1,102 @@
+//! The JSON files snarkjs reads and writes: `proof.json`, `public.json`,
+//! `verification_key.json`. Numbers are decimal strings; this module checks shapes and
+//! digits, the prover's curve code checks that values are field elements.
+
+use crate::error::{Error, ErrorKind};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// A G1 point as snarkjs writes it: `[x, y, "1"]` (or `["0", "1", "0"]` at infinity).
+pub type G1Json = Vec<String>;
+/// A G2 point: `[[x.c0, x.c1], [y.c0, y.c1], ["1", "0"]]`.
+pub type G2Json = Vec<Vec<String>>;
+
+/// `proof.json`, field order as snarkjs writes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProofJson {
+    /// π_A ∈ G1.
+    pub pi_a: G1Json,
+    /// π_B ∈ G2.
+    pub pi_b: G2Json,
+    /// π_C ∈ G1.
+    pub pi_c: G1Json,
+    /// Always "groth16".
+    pub protocol: String,
+    /// snarkjs curve name.
+    pub curve: String,
+}
+
+/// `verification_key.json`, field order as snarkjs writes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerificationKeyJson {
+    /// Always "groth16".
+    pub protocol: String,
+    /// snarkjs curve name.
+    pub curve: String,
+    /// Number of public signals.
+    #[serde(rename = "nPublic")]
+    pub n_public: u64,
+    /// α ∈ G1.
+    pub vk_alpha_1: G1Json,
+    /// β ∈ G2.
+    pub vk_beta_2: G2Json,
+    /// γ ∈ G2.
+    pub vk_gamma_2: G2Json,
+    /// δ ∈ G2.
+    pub vk_delta_2: G2Json,
+    /// e(α, β) ∈ GT (unused by verifiers; written for snarkjs compatibility).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vk_alphabeta_12: Vec<Vec<Vec<String>>>,
+    /// IC: nPublic + 1 G1 points.
+    #[serde(rename = "IC")]
+    pub ic: Vec<G1Json>,
+}
+
+/// `public.json`: the public signals, decimal strings.
+pub type PublicJson = Vec<String>;
+
+/// Reads and parses a JSON file into `T`.
+pub fn read_json<T: DeserializeOwned>(path: impl AsRef<Path>) -> Result<T, Error> {
+    let path = path.as_ref();
+    let text = std::fs::read_to_string(path).map_err(|e| Error::new(path, ErrorKind::Io(e)))?;
+    serde_json::from_str(&text).map_err(|e| Error::new(path, ErrorKind::Json(e.to_string())))
+}
+
+/// Renders JSON the way snarkjs does (one-space indent).
+pub fn to_json_bytes<T: Serialize>(value: &T) -> Vec<u8> {
+    let mut out = Vec::new();
+    let fmt = serde_json::ser::PrettyFormatter::with_indent(b" ");
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
+    // Serializing these plain structs into memory cannot fail.
+    if value.serialize(&mut ser).is_ok() {
+        out.push(b'\n');
+    }
+    out
+}
+
+/// Checks that a string is a plain decimal number (what snarkjs writes).
+pub fn is_decimal(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 200 && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proof_shape_round_trips_and_rejects_extra_fields() {
+        let p = ProofJson {
+            pi_a: vec!["1".into(), "2".into(), "1".into()],
+            pi_b: vec![vec!["1".into(), "2".into()]; 3],
+            pi_c: vec!["1".into(), "2".into(), "1".into()],
+            protocol: "groth16".into(),
+            curve: "bn128".into(),
+        };
+        let bytes = to_json_bytes(&p);
+        assert_eq!(serde_json::from_slice::<ProofJson>(&bytes).unwrap(), p);
+        assert!(serde_json::from_str::<ProofJson>(r#"{"pi_a": 3}"#).is_err());
+        assert!(is_decimal("0123") && !is_decimal("") && !is_decimal("-1") && !is_decimal("0x1"));
+    }
+}

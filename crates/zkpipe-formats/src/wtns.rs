@@ -1,0 +1,140 @@
+//! circom witnesses (`.wtns`, magic `wtns`, version 2): section 1 header (u32 n8, prime,
+//! u32 nWitness), section 2 the values, little-endian, standard (non-Montgomery) form.
+
+use crate::container::{expect_size, Container, ContainerWriter, Reader};
+use crate::curve::CurveId;
+use crate::error::{Error, ErrorKind};
+use std::path::Path;
+
+const HEADER: u32 = 1;
+const VALUES: u32 = 2;
+
+/// A witness: the values of every signal, in signal order (index 0 is the constant 1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wtns {
+    /// The curve whose scalar field the values live in.
+    pub curve: CurveId,
+    /// Number of values.
+    pub n_witness: u32,
+    /// nWitness values of n8r bytes each, little-endian, standard form.
+    pub values: Vec<u8>,
+}
+
+impl Wtns {
+    /// Reads and validates a witness file.
+    pub fn read(path: impl AsRef<Path>) -> Result<Self, Error> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|e| Error::new(path, ErrorKind::Io(e)))?;
+        Self::parse(&bytes).map_err(|k| Error::new(path, k))
+    }
+
+    /// Parses a witness from bytes.
+    pub fn parse(bytes: &[u8]) -> Result<Self, ErrorKind> {
+        let c = Container::parse(bytes, "wtns", 2..=2, "2")?;
+        let header = c.unique(HEADER, "header")?;
+        let mut r = Reader::new(&bytes[..header.end], header.start, "wtns header");
+        let n8 = r.u32()? as usize;
+        let prime = r.bytes(n8)?;
+        let curve = CurveId::from_r_le(prime).ok_or_else(|| {
+            ErrorKind::UnknownField(format!(
+                "prime {} is neither BN254's nor BLS12-381's scalar field",
+                crate::curve::le_to_decimal(prime)
+            ))
+        })?;
+        let n_witness = r.u32()?;
+        if r.pos != header.end {
+            return Err(ErrorKind::SectionSize {
+                id: HEADER,
+                name: "header",
+                expected: (r.pos - header.start) as u64,
+                found: header.len() as u64,
+            });
+        }
+        let values = c.unique(VALUES, "values")?;
+        expect_size(&values, VALUES, "values", n_witness as u64 * n8 as u64)?;
+        let modulus = curve.r_le();
+        for (i, v) in bytes[values.clone()].chunks_exact(n8).enumerate() {
+            if !lt_le(v, &modulus) {
+                return Err(ErrorKind::InvalidRecord {
+                    what: "witness value",
+                    index: i as u64,
+                    why: "not below the field modulus".into(),
+                });
+            }
+        }
+        Ok(Self {
+            curve,
+            n_witness,
+            values: bytes[values].to_vec(),
+        })
+    }
+
+    /// The i-th value, little-endian.
+    pub fn value(&self, i: usize) -> &[u8] {
+        let n8 = self.curve.n8r();
+        &self.values[i * n8..(i + 1) * n8]
+    }
+
+    /// Serializes as snarkjs writes it.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = ContainerWriter::new(b"wtns", 2);
+        let r = self.curve.r_le();
+        let mut h = Vec::new();
+        h.extend_from_slice(&(r.len() as u32).to_le_bytes());
+        h.extend_from_slice(&r);
+        h.extend_from_slice(&self.n_witness.to_le_bytes());
+        w.section(HEADER, &h);
+        w.section(VALUES, &self.values);
+        w.finish()
+    }
+}
+
+/// a < b for equal-length little-endian integers.
+pub(crate) fn lt_le(a: &[u8], b: &[u8]) -> bool {
+    for (x, y) in a.iter().rev().zip(b.iter().rev()) {
+        if x != y {
+            return x < y;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(curve: CurveId) -> Wtns {
+        let mut values = vec![0u8; 3 * 32];
+        values[0] = 1;
+        values[32] = 7;
+        Wtns {
+            curve,
+            n_witness: 3,
+            values,
+        }
+    }
+
+    #[test]
+    fn round_trips_both_curves() {
+        for c in CurveId::ALL {
+            let w = sample(c);
+            assert_eq!(Wtns::parse(&w.to_bytes()).unwrap(), w);
+        }
+    }
+
+    #[test]
+    fn rejects_values_out_of_field_and_bad_sizes() {
+        let mut w = sample(CurveId::Bn254);
+        w.values[64..96].copy_from_slice(&CurveId::Bn254.r_le());
+        assert!(matches!(
+            Wtns::parse(&w.to_bytes()),
+            Err(ErrorKind::InvalidRecord { index: 2, .. })
+        ));
+        let mut w = sample(CurveId::Bn254);
+        w.n_witness = 4;
+        assert!(matches!(
+            Wtns::parse(&w.to_bytes()),
+            Err(ErrorKind::SectionSize { .. })
+        ));
+    }
+}

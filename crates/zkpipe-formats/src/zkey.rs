@@ -1,0 +1,406 @@
+//! snarkjs Groth16 proving keys (`.zkey`, magic `zkey`, version 1).
+//!
+//! Sections: 1 protocol, 2 header, 3 IC, 4 coefficients of A and B, 5 A, 6 B₁, 7 B₂, 8 C,
+//! 9 H, 10 contributions. Points are affine (x, y) with Montgomery-form limbs, all-zero
+//! bytes meaning the point at infinity. Coefficient values are stored as v·R² (integer,
+//! little-endian), which is how snarkjs's Montgomery multiply turns them back into v.
+
+use crate::container::{expect_size, Container, ContainerWriter, Reader};
+use crate::curve::CurveId;
+use crate::error::{Error, ErrorKind};
+use crate::mapped::MappedFile;
+use std::ops::Range;
+use std::path::Path;
+
+/// Section ids of a Groth16 zkey.
+pub mod section {
+    /// Proving system (u32, 1 = Groth16).
+    pub const PROTOCOL: u32 = 1;
+    /// Groth16 header.
+    pub const HEADER: u32 = 2;
+    /// IC: nPublic + 1 G1 points of the verification key.
+    pub const IC: u32 = 3;
+    /// Coefficients of A and B.
+    pub const COEFFICIENTS: u32 = 4;
+    /// A query, nVars G1 points.
+    pub const A: u32 = 5;
+    /// B query in G1, nVars points.
+    pub const B1: u32 = 6;
+    /// B query in G2, nVars points.
+    pub const B2: u32 = 7;
+    /// C query for private signals, nVars − nPublic − 1 G1 points.
+    pub const C: u32 = 8;
+    /// H query, domainSize G1 points.
+    pub const H: u32 = 9;
+    /// MPC contributions.
+    pub const CONTRIBUTIONS: u32 = 10;
+}
+
+/// Protocol id of Groth16 in section 1.
+pub const PROTOCOL_GROTH16: u32 = 1;
+
+/// Which of the two matrices a coefficient belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Matrix {
+    /// The A matrix (left inputs).
+    A,
+    /// The B matrix (right inputs).
+    B,
+}
+
+/// The Groth16 header (section 2), points as raw file bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Groth16Header {
+    /// The curve, from q.
+    pub curve: CurveId,
+    /// Number of signals (witness length), including the constant 1.
+    pub n_vars: u32,
+    /// Number of public signals (outputs and public inputs).
+    pub n_public: u32,
+    /// Size of the evaluation domain, a power of two.
+    pub domain_size: u32,
+    /// α in G1.
+    pub alpha1: Vec<u8>,
+    /// β in G1.
+    pub beta1: Vec<u8>,
+    /// β in G2.
+    pub beta2: Vec<u8>,
+    /// γ in G2.
+    pub gamma2: Vec<u8>,
+    /// δ in G1.
+    pub delta1: Vec<u8>,
+    /// δ in G2.
+    pub delta2: Vec<u8>,
+}
+
+impl Groth16Header {
+    fn parse(bytes: &[u8], range: Range<usize>) -> Result<Self, ErrorKind> {
+        let mut r = Reader::new(&bytes[..range.end], range.start, "zkey header");
+        let n8q = r.u32()? as usize;
+        let q = r.bytes(n8q)?;
+        let curve = CurveId::from_q_le(q).ok_or_else(|| {
+            ErrorKind::UnknownField(format!(
+                "base field q = {} is neither BN254's nor BLS12-381's",
+                crate::curve::le_to_decimal(q)
+            ))
+        })?;
+        let n8r = r.u32()? as usize;
+        let rr = r.bytes(n8r)?;
+        if rr != curve.r_le().as_slice() {
+            return Err(ErrorKind::UnknownField(format!(
+                "scalar field r does not belong to {curve}"
+            )));
+        }
+        let n_vars = r.u32()?;
+        let n_public = r.u32()?;
+        let domain_size = r.u32()?;
+        let (g1, g2) = (curve.g1_bytes(), curve.g2_bytes());
+        let mut point = |n| r.bytes(n).map(<[u8]>::to_vec);
+        let header = Self {
+            curve,
+            n_vars,
+            n_public,
+            domain_size,
+            alpha1: point(g1)?,
+            beta1: point(g1)?,
+            beta2: point(g2)?,
+            gamma2: point(g2)?,
+            delta1: point(g1)?,
+            delta2: point(g2)?,
+        };
+        if r.pos != range.end {
+            return Err(ErrorKind::SectionSize {
+                id: section::HEADER,
+                name: "header",
+                expected: (r.pos - range.start) as u64,
+                found: range.len() as u64,
+            });
+        }
+        if !domain_size.is_power_of_two() {
+            return Err(ErrorKind::InvalidHeader(format!(
+                "domain size {domain_size} is not a power of two"
+            )));
+        }
+        if n_public >= n_vars {
+            return Err(ErrorKind::InvalidHeader(format!(
+                "nPublic {n_public} must be below nVars {n_vars}"
+            )));
+        }
+        Ok(header)
+    }
+
+    fn write(&self, out: &mut Vec<u8>) {
+        let q = self.curve.q_le();
+        let r = self.curve.r_le();
+        out.extend_from_slice(&(q.len() as u32).to_le_bytes());
+        out.extend_from_slice(&q);
+        out.extend_from_slice(&(r.len() as u32).to_le_bytes());
+        out.extend_from_slice(&r);
+        for v in [self.n_vars, self.n_public, self.domain_size] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        for p in [
+            &self.alpha1,
+            &self.beta1,
+            &self.beta2,
+            &self.gamma2,
+            &self.delta1,
+            &self.delta2,
+        ] {
+            out.extend_from_slice(p);
+        }
+    }
+}
+
+/// One entry of section 4: `matrix[constraint][signal] += value`.
+#[derive(Debug, Clone, Copy)]
+pub struct Coefficient<'a> {
+    /// A or B.
+    pub matrix: Matrix,
+    /// Row (constraint index, < domain size).
+    pub constraint: u32,
+    /// Column (signal index, < nVars).
+    pub signal: u32,
+    /// The value as stored: v·R² mod r, little-endian, n8r bytes.
+    pub value: &'a [u8],
+}
+
+/// The point sections of a zkey, for [`ZkeyFile::points`] and [`ZkeyFile::release`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PointSection {
+    /// Section 3.
+    Ic,
+    /// Section 5.
+    A,
+    /// Section 6.
+    B1,
+    /// Section 7 (G2).
+    B2,
+    /// Section 8.
+    C,
+    /// Section 9.
+    H,
+}
+
+/// A validated, memory-mapped Groth16 zkey.
+pub struct ZkeyFile {
+    file: MappedFile,
+    /// The Groth16 header.
+    pub header: Groth16Header,
+    layout: Layout,
+}
+
+/// Where each section lies, once validated.
+struct Layout {
+    coefficients: Range<usize>,
+    n_coefficients: u32,
+    ic: Range<usize>,
+    a: Range<usize>,
+    b1: Range<usize>,
+    b2: Range<usize>,
+    c: Range<usize>,
+    h: Range<usize>,
+}
+
+impl ZkeyFile {
+    /// Maps and validates a zkey: magic, version, protocol, header, and every section's
+    /// size against the header. Point and coefficient contents are checked by their users.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, Error> {
+        Self::from_file(MappedFile::open(path)?)
+    }
+
+    /// Validates a zkey already in memory.
+    pub fn from_file(file: MappedFile) -> Result<Self, Error> {
+        match Self::layout(file.bytes()) {
+            Ok((header, layout)) => Ok(Self {
+                file,
+                header,
+                layout,
+            }),
+            Err(kind) => Err(Error::new(file.path(), kind)),
+        }
+    }
+
+    fn layout(bytes: &[u8]) -> Result<(Groth16Header, Layout), ErrorKind> {
+        let c = Container::parse(bytes, "zkey", 1..=1, "1")?;
+        let proto = c.unique(section::PROTOCOL, "protocol")?;
+        expect_size(&proto, section::PROTOCOL, "protocol", 4)?;
+        let protocol = Reader::new(bytes, proto.start, "protocol").u32()?;
+        if protocol != PROTOCOL_GROTH16 {
+            return Err(ErrorKind::NotGroth16(protocol));
+        }
+        let header = Groth16Header::parse(bytes, c.unique(section::HEADER, "header")?)?;
+        let (g1, g2) = (
+            header.curve.g1_bytes() as u64,
+            header.curve.g2_bytes() as u64,
+        );
+        let n_vars = header.n_vars as u64;
+        let n_public = header.n_public as u64;
+
+        let sized = |id, name, expected| -> Result<Range<usize>, ErrorKind> {
+            let r = c.unique(id, name)?;
+            expect_size(&r, id, name, expected)?;
+            Ok(r)
+        };
+        let coefficients = c.unique(section::COEFFICIENTS, "coefficients")?;
+        let n_coefficients = Reader::new(
+            &bytes[..coefficients.end],
+            coefficients.start,
+            "coefficients",
+        )
+        .u32()?;
+        let entry = 12 + header.curve.n8r() as u64;
+        expect_size(
+            &coefficients,
+            section::COEFFICIENTS,
+            "coefficients",
+            4 + n_coefficients as u64 * entry,
+        )?;
+        let layout = Layout {
+            ic: sized(section::IC, "IC", (n_public + 1) * g1)?,
+            a: sized(section::A, "A points", n_vars * g1)?,
+            b1: sized(section::B1, "B1 points", n_vars * g1)?,
+            b2: sized(section::B2, "B2 points", n_vars * g2)?,
+            c: sized(section::C, "C points", (n_vars - n_public - 1) * g1)?,
+            h: sized(section::H, "H points", header.domain_size as u64 * g1)?,
+            coefficients,
+            n_coefficients,
+        };
+        Ok((header, layout))
+    }
+
+    /// The file name, for messages.
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    fn range(&self, s: PointSection) -> Range<usize> {
+        let l = &self.layout;
+        match s {
+            PointSection::Ic => l.ic.clone(),
+            PointSection::A => l.a.clone(),
+            PointSection::B1 => l.b1.clone(),
+            PointSection::B2 => l.b2.clone(),
+            PointSection::C => l.c.clone(),
+            PointSection::H => l.h.clone(),
+        }
+    }
+
+    /// The raw bytes of a point section (consecutive affine points).
+    pub fn points(&self, s: PointSection) -> &[u8] {
+        &self.file.bytes()[self.range(s)]
+    }
+
+    /// Drops a converted section's pages from the resident set (see [`MappedFile::release`]).
+    pub fn release(&self, s: PointSection) {
+        self.file.release(self.range(s));
+    }
+
+    /// Drops the coefficient section's pages from the resident set.
+    pub fn release_coefficients(&self) {
+        self.file.release(self.layout.coefficients.clone());
+    }
+
+    /// Number of coefficients in section 4.
+    pub fn n_coefficients(&self) -> u32 {
+        self.layout.n_coefficients
+    }
+
+    /// The entries of section 4, each checked for a valid matrix, row and column.
+    pub fn coefficients(&self) -> impl Iterator<Item = Result<Coefficient<'_>, Error>> + '_ {
+        let n8r = self.header.curve.n8r();
+        let entry = 12 + n8r;
+        let data =
+            &self.file.bytes()[self.layout.coefficients.start + 4..self.layout.coefficients.end];
+        let (domain, n_vars) = (self.header.domain_size, self.header.n_vars);
+        data.chunks_exact(entry).enumerate().map(move |(i, e)| {
+            let u = |o: usize| u32::from_le_bytes([e[o], e[o + 1], e[o + 2], e[o + 3]]);
+            let bad = |why: String| {
+                Error::new(
+                    self.path(),
+                    ErrorKind::InvalidRecord {
+                        what: "coefficient",
+                        index: i as u64,
+                        why,
+                    },
+                )
+            };
+            let matrix = match u(0) {
+                0 => Matrix::A,
+                1 => Matrix::B,
+                m => return Err(bad(format!("matrix {m} is neither A (0) nor B (1)"))),
+            };
+            let (constraint, signal) = (u(4), u(8));
+            if constraint >= domain {
+                return Err(bad(format!(
+                    "constraint {constraint} ≥ domain size {domain}"
+                )));
+            }
+            if signal >= n_vars {
+                return Err(bad(format!("signal {signal} ≥ nVars {n_vars}")));
+            }
+            Ok(Coefficient {
+                matrix,
+                constraint,
+                signal,
+                value: &e[12..],
+            })
+        })
+    }
+}
+
+/// Everything a zkey holds, as raw bytes in file layout, for writing one.
+#[derive(Debug, Clone)]
+pub struct ZkeyContents {
+    /// The Groth16 header.
+    pub header: Groth16Header,
+    /// Section 4 entries: (matrix, constraint, signal, value as v·R² little-endian).
+    pub coefficients: Vec<(Matrix, u32, u32, Vec<u8>)>,
+    /// Section 3.
+    pub ic: Vec<u8>,
+    /// Section 5.
+    pub a: Vec<u8>,
+    /// Section 6.
+    pub b1: Vec<u8>,
+    /// Section 7.
+    pub b2: Vec<u8>,
+    /// Section 8.
+    pub c: Vec<u8>,
+    /// Section 9.
+    pub h: Vec<u8>,
+}
+
+impl ZkeyContents {
+    /// Serializes in snarkjs's section order, with an empty contribution list (section 10:
+    /// a 64-byte circuit hash left zero, then zero contributions).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = ContainerWriter::new(b"zkey", 1);
+        w.section(section::PROTOCOL, &PROTOCOL_GROTH16.to_le_bytes());
+        let mut h = Vec::new();
+        self.header.write(&mut h);
+        w.section(section::HEADER, &h);
+        w.section(section::IC, &self.ic);
+        let mut coeffs = Vec::with_capacity(4 + self.coefficients.len() * 44);
+        coeffs.extend_from_slice(&(self.coefficients.len() as u32).to_le_bytes());
+        for (m, c, s, v) in &self.coefficients {
+            let m = match m {
+                Matrix::A => 0u32,
+                Matrix::B => 1,
+            };
+            for x in [m, *c, *s] {
+                coeffs.extend_from_slice(&x.to_le_bytes());
+            }
+            coeffs.extend_from_slice(v);
+        }
+        w.section(section::COEFFICIENTS, &coeffs);
+        w.section(section::A, &self.a);
+        w.section(section::B1, &self.b1);
+        w.section(section::B2, &self.b2);
+        w.section(section::C, &self.c);
+        w.section(section::H, &self.h);
+        let mut contributions = vec![0u8; 64];
+        contributions.extend_from_slice(&0u32.to_le_bytes());
+        w.section(section::CONTRIBUTIONS, &contributions);
+        w.finish()
+    }
+}
