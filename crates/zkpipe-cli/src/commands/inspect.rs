@@ -1,6 +1,7 @@
 //! `zkpipe inspect <file>`: what a snarkjs/circom file holds.
 
 use anyhow::Result;
+use std::fmt::Write as _;
 use std::path::Path;
 use zkpipe_formats::container::Container;
 use zkpipe_formats::r1cs::R1cs;
@@ -10,46 +11,71 @@ use zkpipe_formats::{sniff, FileKind};
 
 /// Runs `inspect`.
 pub fn run(path: &Path) -> Result<()> {
+    let mut out = String::new();
+    describe(path, &mut out)?;
+    use std::io::Write as _;
+    // A reader that closed the pipe early (`| head`) is not an error worth a panic.
+    let _ = std::io::stdout().write_all(out.as_bytes());
+    Ok(())
+}
+
+fn describe(path: &Path, out: &mut String) -> Result<()> {
     match sniff(path)? {
         FileKind::Zkey => {
             let z = ZkeyFile::open(path)?;
             let h = &z.header;
-            println!("file:          {}", path.display());
-            println!("type:          zkey (Groth16)");
-            println!("curve:         {} ({})", h.curve, h.curve.snarkjs_name());
-            println!("n8q / n8r:     {} / {}", h.curve.n8q(), h.curve.n8r());
-            println!("nVars:         {}", h.n_vars);
-            println!("nPublic:       {}", h.n_public);
-            println!(
+            writeln!(out, "file:          {}", path.display())?;
+            writeln!(out, "type:          zkey (Groth16)")?;
+            writeln!(
+                out,
+                "curve:         {} ({})",
+                h.curve,
+                h.curve.snarkjs_name()
+            )?;
+            writeln!(out, "n8q / n8r:     {} / {}", h.curve.n8q(), h.curve.n8r())?;
+            writeln!(out, "nVars:         {}", h.n_vars)?;
+            writeln!(out, "nPublic:       {}", h.n_public)?;
+            writeln!(
+                out,
                 "domain size:   {} (2^{})",
                 h.domain_size,
                 h.domain_size.trailing_zeros()
-            );
-            println!("coefficients:  {}", z.n_coefficients());
-            print_sections(path, "zkey", 1)?;
+            )?;
+            writeln!(out, "coefficients:  {}", z.n_coefficients())?;
+            print_sections(path, "zkey", 1, out)?;
         }
         FileKind::Wtns => {
             let w = Wtns::read(path)?;
-            println!("file:          {}", path.display());
-            println!("type:          wtns");
-            println!("curve:         {} ({})", w.curve, w.curve.snarkjs_name());
-            println!("nWitness:      {}", w.n_witness);
-            print_sections(path, "wtns", 2)?;
+            writeln!(out, "file:          {}", path.display())?;
+            writeln!(out, "type:          wtns")?;
+            writeln!(
+                out,
+                "curve:         {} ({})",
+                w.curve,
+                w.curve.snarkjs_name()
+            )?;
+            writeln!(out, "nWitness:      {}", w.n_witness)?;
+            print_sections(path, "wtns", 2, out)?;
         }
         FileKind::R1cs => {
             let r = R1cs::read(path)?;
             let h = &r.header;
-            println!("file:          {}", path.display());
-            println!("type:          r1cs");
-            println!("curve:         {} ({})", h.curve, h.curve.snarkjs_name());
-            println!("wires:         {}", h.n_wires);
-            println!("constraints:   {}", h.n_constraints);
-            println!("public out:    {}", h.n_pub_out);
-            println!("public in:     {}", h.n_pub_in);
-            println!("private in:    {}", h.n_prv_in);
-            println!("labels:        {}", h.n_labels);
-            println!("terms:         {}", r.terms.len());
-            print_sections(path, "r1cs", 1)?;
+            writeln!(out, "file:          {}", path.display())?;
+            writeln!(out, "type:          r1cs")?;
+            writeln!(
+                out,
+                "curve:         {} ({})",
+                h.curve,
+                h.curve.snarkjs_name()
+            )?;
+            writeln!(out, "wires:         {}", h.n_wires)?;
+            writeln!(out, "constraints:   {}", h.n_constraints)?;
+            writeln!(out, "public out:    {}", h.n_pub_out)?;
+            writeln!(out, "public in:     {}", h.n_pub_in)?;
+            writeln!(out, "private in:    {}", h.n_prv_in)?;
+            writeln!(out, "labels:        {}", h.n_labels)?;
+            writeln!(out, "terms:         {}", r.terms.len())?;
+            print_sections(path, "r1cs", 1, out)?;
         }
         FileKind::Json => {
             let v: serde_json::Value = zkpipe_formats::json::read_json(path)?;
@@ -62,31 +88,32 @@ pub fn run(path: &Path) -> Result<()> {
             } else {
                 "unrecognized JSON"
             };
-            println!("file:          {}", path.display());
-            println!("type:          {kind}");
+            writeln!(out, "file:          {}", path.display())?;
+            writeln!(out, "type:          {kind}")?;
             if let Some(c) = v.get("curve") {
-                println!("curve:         {c}");
+                writeln!(out, "curve:         {c}")?;
             }
             if let Some(a) = v.as_array() {
-                println!("entries:       {}", a.len());
+                writeln!(out, "entries:       {}", a.len())?;
             }
         }
     }
     Ok(())
 }
 
-fn print_sections(path: &Path, magic: &'static str, version: u32) -> Result<()> {
+fn print_sections(path: &Path, magic: &'static str, version: u32, out: &mut String) -> Result<()> {
     let bytes = std::fs::read(path)?;
     let c = Container::parse(&bytes, magic, version..=version, "")
         .map_err(|k| zkpipe_formats::Error::new(path, k))?;
-    println!("sections:");
+    writeln!(out, "sections:")?;
     for s in &c.sections {
-        println!(
+        writeln!(
+            out,
             "  {:>3}  {:>12} bytes at offset {}",
             s.id,
             s.range.len(),
             s.range.start
-        );
+        )?;
     }
     Ok(())
 }

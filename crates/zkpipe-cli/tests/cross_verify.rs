@@ -1,0 +1,159 @@
+//! Cross-verification with the reference client: snarkjs verifies zkpipe's proofs,
+//! zkpipe verifies snarkjs's, for every fixture of both curves; tampering is caught by both.
+
+mod common;
+use common::*;
+use std::path::Path;
+
+fn prove_into(dir: &Path, curve: &str, circuit: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let f = fixture(curve, circuit);
+    let (proof, public) = (dir.join("proof.json"), dir.join("public.json"));
+    let o = zkpipe(&[
+        "prove".as_ref(),
+        &f.join("circuit.zkey"),
+        &f.join("witness.wtns"),
+        &proof,
+        &public,
+    ]);
+    assert!(o.status.success(), "{curve}/{circuit}: {}", text(&o));
+    (proof, public)
+}
+
+fn json(p: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+}
+
+fn write_json(p: &Path, v: &serde_json::Value) {
+    std::fs::write(p, serde_json::to_vec(v).unwrap()).unwrap();
+}
+
+#[test]
+fn snarkjs_accepts_zkpipe_proofs_and_rejects_tampered_ones() {
+    for (curve, circuit) in FIXTURES {
+        let dir = tempfile::tempdir().unwrap();
+        let (proof, public) = prove_into(dir.path(), curve, circuit);
+        let f = fixture(curve, circuit);
+        let vk = f.join("verification_key.json");
+        assert_eq!(
+            json(&public),
+            json(&f.join("public.json")),
+            "{curve}/{circuit} public signals"
+        );
+        let p = json(&proof);
+        assert_eq!(p["curve"], json(&f.join("proof.json"))["curve"]);
+
+        let o = snarkjs(&["groth16".as_ref(), "verify".as_ref(), &vk, &public, &proof]);
+        assert!(
+            o.status.success() && text(&o).contains("OK"),
+            "{curve}/{circuit}: snarkjs: {}",
+            text(&o)
+        );
+        let o = zkpipe(&["verify".as_ref(), &vk, &public, &proof]);
+        assert!(
+            o.status.success(),
+            "{curve}/{circuit}: zkpipe verify: {}",
+            text(&o)
+        );
+
+        // Swap π_A and π_C: still valid points, no longer a valid proof.
+        let mut t = p.clone();
+        t["pi_a"] = p["pi_c"].clone();
+        t["pi_c"] = p["pi_a"].clone();
+        let tampered = dir.path().join("tampered.json");
+        write_json(&tampered, &t);
+        let o = snarkjs(&[
+            "groth16".as_ref(),
+            "verify".as_ref(),
+            &vk,
+            &public,
+            &tampered,
+        ]);
+        assert!(
+            !text(&o).contains("OK!"),
+            "{curve}/{circuit}: snarkjs accepted a tampered proof"
+        );
+        let o = zkpipe(&["verify".as_ref(), &vk, &public, &tampered]);
+        assert_one_line_error(&o, &["tampered.json", "INVALID"]);
+
+        // Same proof, a different public signal.
+        let mut pubs = json(&public);
+        let first = pubs[0]
+            .as_str()
+            .unwrap()
+            .parse::<u128>()
+            .map(|v| v + 1)
+            .unwrap_or(7);
+        pubs[0] = serde_json::Value::String(first.to_string());
+        let wrong_public = dir.path().join("wrong_public.json");
+        write_json(&wrong_public, &pubs);
+        let o = zkpipe(&["verify".as_ref(), &vk, &wrong_public, &proof]);
+        assert_one_line_error(&o, &["INVALID"]);
+        let o = snarkjs(&[
+            "groth16".as_ref(),
+            "verify".as_ref(),
+            &vk,
+            &wrong_public,
+            &proof,
+        ]);
+        assert!(
+            !text(&o).contains("OK!"),
+            "{curve}/{circuit}: snarkjs accepted a wrong public input"
+        );
+    }
+}
+
+#[test]
+fn zkpipe_accepts_snarkjs_proofs_with_vk_json_or_zkey() {
+    for (curve, circuit) in FIXTURES {
+        let f = fixture(curve, circuit);
+        for key in ["verification_key.json", "circuit.zkey"] {
+            let o = zkpipe(&[
+                "verify".as_ref(),
+                &f.join(key),
+                &f.join("public.json"),
+                &f.join("proof.json"),
+            ]);
+            assert!(
+                o.status.success(),
+                "{curve}/{circuit} with {key}: {}",
+                text(&o)
+            );
+            assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "OK");
+        }
+    }
+}
+
+#[test]
+fn exported_vk_equals_snarkjs_export() {
+    for (curve, circuit) in FIXTURES {
+        let f = fixture(curve, circuit);
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("vk.json");
+        let o = zkpipe(&["export-vk".as_ref(), &f.join("circuit.zkey"), &out]);
+        assert!(o.status.success(), "{}", text(&o));
+        assert_eq!(
+            json(&out),
+            json(&f.join("verification_key.json")),
+            "{curve}/{circuit}"
+        );
+    }
+}
+
+#[test]
+fn check_accepts_good_witness_and_names_the_failing_constraint() {
+    for curve in ["bn254", "bls12-381"] {
+        let f = fixture(curve, "multi_public");
+        let o = zkpipe(&[
+            "check".as_ref(),
+            &f.join("circuit.r1cs"),
+            &f.join("witness.wtns"),
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        let o = zkpipe(&[
+            "check".as_ref(),
+            &f.join("circuit.r1cs"),
+            &f.join("bad_witness.wtns"),
+        ]);
+        assert_one_line_error(&o, &["bad_witness.wtns", "constraint", "not satisfied"]);
+    }
+}

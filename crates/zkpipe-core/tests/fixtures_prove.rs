@@ -1,0 +1,153 @@
+//! The prover end to end on the committed snarkjs fixtures, per curve, with negative cases:
+//! wrong public inputs, and key points outside the subgroup.
+
+use ark_ec::short_weierstrass::{Affine, SWCurveConfig};
+use ark_ec::AffineRepr;
+use ark_ff::One;
+use std::path::PathBuf;
+use zkpipe_core::proof::Proof;
+use zkpipe_core::verify::public_from_json;
+use zkpipe_core::{
+    prove, CompiledKey, CpuBackend, Curve, Error, PointChecks, PointError, ProveOptions, Timings,
+    Witness,
+};
+use zkpipe_formats::json::{read_json, ProofJson, PublicJson};
+use zkpipe_formats::mapped::MappedFile;
+use zkpipe_formats::wtns::Wtns;
+use zkpipe_formats::zkey::{PointSection, ZkeyFile};
+
+fn fixture(curve: &str, circuit: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(curve)
+        .join(circuit)
+}
+
+fn prove_and_verify<E: Curve>(curve: &str) {
+    for circuit in ["multi_public", "poseidon"] {
+        let dir = fixture(curve, circuit);
+        let zkey = ZkeyFile::open(dir.join("circuit.zkey")).unwrap();
+        let key = CompiledKey::<E>::compile(&zkey, PointChecks::Full).unwrap();
+        let trusted = CompiledKey::<E>::compile(&zkey, PointChecks::Trusted).unwrap();
+        assert_eq!(key.points.h, trusted.points.h);
+        let wtns = Wtns::read(dir.join("witness.wtns")).unwrap();
+        let w = Witness::check_for(&wtns, &key).unwrap();
+        let mut t = Timings::default();
+        let proof = prove(
+            &key,
+            &w,
+            &CpuBackend,
+            &ProveOptions::default(),
+            &mut rand::rngs::OsRng,
+            &mut t,
+        )
+        .unwrap();
+        let public = w.public(key.n_public).to_vec();
+        assert!(zkpipe_core::verify(&key.vk, &public, &proof).unwrap());
+        // Two proofs of one witness differ (fresh r, s) and both verify.
+        let again = prove(
+            &key,
+            &w,
+            &CpuBackend,
+            &ProveOptions::default(),
+            &mut rand::rngs::OsRng,
+            &mut t,
+        )
+        .unwrap();
+        assert_ne!(proof, again);
+        let mut wrong = public.clone();
+        wrong[0] += E::ScalarField::one();
+        assert!(!zkpipe_core::verify(&key.vk, &wrong, &proof).unwrap());
+        assert!(matches!(
+            zkpipe_core::verify(&key.vk, &public[1..], &proof),
+            Err(Error::PublicInputCount { .. })
+        ));
+        // snarkjs's own proof verifies with the compiled key's vk.
+        let sp: ProofJson = read_json(dir.join("proof.json")).unwrap();
+        let sp = Proof::<E>::from_json(&sp).unwrap();
+        let spub: PublicJson = read_json(dir.join("public.json")).unwrap();
+        assert!(zkpipe_core::verify(&key.vk, &public_from_json::<E>(&spub).unwrap(), &sp).unwrap());
+    }
+}
+
+#[test]
+fn bn254_fixtures_prove_and_verify() {
+    prove_and_verify::<zkpipe_core::Bn254>("bn254");
+}
+
+#[test]
+fn bls12_381_fixtures_prove_and_verify() {
+    prove_and_verify::<zkpipe_core::Bls12_381>("bls12-381");
+}
+
+/// An on-curve point outside the prime-order subgroup (the curve has a cofactor).
+fn non_subgroup_point<P: SWCurveConfig>() -> Affine<P> {
+    let mut x = P::BaseField::one();
+    loop {
+        if let Some(p) = Affine::<P>::get_point_from_x_unchecked(x, false) {
+            if !p.is_in_correct_subgroup_assuming_on_curve() {
+                return p;
+            }
+        }
+        x += P::BaseField::one();
+    }
+}
+
+/// Replaces the second point of a section with `point_bytes` and compiles in both modes.
+fn compile_with_replaced_point<E: Curve>(
+    curve: &str,
+    section: PointSection,
+    point_bytes: Vec<u8>,
+) -> (Result<(), Error>, Result<(), Error>) {
+    let path = fixture(curve, "multi_public").join("circuit.zkey");
+    let original = ZkeyFile::open(&path).unwrap();
+    let points = original.points(section);
+    let size = point_bytes.len();
+    // Locate the section by content: its bytes are unique within the file.
+    let bytes = std::fs::read(&path).unwrap();
+    let start = bytes
+        .windows(points.len())
+        .position(|w| w == points)
+        .unwrap();
+    let mut edited = bytes.clone();
+    edited[start + size..start + 2 * size].copy_from_slice(&point_bytes);
+    let z = ZkeyFile::from_file(MappedFile::from_bytes("edited.zkey", edited)).unwrap();
+    (
+        CompiledKey::<E>::compile(&z, PointChecks::Full).map(|_| ()),
+        CompiledKey::<E>::compile(&z, PointChecks::Trusted).map(|_| ()),
+    )
+}
+
+#[test]
+fn points_outside_the_subgroup_are_rejected_unless_trusted() {
+    type E1 = zkpipe_core::Bls12_381;
+    let p = non_subgroup_point::<ark_bls12_381::g1::Config>();
+    let mut b = Vec::new();
+    E1::g1_to_bytes(&p, &mut b);
+    let (full, trusted) = compile_with_replaced_point::<E1>("bls12-381", PointSection::A, b);
+    assert!(
+        matches!(
+            full,
+            Err(Error::InvalidPoint {
+                problem: PointError::NotInSubgroup,
+                index: 1,
+                ..
+            })
+        ),
+        "{full:?}"
+    );
+    assert!(trusted.is_ok());
+
+    type E2 = zkpipe_core::Bn254;
+    let q = non_subgroup_point::<ark_bn254::g2::Config>();
+    assert!(q.is_on_curve() && !q.is_zero());
+    let mut b = Vec::new();
+    E2::g2_to_bytes(&q, &mut b);
+    let (full, trusted) = compile_with_replaced_point::<E2>("bn254", PointSection::B2, b);
+    let msg = full.unwrap_err().to_string();
+    assert!(
+        msg.contains("section 7 (B2)") && msg.contains("not in the prime-order subgroup"),
+        "{msg}"
+    );
+    assert!(trusted.is_ok());
+}

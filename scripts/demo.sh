@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The main job: build zkpipe, prove the bundled example circuits (Poseidon, BN254 and
+# BLS12-381), and verify each proof with zkpipe and, where installed, with snarkjs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo build --release --locked --bin zkpipe
+zkpipe=target/release/zkpipe
+snarkjs=tests/fixtures/node_modules/.bin/snarkjs
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+for curve in bn254 bls12-381; do
+  dir=tests/fixtures/$curve/poseidon
+  echo "== $curve: prove $dir"
+  "$zkpipe" prove "$dir/circuit.zkey" "$dir/witness.wtns" "$out/proof.json" "$out/public.json" --timings
+  echo "== $curve: zkpipe verify"
+  "$zkpipe" verify "$dir/verification_key.json" "$out/public.json" "$out/proof.json"
+  if [ -x "$snarkjs" ]; then
+    echo "== $curve: snarkjs groth16 verify"
+    "$snarkjs" groth16 verify "$dir/verification_key.json" "$out/public.json" "$out/proof.json"
+  else
+    echo "(snarkjs not installed: scripts/test.sh installs it; skipping the snarkjs check)"
+  fi
+done
+echo "== all proofs verified"
