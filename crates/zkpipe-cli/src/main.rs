@@ -36,6 +36,10 @@ enum Command {
         /// The file.
         file: PathBuf,
     },
+    /// Make an INSECURE development key for an r1cs: `zkpipe setup --dev <r1cs> <zkey>`.
+    Setup(commands::setup::Args),
+    /// Write a satisfiable synthetic circuit and its witness, of any size.
+    Synth(commands::synth::Args),
     /// Check a witness against an r1cs and name the first unsatisfied constraint.
     Check {
         /// The constraint system.
@@ -46,7 +50,22 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => e.exit(), // --help, --version
+        Err(e) => {
+            // Usage errors too are one line.
+            let msg = e.to_string();
+            let lines: Vec<&str> = msg
+                .lines()
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more"))
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            eprintln!("zkpipe: {} (see zkpipe --help)", lines.join(" "));
+            return ExitCode::from(2);
+        }
+    };
     if let Some(n) = cli.threads {
         if n == 0 {
             eprintln!("zkpipe: error: --threads must be at least 1");
@@ -65,6 +84,8 @@ fn main() -> ExitCode {
         Command::Verify(a) => commands::verify::run(a),
         Command::ExportVk(a) => commands::export_vk::run(a),
         Command::Inspect { file } => commands::inspect::run(&file),
+        Command::Setup(a) => commands::setup::run(a),
+        Command::Synth(a) => commands::synth::run(a),
         Command::Check { r1cs, wtns } => commands::check::run(&r1cs, &wtns),
     };
     match result {

@@ -33,6 +33,9 @@ pub mod check;
 pub mod proof;
 pub mod timings;
 
+pub mod setup;
+pub mod synth;
+
 pub use backend::{Backend, CpuBackend};
 pub use curve::Curve;
 pub use error::{Error, PointError};

@@ -5,6 +5,8 @@ pub mod check;
 pub mod export_vk;
 pub mod inspect;
 pub mod prove;
+pub mod setup;
+pub mod synth;
 pub mod verify;
 
 /// Runs a generic expression with `E` bound to the engine of a [`zkpipe_formats::CurveId`].
@@ -23,3 +25,11 @@ macro_rules! with_curve {
     };
 }
 pub(crate) use with_curve;
+
+/// Refuses to replace an existing file unless `force` is set.
+pub fn refuse_overwrite(path: &std::path::Path, force: bool) -> anyhow::Result<()> {
+    if path.exists() && !force {
+        anyhow::bail!("{}: already exists (use --force to overwrite)", path.display());
+    }
+    Ok(())
+}
