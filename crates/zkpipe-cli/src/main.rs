@@ -3,6 +3,7 @@
 //! Errors are printed as one line, `zkpipe: error: <file>: <what is wrong>`, with exit
 //! status 1; outputs are written all-or-nothing.
 
+mod bench;
 mod commands;
 
 use clap::{Parser, Subcommand};
@@ -16,9 +17,6 @@ use std::process::ExitCode;
     about = "Groth16 proving engine for snarkjs/circom (BN254, BLS12-381)"
 )]
 struct Cli {
-    /// Worker threads for CPU stages (default: all cores).
-    #[arg(long, global = true)]
-    threads: Option<usize>,
     #[command(subcommand)]
     command: Command,
 }
@@ -40,6 +38,8 @@ enum Command {
     Setup(commands::setup::Args),
     /// Write a satisfiable synthetic circuit and its witness, of any size.
     Synth(commands::synth::Args),
+    /// Prove repeatedly with the key resident; per-stage min/median/mean/max, A/B compare.
+    Bench(commands::bench::Args),
     /// Check a witness against an r1cs and name the first unsatisfied constraint.
     Check {
         /// The constraint system.
@@ -66,19 +66,6 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Some(n) = cli.threads {
-        if n == 0 {
-            eprintln!("zkpipe: error: --threads must be at least 1");
-            return ExitCode::FAILURE;
-        }
-        if let Err(e) = rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build_global()
-        {
-            eprintln!("zkpipe: error: cannot start {n} threads: {e}");
-            return ExitCode::FAILURE;
-        }
-    }
     let result = match cli.command {
         Command::Prove(a) => commands::prove::run(a),
         Command::Verify(a) => commands::verify::run(a),
@@ -86,6 +73,7 @@ fn main() -> ExitCode {
         Command::Inspect { file } => commands::inspect::run(&file),
         Command::Setup(a) => commands::setup::run(a),
         Command::Synth(a) => commands::synth::run(a),
+        Command::Bench(a) => commands::bench::run(a),
         Command::Check { r1cs, wtns } => commands::check::run(&r1cs, &wtns),
     };
     match result {

@@ -8,7 +8,7 @@ use crate::error::Error;
 use crate::key::CompiledKey;
 use crate::msm::{msm, to_scalars};
 use crate::proof::Proof;
-use crate::reduce::{reduce, QapEvals, DEFAULT_CHUNK_ROWS};
+use crate::reduce::{reduce, QapEvals, RowSchedule, DEFAULT_SCHEDULE};
 use crate::timings::{Stage, Timings};
 use crate::verify::verify;
 use crate::witness::Witness;
@@ -21,15 +21,15 @@ pub struct ProveOptions {
     /// Verify the proof against the key's verification key before returning it
     /// (default true): a witness that does not satisfy the circuit is reported, not proved.
     pub self_check: bool,
-    /// Rows per chunk claimed by a thread in the reduce stage.
-    pub chunk_rows: usize,
+    /// How the reduce stage spreads rows over threads.
+    pub schedule: RowSchedule,
 }
 
 impl Default for ProveOptions {
     fn default() -> Self {
         Self {
             self_check: true,
-            chunk_rows: DEFAULT_CHUNK_ROWS,
+            schedule: DEFAULT_SCHEDULE,
         }
     }
 }
@@ -51,7 +51,7 @@ pub fn prove<E: Curve, B: Backend<E> + ?Sized>(
     }
     let mut evals = QapEvals::zeroed(key.domain_size());
     let w = t.time(Stage::Reduce, || {
-        reduce(&key.a, &key.b, &witness.values, &mut evals, opts.chunk_rows);
+        reduce(&key.a, &key.b, &witness.values, &mut evals, opts.schedule);
         to_scalars(&witness.values)
     });
     let h = t.time(Stage::Quotient, || {

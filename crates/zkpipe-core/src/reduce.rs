@@ -9,8 +9,51 @@ use crate::key::Csr;
 use ark_ff::Field;
 use rayon::prelude::*;
 
-/// Rows per claimed chunk unless configured otherwise.
-pub const DEFAULT_CHUNK_ROWS: usize = 64;
+/// How rows are spread over the threads of the current rayon pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowSchedule {
+    /// One contiguous range per thread (the baseline that stragglers hurt).
+    Static,
+    /// Threads claim chunks of this many rows from a shared atomic counter.
+    Dynamic(usize),
+    /// rayon's work stealing over chunks of this many rows.
+    Stealing(usize),
+}
+
+/// The schedule used unless configured otherwise.
+pub const DEFAULT_SCHEDULE: RowSchedule = RowSchedule::Dynamic(64);
+
+impl std::str::FromStr for RowSchedule {
+    type Err = String;
+
+    /// `static`, `dynamic:<rows>` or `stealing:<rows>`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let rows = |v: &str| -> Result<usize, String> {
+            v.parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| format!("bad chunk size {v:?} in schedule {s:?}"))
+        };
+        match s.split_once(':') {
+            None if s == "static" => Ok(RowSchedule::Static),
+            Some(("dynamic", v)) => Ok(RowSchedule::Dynamic(rows(v)?)),
+            Some(("stealing", v)) => Ok(RowSchedule::Stealing(rows(v)?)),
+            _ => Err(format!(
+                "schedule {s:?} is not static, dynamic:<rows> or stealing:<rows>"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for RowSchedule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RowSchedule::Static => write!(f, "static"),
+            RowSchedule::Dynamic(n) => write!(f, "dynamic:{n}"),
+            RowSchedule::Stealing(n) => write!(f, "stealing:{n}"),
+        }
+    }
+}
 
 /// The three vectors a, b, c over the domain; after [`crate::quotient`], `a` holds h.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,21 +83,98 @@ impl<F: Field> QapEvals<F> {
 }
 
 /// Computes a, b, c for every row into `out` (which must have the matrices' row count).
-pub fn reduce<F: Field>(a: &Csr<F>, b: &Csr<F>, w: &[F], out: &mut QapEvals<F>, chunk_rows: usize) {
-    let chunk = chunk_rows.max(1);
-    out.a
-        .par_chunks_mut(chunk)
-        .zip(out.b.par_chunks_mut(chunk))
-        .zip(out.c.par_chunks_mut(chunk))
+pub fn reduce<F: Field>(
+    a: &Csr<F>,
+    b: &Csr<F>,
+    w: &[F],
+    out: &mut QapEvals<F>,
+    schedule: RowSchedule,
+) {
+    let rows = out.a.len();
+    let chunk = match schedule {
+        RowSchedule::Static => rows.div_ceil(rayon::current_num_threads()).max(1),
+        RowSchedule::Dynamic(n) | RowSchedule::Stealing(n) => n.max(1),
+    };
+    let chunks = out
+        .a
+        .chunks_mut(chunk)
+        .zip(out.b.chunks_mut(chunk))
+        .zip(out.c.chunks_mut(chunk))
         .enumerate()
-        .for_each(|(k, ((oa, ob), oc))| {
-            let first = k * chunk;
-            for i in 0..oa.len() {
-                let row = first + i;
-                let (x, y) = (a.dot(row, w), b.dot(row, w));
-                oa[i] = x;
-                ob[i] = y;
-                oc[i] = x * y;
+        .map(|(k, ((oa, ob), oc))| (k * chunk, oa, ob, oc));
+    let fill = |(first, oa, ob, oc): (usize, &mut [F], &mut [F], &mut [F])| {
+        for i in 0..oa.len() {
+            let (x, y) = (a.dot(first + i, w), b.dot(first + i, w));
+            oa[i] = x;
+            ob[i] = y;
+            oc[i] = x * y;
+        }
+    };
+    match schedule {
+        // One task per thread; no stealing below that granularity.
+        RowSchedule::Static => chunks
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .with_max_len(1)
+            .for_each(fill),
+        RowSchedule::Stealing(_) => chunks.collect::<Vec<_>>().into_par_iter().for_each(fill),
+        RowSchedule::Dynamic(_) => {
+            // Each chunk sits behind its own (never contended) lock, so claiming by counter
+            // needs no unsafe code.
+            let slots: Vec<_> = chunks.map(|c| std::sync::Mutex::new(Some(c))).collect();
+            let next = std::sync::atomic::AtomicUsize::new(0);
+            rayon::broadcast(|_| loop {
+                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(slot) = slots.get(k) else { break };
+                let claimed = slot.lock().ok().and_then(|mut g| g.take());
+                if let Some(c) = claimed {
+                    fill(c);
+                }
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ark_bn254::Fr;
+    use ark_std::UniformRand;
+
+    #[test]
+    fn every_schedule_computes_the_same_rows() {
+        let rng = &mut ark_std::test_rng();
+        let rows = 1000;
+        let n_vars = 50;
+        let mut m = Csr::<Fr> {
+            row_starts: vec![0],
+            cols: vec![],
+            vals: vec![],
+        };
+        for r in 0..rows {
+            for k in 0..(r % 7) * (r % 13) {
+                m.cols.push(((r + k * 3) % n_vars) as u32);
+                m.vals.push(Fr::rand(rng));
             }
-        });
+            m.row_starts.push(m.cols.len() as u32);
+        }
+        let w: Vec<Fr> = (0..n_vars).map(|_| Fr::rand(rng)).collect();
+        let expected: Vec<Fr> = (0..rows).map(|r| m.dot(r, &w)).collect();
+        for s in [
+            "static",
+            "dynamic:1",
+            "dynamic:64",
+            "dynamic:5000",
+            "stealing:16",
+        ] {
+            let schedule: RowSchedule = s.parse().unwrap();
+            let mut out = QapEvals::zeroed(rows);
+            reduce(&m, &m, &w, &mut out, schedule);
+            assert_eq!(out.a, expected, "{s}");
+            let squares: Vec<Fr> = expected.iter().map(|x| x.square()).collect();
+            assert_eq!(out.c, squares, "{s}");
+        }
+        assert!("dynamic:0".parse::<RowSchedule>().is_err());
+        assert!("fast".parse::<RowSchedule>().is_err());
+    }
 }

@@ -30,7 +30,11 @@ const CHUNK: usize = 1 << 14;
 pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Sync);
 
 /// Makes a development key for `r1cs` from toxic waste drawn from `rng`.
-pub fn dev_setup<E: Curve>(r1cs: &R1cs, rng: &mut impl RngCore, progress: Progress<'_>) -> Result<ZkeyContents, Error> {
+pub fn dev_setup<E: Curve>(
+    r1cs: &R1cs,
+    rng: &mut impl RngCore,
+    progress: Progress<'_>,
+) -> Result<ZkeyContents, Error> {
     let h = &r1cs.header;
     if h.curve != E::ID {
         return Err(Error::CurveMismatch {
@@ -39,11 +43,20 @@ pub fn dev_setup<E: Curve>(r1cs: &R1cs, rng: &mut impl RngCore, progress: Progre
             expected: E::ID,
         });
     }
-    let (m, n_public, n_vars) = (h.n_constraints as usize, h.n_public() as usize, h.n_wires as usize);
+    let (m, n_public, n_vars) = (
+        h.n_constraints as usize,
+        h.n_public() as usize,
+        h.n_wires as usize,
+    );
     let n = (m + n_public + 1).next_power_of_two();
     let domain = QuotientDomain::<E::ScalarField>::new(n)
         .filter(|_| n.trailing_zeros() < E::ScalarField::TWO_ADICITY)
-        .ok_or_else(|| Error::InvalidKey(format!("{m} constraints need a domain of {n}, too large for {}", E::ID)))?;
+        .ok_or_else(|| {
+            Error::InvalidKey(format!(
+                "{m} constraints need a domain of {n}, too large for {}",
+                E::ID
+            ))
+        })?;
     let f = |t: &zkpipe_formats::r1cs::Term| -> Result<E::ScalarField, Error> {
         field_from_le(&t.value).ok_or_else(|| Error::InvalidScalar {
             what: "r1cs coefficient".into(),
@@ -57,7 +70,13 @@ pub fn dev_setup<E: Curve>(r1cs: &R1cs, rng: &mut impl RngCore, progress: Progre
             break x;
         }
     };
-    let (tau, alpha, beta, gamma, delta) = (nonzero(rng), nonzero(rng), nonzero(rng), nonzero(rng), nonzero(rng));
+    let (tau, alpha, beta, gamma, delta) = (
+        nonzero(rng),
+        nonzero(rng),
+        nonzero(rng),
+        nonzero(rng),
+        nonzero(rng),
+    );
     let (gamma_inv, delta_inv) = (inv(gamma)?, inv(delta)?);
 
     // Lagrange basis of the n-domain at τ: L_j(τ) = (τⁿ − 1)/n · ωʲ/(τ − ωʲ).
@@ -65,37 +84,53 @@ pub fn dev_setup<E: Curve>(r1cs: &R1cs, rng: &mut impl RngCore, progress: Progre
     let lagrange = lagrange_at(&omegas, tau, tau.pow([n as u64]) - E::ScalarField::ONE, n)?;
 
     // QAP polynomials of each signal at τ, and the coefficient list of A and B.
-    let (mut u, mut v, mut w) = (vec![E::ScalarField::ZERO; n_vars], vec![E::ScalarField::ZERO; n_vars], vec![E::ScalarField::ZERO; n_vars]);
+    let (mut u, mut v, mut w) = (
+        vec![E::ScalarField::ZERO; n_vars],
+        vec![E::ScalarField::ZERO; n_vars],
+        vec![E::ScalarField::ZERO; n_vars],
+    );
     let r2 = montgomery_r::<E::ScalarField>().square();
     let encode = |x: E::ScalarField| (x * r2).into_bigint().to_bytes_le();
     let mut coefficients = Vec::new();
-    for c in 0..m {
+    for (c, l) in lagrange.iter().enumerate().take(m) {
         let [a, b, cc] = r1cs.constraint(c);
         for t in a {
             let x = f(t)?;
-            u[t.wire as usize] += x * lagrange[c];
+            u[t.wire as usize] += x * l;
             coefficients.push((Matrix::A, c as u32, t.wire, encode(x)));
         }
         for t in b {
             let x = f(t)?;
-            v[t.wire as usize] += x * lagrange[c];
+            v[t.wire as usize] += x * l;
             coefficients.push((Matrix::B, c as u32, t.wire, encode(x)));
         }
         for t in cc {
-            w[t.wire as usize] += f(t)? * lagrange[c];
+            w[t.wire as usize] += f(t)? * l;
         }
     }
     for i in 0..=n_public {
         u[i] += lagrange[m + i];
-        coefficients.push((Matrix::A, (m + i) as u32, i as u32, encode(E::ScalarField::ONE)));
+        coefficients.push((
+            Matrix::A,
+            (m + i) as u32,
+            i as u32,
+            encode(E::ScalarField::ONE),
+        ));
     }
 
     let combined = |i: usize| beta * u[i] + alpha * v[i] + w[i];
     let ic: Vec<_> = (0..=n_public).map(|i| combined(i) * gamma_inv).collect();
-    let c: Vec<_> = (n_public + 1..n_vars).map(|i| combined(i) * delta_inv).collect();
+    let c: Vec<_> = (n_public + 1..n_vars)
+        .map(|i| combined(i) * delta_inv)
+        .collect();
     // H_j = L^{2n}_{2j+1}(τ)/δ = (τ²ⁿ − 1)/(2n) · x_j/(τ − x_j)/δ, x_j the odd-coset points.
     let coset: Vec<E::ScalarField> = domain.coset.elements().collect();
-    let mut hq = lagrange_at(&coset, tau, tau.pow([2 * n as u64]) - E::ScalarField::ONE, 2 * n)?;
+    let mut hq = lagrange_at(
+        &coset,
+        tau,
+        tau.pow([2 * n as u64]) - E::ScalarField::ONE,
+        2 * n,
+    )?;
     hq.par_iter_mut().for_each(|x| *x *= delta_inv);
 
     let total = (3 * n_vars + c.len() + n + ic.len()) as u64;
@@ -103,10 +138,26 @@ pub fn dev_setup<E: Curve>(r1cs: &R1cs, rng: &mut impl RngCore, progress: Progre
     let g1_table = BatchMulPreprocessing::new(E::G1::generator(), n_vars.max(n));
     let g2_table = BatchMulPreprocessing::new(E::G2::generator(), n_vars);
     let g1_bytes = |s: &[E::ScalarField]| {
-        encode_points(s, &|chunk| g1_table.batch_mul(chunk), &|p, out| E::g1_to_bytes(p, out), E::ID.g1_bytes(), &done, total, progress)
+        encode_points(
+            s,
+            &|chunk| g1_table.batch_mul(chunk),
+            &|p, out| E::g1_to_bytes(p, out),
+            E::ID.g1_bytes(),
+            &done,
+            total,
+            progress,
+        )
     };
     let g2_bytes = |s: &[E::ScalarField]| {
-        encode_points(s, &|chunk| g2_table.batch_mul(chunk), &|p, out| E::g2_to_bytes(p, out), E::ID.g2_bytes(), &done, total, progress)
+        encode_points(
+            s,
+            &|chunk| g2_table.batch_mul(chunk),
+            &|p, out| E::g2_to_bytes(p, out),
+            E::ID.g2_bytes(),
+            &done,
+            total,
+            progress,
+        )
     };
     let point1 = |s: E::ScalarField| {
         let mut b = Vec::new();
@@ -142,7 +193,8 @@ pub fn dev_setup<E: Curve>(r1cs: &R1cs, rng: &mut impl RngCore, progress: Progre
 }
 
 fn inv<F: Field>(x: F) -> Result<F, Error> {
-    x.inverse().ok_or_else(|| Error::InvalidKey("toxic waste not invertible".into()))
+    x.inverse()
+        .ok_or_else(|| Error::InvalidKey("toxic waste not invertible".into()))
 }
 
 /// L_j(τ) = z · (1/size) · x_j/(τ − x_j) for the points x_j of a domain whose vanishing
@@ -154,7 +206,11 @@ fn lagrange_at<F: PrimeField>(points: &[F], tau: F, z: F, size: usize) -> Result
     }
     batch_inversion(&mut denom);
     let scale = z * inv(F::from(size as u64))?;
-    Ok(points.par_iter().zip(denom).map(|(x, d)| scale * x * d).collect())
+    Ok(points
+        .par_iter()
+        .zip(denom)
+        .map(|(x, d)| scale * x * d)
+        .collect())
 }
 
 /// Fixed-base multiplications in chunks (for progress), serialized in file layout.
@@ -181,7 +237,8 @@ fn encode_points<F: Sync, P: Send + Sync>(
         for b in bytes {
             out.extend_from_slice(&b);
         }
-        let d = done.fetch_add(chunk.len() as u64, std::sync::atomic::Ordering::Relaxed) + chunk.len() as u64;
+        let d = done.fetch_add(chunk.len() as u64, std::sync::atomic::Ordering::Relaxed)
+            + chunk.len() as u64;
         progress(d, total);
     }
     out

@@ -77,7 +77,10 @@ pub fn synth<E: Curve>(spec: &SynthSpec) -> (R1cs, Wtns) {
             Shape::Dense => (rng.gen_range(16..=64), rng.gen_range(1..=4)),
             Shape::Wide => (rng.gen_range(128..=512), 0),
         };
-        let lc = |len: usize, rng: &mut rand_chacha::ChaCha20Rng, terms: &mut Vec<Term>| -> E::ScalarField {
+        let lc = |len: usize,
+                  rng: &mut rand_chacha::ChaCha20Rng,
+                  terms: &mut Vec<Term>|
+         -> E::ScalarField {
             let mut acc = E::ScalarField::ZERO;
             for _ in 0..len {
                 // Mostly recent signals, like a circuit's data flow; sometimes any earlier one.
@@ -154,7 +157,11 @@ mod tests {
 
     fn satisfied_and_deterministic<E: Curve>() {
         for (constraints, public, seed) in [(1, 0, 1), (300, 3, 2), (5000, 4, 3)] {
-            let spec = SynthSpec { constraints, public, seed };
+            let spec = SynthSpec {
+                constraints,
+                public,
+                seed,
+            };
             let (r1cs, wtns) = synth::<E>(&spec);
             assert_eq!(r1cs.header.n_constraints as usize, constraints);
             check_r1cs::<E>(&r1cs, &wtns).unwrap();
@@ -162,11 +169,29 @@ mod tests {
             assert_eq!(again.0, r1cs);
             assert_eq!(again.1, wtns);
             // Round-trips through the file formats.
-            assert_eq!(R1cs::parse(&r1cs.to_bytes()).unwrap(), R1cs { wire_labels: (0..r1cs.header.n_wires as u64).collect(), ..r1cs.clone() });
+            assert_eq!(
+                R1cs::parse(&r1cs.to_bytes()).unwrap(),
+                R1cs {
+                    wire_labels: (0..r1cs.header.n_wires as u64).collect(),
+                    ..r1cs.clone()
+                }
+            );
             assert_eq!(Wtns::parse(&wtns.to_bytes()).unwrap(), wtns);
         }
-        let other = synth::<E>(&SynthSpec { constraints: 300, public: 3, seed: 9 });
-        assert_ne!(other.0, synth::<E>(&SynthSpec { constraints: 300, public: 3, seed: 2 }).0);
+        let other = synth::<E>(&SynthSpec {
+            constraints: 300,
+            public: 3,
+            seed: 9,
+        });
+        assert_ne!(
+            other.0,
+            synth::<E>(&SynthSpec {
+                constraints: 300,
+                public: 3,
+                seed: 2
+            })
+            .0
+        );
     }
 
     #[test]
@@ -181,7 +206,11 @@ mod tests {
 
     #[test]
     fn a_corrupted_witness_is_caught() {
-        let (r1cs, mut wtns) = synth::<crate::Bn254>(&SynthSpec { constraints: 100, public: 1, seed: 5 });
+        let (r1cs, mut wtns) = synth::<crate::Bn254>(&SynthSpec {
+            constraints: 100,
+            public: 1,
+            seed: 5,
+        });
         let last = wtns.values.len() - 32;
         wtns.values[last] ^= 1;
         let err = check_r1cs::<crate::Bn254>(&r1cs, &wtns).unwrap_err();

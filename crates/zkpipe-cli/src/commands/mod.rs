@@ -1,6 +1,7 @@
 //! One module per subcommand. Curves are chosen here, from file headers, and everything
 //! below is generic.
 
+pub mod bench;
 pub mod check;
 pub mod export_vk;
 pub mod inspect;
@@ -29,7 +30,33 @@ pub(crate) use with_curve;
 /// Refuses to replace an existing file unless `force` is set.
 pub fn refuse_overwrite(path: &std::path::Path, force: bool) -> anyhow::Result<()> {
     if path.exists() && !force {
-        anyhow::bail!("{}: already exists (use --force to overwrite)", path.display());
+        anyhow::bail!(
+            "{}: already exists (use --force to overwrite)",
+            path.display()
+        );
     }
     Ok(())
+}
+
+/// `--threads N` for commands that run on one pool.
+#[derive(clap::Args, Clone, Copy)]
+pub struct Threads {
+    /// Worker threads for CPU stages (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+impl Threads {
+    /// Sizes the global rayon pool; call before any parallel work.
+    pub fn install(self) -> anyhow::Result<()> {
+        if let Some(n) = self.threads {
+            if n == 0 {
+                anyhow::bail!("--threads must be at least 1");
+            }
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build_global()?;
+        }
+        Ok(())
+    }
 }

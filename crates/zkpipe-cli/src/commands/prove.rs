@@ -15,6 +15,8 @@ use zkpipe_formats::zkey::ZkeyFile;
 /// Arguments of `prove`.
 #[derive(clap::Args)]
 pub struct Args {
+    #[command(flatten)]
+    threads: super::Threads,
     /// Proving key (snarkjs Groth16 .zkey).
     zkey: PathBuf,
     /// Witness (.wtns).
@@ -32,13 +34,14 @@ pub struct Args {
     /// Print per-stage times to stderr.
     #[arg(long)]
     timings: bool,
-    /// Rows per work chunk in the reduce stage.
-    #[arg(long, default_value_t = zkpipe_core::reduce::DEFAULT_CHUNK_ROWS)]
-    chunk_rows: usize,
+    /// How reduce spreads rows over threads: static, dynamic:<rows> or stealing:<rows>.
+    #[arg(long, default_value_t = zkpipe_core::reduce::DEFAULT_SCHEDULE)]
+    schedule: zkpipe_core::reduce::RowSchedule,
 }
 
 /// Runs `prove`.
 pub fn run(a: Args) -> Result<()> {
+    a.threads.install()?;
     let mut t = Timings::default();
     let zkey = t.time(Stage::LoadKey, || ZkeyFile::open(&a.zkey))?;
     with_curve!(zkey.header.curve, E => prove_with::<E>(&a, &zkey, &mut t))
@@ -57,7 +60,7 @@ fn prove_with<E: Curve>(a: &Args, zkey: &ZkeyFile, t: &mut Timings) -> Result<()
     })?;
     let opts = ProveOptions {
         self_check: !a.no_verify,
-        chunk_rows: a.chunk_rows,
+        schedule: a.schedule,
     };
     let proof = prove(
         &key,

@@ -12,6 +12,8 @@ use zkpipe_formats::r1cs::R1cs;
 /// Arguments of `setup`.
 #[derive(clap::Args)]
 pub struct Args {
+    #[command(flatten)]
+    threads: super::Threads,
     /// Make a development key from random toxic waste (the only kind zkpipe makes).
     #[arg(long)]
     dev: bool,
@@ -29,6 +31,7 @@ pub struct Args {
 
 /// Runs `setup`.
 pub fn run(a: Args) -> Result<()> {
+    a.threads.install()?;
     if !a.dev {
         bail!("only `setup --dev` is supported: production keys come from a snarkjs ceremony (powersoftau + zkey contribute)");
     }

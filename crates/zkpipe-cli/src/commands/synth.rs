@@ -10,6 +10,8 @@ use zkpipe_formats::CurveId;
 /// Arguments of `synth`.
 #[derive(clap::Args)]
 pub struct Args {
+    #[command(flatten)]
+    threads: super::Threads,
     /// Where to write the constraint system.
     r1cs: PathBuf,
     /// Where to write the witness.
@@ -40,7 +42,9 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     let v = match s.split_once('^') {
         Some(("2", e)) => {
             let e: u32 = e.parse().map_err(|_| format!("bad exponent in {s:?}"))?;
-            1u64.checked_shl(e).filter(|_| e < 40).ok_or(format!("{s} is too large"))?
+            1u64.checked_shl(e)
+                .filter(|_| e < 40)
+                .ok_or(format!("{s} is too large"))?
         }
         Some(_) => return Err(format!("{s:?}: only powers of 2 can be written as b^e")),
         None => s.parse().map_err(|_| format!("{s:?} is not a number"))?,
@@ -50,14 +54,23 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 
 /// Runs `synth`.
 pub fn run(a: Args) -> Result<()> {
-    let curve = CurveId::from_snarkjs_name(&a.curve).with_context(|| format!("unknown curve {:?} (bn254 or bls12-381)", a.curve))?;
+    a.threads.install()?;
+    let curve = CurveId::from_snarkjs_name(&a.curve)
+        .with_context(|| format!("unknown curve {:?} (bn254 or bls12-381)", a.curve))?;
     let constraints = match (a.constraints, a.domain) {
         (Some(c), None) => c,
         (None, Some(d)) => {
             if !d.is_power_of_two() {
                 bail!("--domain {d} is not a power of two");
             }
-            d.checked_sub(a.public + 1).filter(|&c| c > 0).with_context(|| format!("--domain {d} leaves no room for constraints beside {} public inputs", a.public))?
+            d.checked_sub(a.public + 1)
+                .filter(|&c| c > 0)
+                .with_context(|| {
+                    format!(
+                        "--domain {d} leaves no room for constraints beside {} public inputs",
+                        a.public
+                    )
+                })?
         }
         _ => bail!("give --constraints N or --domain 2^k"),
     };
@@ -72,7 +85,10 @@ pub fn run(a: Args) -> Result<()> {
         seed: a.seed,
     };
     let (r1cs, wtns) = with_curve!(curve, E => synth::<E>(&spec));
-    write_all_or_nothing(&[(a.r1cs.as_path(), &r1cs.to_bytes()), (a.wtns.as_path(), &wtns.to_bytes())])?;
+    write_all_or_nothing(&[
+        (a.r1cs.as_path(), &r1cs.to_bytes()),
+        (a.wtns.as_path(), &wtns.to_bytes()),
+    ])?;
     eprintln!(
         "wrote {} ({} constraints, {} terms, {} wires) and {}",
         a.r1cs.display(),
@@ -92,6 +108,8 @@ mod tests {
     fn sizes() {
         assert_eq!(parse_size("2^20"), Ok(1 << 20));
         assert_eq!(parse_size("1000"), Ok(1000));
-        assert!(parse_size("3^2").is_err() && parse_size("2^x").is_err() && parse_size("2^64").is_err());
+        assert!(
+            parse_size("3^2").is_err() && parse_size("2^x").is_err() && parse_size("2^64").is_err()
+        );
     }
 }

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Compile the ~60k-constraint benchmark circuit and compute its witness.
+#
+#   bash bench/circuits/build.sh [bn128|bls12381] [OUT_DIR]
+#
+# CURVE defaults to bn128; OUT_DIR defaults to bench/work/<curve>/ (git-ignored).
+# Writes OUT_DIR/circuit.r1cs and OUT_DIR/witness.wtns (plus r1cs-info.txt).
+# No trusted setup is run: the proving key is made by zkpipe's own dev setup.
+#
+# Uses the pinned toolchain in tests/fixtures/node_modules (npm ci there if missing).
+set -euo pipefail
+
+CIRCUIT=poseidon_chain_64k
+CURVE="${1:-bn128}"
+case "$CURVE" in
+    bn128 | bls12381) ;;
+    *)
+        echo "usage: $0 [bn128|bls12381] [OUT_DIR]" >&2
+        exit 2
+        ;;
+esac
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+
+# Resolve OUT_DIR relative to the caller's cwd before we cd anywhere.
+if [[ $# -ge 2 ]]; then
+    mkdir -p "$2"
+    OUT="$(cd "$2" && pwd)"
+else
+    OUT="$ROOT/bench/work/$CURVE"
+    mkdir -p "$OUT"
+fi
+
+# circom2 is a WASI build: run it from the repo root with plain relative paths
+# (no "..", no absolute paths), compiling into a git-ignored build dir.
+cd "$ROOT"
+FIX=tests/fixtures
+BUILD="bench/work/.build/$CURVE"
+
+deps_ok() {
+    (cd "$FIX" && node -e '
+        const want = require("./package.json").dependencies;
+        for (const [name, ver] of Object.entries(want)) {
+            let got;
+            try { got = require(`./node_modules/${name}/package.json`).version; } catch (e) { process.exit(1); }
+            if (got !== ver) process.exit(1);
+        }' 2>/dev/null)
+}
+if ! deps_ok; then
+    echo "== npm ci in $FIX"
+    (cd "$FIX" && npm ci --no-audit --no-fund)
+fi
+
+SNARKJS=(node "$FIX/node_modules/snarkjs/build/cli.cjs")
+CIRCOM=(node "$FIX/node_modules/circom2/cli.js")
+
+timed() {
+    local label="$1"
+    shift
+    local t0=$SECONDS
+    "$@"
+    echo "   ($label: $((SECONDS - t0))s)"
+}
+
+rm -rf "$BUILD"
+mkdir -p "$BUILD"
+
+echo "== compile $CIRCUIT.circom (prime $CURVE)"
+timed compile "${CIRCOM[@]}" "bench/circuits/$CIRCUIT.circom" --r1cs --wasm --O2 --prime "$CURVE" \
+    -o "$BUILD" -l "$FIX/node_modules"
+
+echo "== witness"
+timed "wtns calculate" "${SNARKJS[@]}" wtns calculate "$BUILD/${CIRCUIT}_js/$CIRCUIT.wasm" \
+    bench/circuits/input.json "$BUILD/witness.wtns"
+if [[ "${SKIP_CHECK:-0}" != 1 ]]; then
+    # snarkjs colours its log lines even when not on a tty: strip ANSI codes.
+    t0=$SECONDS
+    "${SNARKJS[@]}" wtns check "$BUILD/$CIRCUIT.r1cs" "$BUILD/witness.wtns" \
+        >"$BUILD/wtns-check.log" 2>&1 || { cat "$BUILD/wtns-check.log" >&2; exit 1; }
+    echo "   (wtns check: $((SECONDS - t0))s)"
+    grep -q 'WITNESS IS CORRECT' "$BUILD/wtns-check.log" || { cat "$BUILD/wtns-check.log" >&2; exit 1; }
+    echo "   witness satisfies all constraints (snarkjs wtns check; SKIP_CHECK=1 to skip)"
+fi
+
+cp "$BUILD/$CIRCUIT.r1cs" "$OUT/circuit.r1cs"
+cp "$BUILD/witness.wtns" "$OUT/witness.wtns"
+"${SNARKJS[@]}" r1cs info "$OUT/circuit.r1cs" 2>&1 | sed 's/\x1b\[[0-9;]*m//g; s/^.*snarkJS: //' >"$OUT/r1cs-info.txt"
+cat "$OUT/r1cs-info.txt"
+echo "== wrote $OUT/circuit.r1cs and $OUT/witness.wtns"

@@ -1,0 +1,13 @@
+//! Measuring instruments for `zkpipe bench`: statistics with a noise-aware verdict,
+//! markdown and JSON reports, and an SVG chart of the per-stage breakdown.
+
+pub mod plot;
+pub mod stats;
+
+/// Peak resident set size of this process so far (VmHWM), in MiB, if the OS reports it.
+pub fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}

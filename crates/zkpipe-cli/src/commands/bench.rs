@@ -1,0 +1,328 @@
+//! `zkpipe bench <zkey> <wtns>`: proves repeatedly with the key resident and reports each
+//! stage as min / median / mean / max over the measured runs, plus peak RSS.
+//!
+//! `--threads 1,2,4` repeats the measurement per thread count; `--compare A B` runs two
+//! reduce schedules interleaved (A B A B …) and gives a GO / NO-GO verdict that accounts
+//! for noise; `--only reduce` measures just that stage (for schedule experiments).
+
+use super::with_curve;
+use crate::bench::peak_rss_mib;
+use crate::bench::plot::{stacked_bars, Bar};
+use crate::bench::stats::{verdict, Summary};
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+use zkpipe_core::reduce::{reduce, QapEvals, RowSchedule, DEFAULT_SCHEDULE};
+use zkpipe_core::{
+    prove, CompiledKey, CpuBackend, Curve, PointChecks, ProveOptions, Stage, Timings, Witness,
+};
+use zkpipe_formats::files::write_atomic;
+use zkpipe_formats::wtns::Wtns;
+use zkpipe_formats::zkey::ZkeyFile;
+
+/// Which part of a proof to measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Only {
+    /// Every stage of a proof.
+    All,
+    /// Only the reduce stage.
+    Reduce,
+}
+
+/// Arguments of `bench`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Proving key.
+    zkey: PathBuf,
+    /// Witness.
+    wtns: PathBuf,
+    /// Measured runs per configuration.
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Unmeasured warm-up runs per configuration.
+    #[arg(long, default_value_t = 1)]
+    warmup: usize,
+    /// Thread counts to measure, e.g. 1,2,4 (default: all cores).
+    #[arg(long, value_delimiter = ',')]
+    threads: Vec<usize>,
+    /// Reduce schedule: static, dynamic:<rows> or stealing:<rows>.
+    #[arg(long, default_value_t = DEFAULT_SCHEDULE)]
+    schedule: RowSchedule,
+    /// Compare two reduce schedules, run interleaved: --compare BASELINE VARIANT.
+    #[arg(long, num_args = 2, value_names = ["BASELINE", "VARIANT"])]
+    compare: Option<Vec<RowSchedule>>,
+    /// Measure every stage, or only reduce.
+    #[arg(long, value_enum, default_value = "all")]
+    only: Only,
+    /// Write the results as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write an SVG chart of the per-stage medians here.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// Skip the key's point checks.
+    #[arg(long)]
+    trusted_key: bool,
+    /// Skip the self-check of each proof.
+    #[arg(long)]
+    no_verify: bool,
+}
+
+/// The measurements of one configuration.
+struct Series {
+    threads: usize,
+    schedule: RowSchedule,
+    /// Milliseconds per run, per stage.
+    stages: BTreeMap<Stage, Vec<f64>>,
+    /// Milliseconds per run of the measured part (all stages, or reduce).
+    total: Vec<f64>,
+}
+
+impl Series {
+    fn new(threads: usize, schedule: RowSchedule) -> Self {
+        Self {
+            threads,
+            schedule,
+            stages: BTreeMap::new(),
+            total: Vec::new(),
+        }
+    }
+
+    fn label(&self) -> String {
+        format!("threads={} schedule={}", self.threads, self.schedule)
+    }
+
+    fn record(&mut self, t: &Timings) {
+        let mut total = 0.0;
+        for stage in Stage::ALL {
+            if t.spans.iter().any(|s| s.stage == stage) {
+                let ms = t.total(stage).as_secs_f64() * 1e3;
+                self.stages.entry(stage).or_default().push(ms);
+                total += ms;
+            }
+        }
+        self.total.push(total);
+    }
+}
+
+/// Runs `bench`.
+pub fn run(a: Args) -> Result<()> {
+    if a.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    if a.threads.contains(&0) {
+        bail!("--threads values must be at least 1");
+    }
+    let zkey = ZkeyFile::open(&a.zkey)?;
+    with_curve!(zkey.header.curve, E => bench_with::<E>(&a, &zkey))
+}
+
+fn bench_with<E: Curve>(a: &Args, zkey: &ZkeyFile) -> Result<()> {
+    let checks = if a.trusted_key {
+        PointChecks::Trusted
+    } else {
+        PointChecks::Full
+    };
+    let start = Instant::now();
+    let key = CompiledKey::<E>::compile(zkey, checks)?;
+    let load_cold = start.elapsed().as_secs_f64() * 1e3;
+    let start = Instant::now();
+    drop(CompiledKey::<E>::compile(zkey, checks)?);
+    let load_hot = start.elapsed().as_secs_f64() * 1e3;
+    let wtns = Wtns::read(&a.wtns)?;
+    let witness = Witness::check_for(&wtns, &key).with_context(|| a.wtns.display().to_string())?;
+
+    let thread_counts = if a.threads.is_empty() {
+        vec![rayon::current_num_threads()]
+    } else {
+        a.threads.clone()
+    };
+    let mut series = Vec::new();
+    let mut comparisons = Vec::new();
+    for &threads in &thread_counts {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()?;
+        pool.install(|| -> Result<()> {
+            match &a.compare {
+                Some(ab) => {
+                    let mut s = [Series::new(threads, ab[0]), Series::new(threads, ab[1])];
+                    for i in 0..a.warmup + a.runs {
+                        for s in s.iter_mut() {
+                            let t = measure_once(a, &key, &witness, s.schedule)?;
+                            if i >= a.warmup {
+                                s.record(&t);
+                            }
+                        }
+                    }
+                    comparisons.push((
+                        threads,
+                        verdict(&s[0].total, &s[1].total),
+                        s[0].total.clone(),
+                        s[1].total.clone(),
+                    ));
+                    series.extend(s);
+                }
+                None => {
+                    let mut s = Series::new(threads, a.schedule);
+                    for i in 0..a.warmup + a.runs {
+                        let t = measure_once(a, &key, &witness, a.schedule)?;
+                        if i >= a.warmup {
+                            s.record(&t);
+                        }
+                    }
+                    series.push(s);
+                }
+            }
+            Ok(())
+        })?;
+    }
+    let rss = peak_rss_mib();
+    report(a, &key, load_cold, load_hot, &series, &comparisons, rss)
+}
+
+fn measure_once<E: Curve>(
+    a: &Args,
+    key: &CompiledKey<E>,
+    w: &Witness<E::ScalarField>,
+    schedule: RowSchedule,
+) -> Result<Timings> {
+    let mut t = Timings::default();
+    match a.only {
+        Only::Reduce => {
+            let mut evals = QapEvals::zeroed(key.domain_size());
+            t.time(Stage::Reduce, || {
+                reduce(&key.a, &key.b, &w.values, &mut evals, schedule)
+            });
+        }
+        Only::All => {
+            let opts = ProveOptions {
+                self_check: !a.no_verify,
+                schedule,
+            };
+            prove(key, w, &CpuBackend, &opts, &mut rand::rngs::OsRng, &mut t)?;
+        }
+    }
+    Ok(t)
+}
+
+type Comparison = (usize, crate::bench::stats::Verdict, Vec<f64>, Vec<f64>);
+
+fn report<E: Curve>(
+    a: &Args,
+    key: &CompiledKey<E>,
+    load_cold: f64,
+    load_hot: f64,
+    series: &[Series],
+    comparisons: &[Comparison],
+    rss: Option<f64>,
+) -> Result<()> {
+    let measured = match a.only {
+        Only::All => "prove",
+        Only::Reduce => "reduce",
+    };
+    println!(
+        "# zkpipe bench: {} ({}, nVars {}, domain 2^{})",
+        a.zkey.display(),
+        E::ID,
+        key.n_vars,
+        key.domain_size().trailing_zeros()
+    );
+    println!();
+    println!("key load: cold {load_cold:.1} ms, hot (page cache warm) {load_hot:.1} ms; {} runs after {} warm-up; peak RSS {}", a.runs, a.warmup, rss.map_or("n/a".into(), |r| format!("{r:.1} MiB")));
+    for s in series {
+        println!();
+        println!("## {}", s.label());
+        println!();
+        println!("| stage | min ms | median ms | mean ms | max ms |");
+        println!("|---|---:|---:|---:|---:|");
+        for (stage, xs) in &s.stages {
+            let m = Summary::of(xs);
+            println!(
+                "| {} | {:.2} | {:.2} | {:.2} | {:.2} |",
+                stage.name(),
+                m.min,
+                m.median,
+                m.mean,
+                m.max
+            );
+        }
+        let m = Summary::of(&s.total);
+        println!(
+            "| **{measured} total** | {:.2} | {:.2} | {:.2} | {:.2} |",
+            m.min, m.median, m.mean, m.max
+        );
+    }
+    for (threads, v, base, var) in comparisons {
+        println!();
+        println!(
+            "## compare at threads={threads}: {} (baseline) vs {} (variant), {measured} time",
+            a.compare
+                .as_ref()
+                .map_or(String::new(), |c| c[0].to_string()),
+            a.compare
+                .as_ref()
+                .map_or(String::new(), |c| c[1].to_string())
+        );
+        println!();
+        println!("| pair | baseline ms | variant ms | variant/baseline |");
+        println!("|---:|---:|---:|---:|");
+        for (i, (x, y)) in base.iter().zip(var).enumerate() {
+            println!("| {} | {x:.2} | {y:.2} | {:.3} |", i + 1, y / x);
+        }
+        println!();
+        println!(
+            "**{}** (ratio of medians {:.3}): {}",
+            if v.go { "GO" } else { "NO-GO" },
+            v.ratio,
+            v.reason
+        );
+    }
+    if let Some(path) = &a.json {
+        let doc = json!({
+            "zkey": a.zkey.display().to_string(),
+            "curve": E::ID.to_string(),
+            "n_vars": key.n_vars,
+            "domain_size": key.domain_size(),
+            "runs": a.runs,
+            "warmup": a.warmup,
+            "measured": measured,
+            "load_key_cold_ms": load_cold,
+            "load_key_hot_ms": load_hot,
+            "peak_rss_mib": rss,
+            "series": series.iter().map(|s| json!({
+                "threads": s.threads,
+                "schedule": s.schedule.to_string(),
+                "stages": s.stages.iter().map(|(k, v)| (k.name().to_string(), json!({"summary": Summary::of(v).to_json(), "runs_ms": v}))).collect::<serde_json::Map<_, _>>(),
+                "total": {"summary": Summary::of(&s.total).to_json(), "runs_ms": s.total},
+            })).collect::<Vec<_>>(),
+            "comparisons": comparisons.iter().map(|(t, v, b, x)| json!({
+                "threads": t, "go": v.go, "ratio_of_medians": v.ratio, "reason": v.reason,
+                "baseline_ms": b, "variant_ms": x,
+            })).collect::<Vec<_>>(),
+        });
+        write_atomic(path, &zkpipe_formats::json::to_json_bytes(&doc))?;
+    }
+    if let Some(path) = &a.plot {
+        let bars: Vec<Bar> = series
+            .iter()
+            .map(|s| Bar {
+                label: s.label(),
+                segments: s
+                    .stages
+                    .iter()
+                    .map(|(k, v)| (k.name().to_string(), Summary::of(v).median))
+                    .collect(),
+            })
+            .collect();
+        let title = format!(
+            "zkpipe bench: {} ({}), median ms per stage",
+            a.zkey.display(),
+            E::ID
+        );
+        write_atomic(path, stacked_bars(&title, &bars).as_bytes())?;
+    }
+    Ok(())
+}
