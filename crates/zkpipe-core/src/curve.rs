@@ -34,6 +34,10 @@ pub trait Curve: Pairing {
     fn g1_in_subgroup(p: &Self::G1Affine) -> bool;
     /// Subgroup membership of a G2 point known to be on the curve.
     fn g2_in_subgroup(p: &Self::G2Affine) -> bool;
+    /// Subgroup membership of many on-curve G1 points at once (randomized, error ≤ 2⁻⁶⁴).
+    fn g1_all_in_subgroup(points: &[Self::G1Affine], rng: &mut dyn rand::RngCore) -> bool;
+    /// Subgroup membership of many on-curve G2 points at once (randomized, error ≤ 2⁻⁶⁴).
+    fn g2_all_in_subgroup(points: &[Self::G2Affine], rng: &mut dyn rand::RngCore) -> bool;
 }
 
 /// A base-field element from its Montgomery limbs, if below the modulus.
@@ -129,6 +133,14 @@ macro_rules! impl_curve {
 
             fn g2_in_subgroup(p: &Self::G2Affine) -> bool {
                 p.is_in_correct_subgroup_assuming_on_curve()
+            }
+
+            fn g1_all_in_subgroup(points: &[Self::G1Affine], rng: &mut dyn rand::RngCore) -> bool {
+                crate::subgroup::all_in_subgroup::<$m::g1::Config>(points, rng)
+            }
+
+            fn g2_all_in_subgroup(points: &[Self::G2Affine], rng: &mut dyn rand::RngCore) -> bool {
+                crate::subgroup::all_in_subgroup::<$m::g2::Config>(points, rng)
             }
         }
     };

@@ -34,6 +34,7 @@ pub mod proof;
 pub mod timings;
 
 pub mod setup;
+pub mod subgroup;
 pub mod synth;
 
 pub use backend::{Backend, CpuBackend};

@@ -27,7 +27,9 @@ fn prove_and_verify<E: Curve>(curve: &str) {
     for circuit in ["multi_public", "poseidon"] {
         let dir = fixture(curve, circuit);
         let zkey = ZkeyFile::open(dir.join("circuit.zkey")).unwrap();
-        let key = CompiledKey::<E>::compile(&zkey, PointChecks::Full).unwrap();
+        let key = CompiledKey::<E>::compile(&zkey, PointChecks::Batched).unwrap();
+        let exact = CompiledKey::<E>::compile(&zkey, PointChecks::PerPoint).unwrap();
+        assert_eq!(key.points.b2, exact.points.b2);
         let trusted = CompiledKey::<E>::compile(&zkey, PointChecks::Trusted).unwrap();
         assert_eq!(key.points.h, trusted.points.h);
         let wtns = Wtns::read(dir.join("witness.wtns")).unwrap();
@@ -93,12 +95,13 @@ fn non_subgroup_point<P: SWCurveConfig>() -> Affine<P> {
     }
 }
 
-/// Replaces the second point of a section with `point_bytes` and compiles in both modes.
+/// Replaces the second point of a section with `point_bytes` and compiles in every mode:
+/// (batched, per-point, trusted).
 fn compile_with_replaced_point<E: Curve>(
     curve: &str,
     section: PointSection,
     point_bytes: Vec<u8>,
-) -> (Result<(), Error>, Result<(), Error>) {
+) -> [Result<(), Error>; 3] {
     let path = fixture(curve, "multi_public").join("circuit.zkey");
     let original = ZkeyFile::open(&path).unwrap();
     let points = original.points(section);
@@ -112,10 +115,12 @@ fn compile_with_replaced_point<E: Curve>(
     let mut edited = bytes.clone();
     edited[start + size..start + 2 * size].copy_from_slice(&point_bytes);
     let z = ZkeyFile::from_file(MappedFile::from_bytes("edited.zkey", edited)).unwrap();
-    (
-        CompiledKey::<E>::compile(&z, PointChecks::Full).map(|_| ()),
-        CompiledKey::<E>::compile(&z, PointChecks::Trusted).map(|_| ()),
-    )
+    [
+        PointChecks::Batched,
+        PointChecks::PerPoint,
+        PointChecks::Trusted,
+    ]
+    .map(|c| CompiledKey::<E>::compile(&z, c).map(|_| ()))
 }
 
 #[test]
@@ -124,18 +129,21 @@ fn points_outside_the_subgroup_are_rejected_unless_trusted() {
     let p = non_subgroup_point::<ark_bls12_381::g1::Config>();
     let mut b = Vec::new();
     E1::g1_to_bytes(&p, &mut b);
-    let (full, trusted) = compile_with_replaced_point::<E1>("bls12-381", PointSection::A, b);
-    assert!(
-        matches!(
-            full,
-            Err(Error::InvalidPoint {
-                problem: PointError::NotInSubgroup,
-                index: 1,
-                ..
-            })
-        ),
-        "{full:?}"
-    );
+    let [batched, per_point, trusted] =
+        compile_with_replaced_point::<E1>("bls12-381", PointSection::A, b);
+    for r in [batched, per_point] {
+        assert!(
+            matches!(
+                r,
+                Err(Error::InvalidPoint {
+                    problem: PointError::NotInSubgroup,
+                    index: 1,
+                    ..
+                })
+            ),
+            "{r:?}"
+        );
+    }
     assert!(trusted.is_ok());
 
     type E2 = zkpipe_core::Bn254;
@@ -143,11 +151,15 @@ fn points_outside_the_subgroup_are_rejected_unless_trusted() {
     assert!(q.is_on_curve() && !q.is_zero());
     let mut b = Vec::new();
     E2::g2_to_bytes(&q, &mut b);
-    let (full, trusted) = compile_with_replaced_point::<E2>("bn254", PointSection::B2, b);
-    let msg = full.unwrap_err().to_string();
-    assert!(
-        msg.contains("section 7 (B2)") && msg.contains("not in the prime-order subgroup"),
-        "{msg}"
-    );
+    let [batched, per_point, trusted] =
+        compile_with_replaced_point::<E2>("bn254", PointSection::B2, b);
+    for r in [batched, per_point] {
+        let msg = r.unwrap_err().to_string();
+        assert!(
+            msg.contains("section 7 (B2), point 1")
+                && msg.contains("not in the prime-order subgroup"),
+            "{msg}"
+        );
+    }
     assert!(trusted.is_ok());
 }

@@ -21,6 +21,14 @@ pub fn write_all_or_nothing(outputs: &[(&Path, &[u8])]) -> Result<(), Error> {
             .tempfile_in(&dir)
             .map_err(io)?;
         tmp.write_all(bytes).map_err(io)?;
+        // Temporary files are created private (0600); outputs get the usual 0644.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            tmp.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(0o644))
+                .map_err(io)?;
+        }
         tmp.as_file().sync_all().map_err(io)?;
         staged.push((path, tmp));
     }

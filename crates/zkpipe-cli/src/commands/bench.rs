@@ -50,8 +50,9 @@ pub struct Args {
     /// Reduce schedule: static, dynamic:<rows> or stealing:<rows>.
     #[arg(long, default_value_t = DEFAULT_SCHEDULE)]
     schedule: RowSchedule,
-    /// Compare two reduce schedules, run interleaved: --compare BASELINE VARIANT.
-    #[arg(long, num_args = 2, value_names = ["BASELINE", "VARIANT"])]
+    /// Compare reduce schedules, run interleaved round-robin: --compare BASELINE VARIANT…
+    /// (each variant gets a verdict against the first).
+    #[arg(long, num_args = 2.., value_names = ["BASELINE", "VARIANT"])]
     compare: Option<Vec<RowSchedule>>,
     /// Measure every stage, or only reduce.
     #[arg(long, value_enum, default_value = "all")]
@@ -62,8 +63,11 @@ pub struct Args {
     /// Write an SVG chart of the per-stage medians here.
     #[arg(long)]
     plot: Option<PathBuf>,
-    /// Skip the key's point checks.
-    #[arg(long)]
+    /// How to check the key's points: batched (default), per-point, or trusted (none).
+    #[arg(long, default_value_t = PointChecks::Batched)]
+    key_checks: PointChecks,
+    /// Shorthand for --key-checks trusted, for keys you made yourself.
+    #[arg(long, conflicts_with = "key_checks")]
     trusted_key: bool,
     /// Skip the self-check of each proof.
     #[arg(long)]
@@ -123,7 +127,7 @@ fn bench_with<E: Curve>(a: &Args, zkey: &ZkeyFile) -> Result<()> {
     let checks = if a.trusted_key {
         PointChecks::Trusted
     } else {
-        PointChecks::Full
+        a.key_checks
     };
     let start = Instant::now();
     let key = CompiledKey::<E>::compile(zkey, checks)?;
@@ -147,8 +151,9 @@ fn bench_with<E: Curve>(a: &Args, zkey: &ZkeyFile) -> Result<()> {
             .build()?;
         pool.install(|| -> Result<()> {
             match &a.compare {
-                Some(ab) => {
-                    let mut s = [Series::new(threads, ab[0]), Series::new(threads, ab[1])];
+                Some(schedules) => {
+                    let mut s: Vec<Series> =
+                        schedules.iter().map(|&x| Series::new(threads, x)).collect();
                     for i in 0..a.warmup + a.runs {
                         for s in s.iter_mut() {
                             let t = measure_once(a, &key, &witness, s.schedule)?;
@@ -157,12 +162,16 @@ fn bench_with<E: Curve>(a: &Args, zkey: &ZkeyFile) -> Result<()> {
                             }
                         }
                     }
-                    comparisons.push((
-                        threads,
-                        verdict(&s[0].total, &s[1].total),
-                        s[0].total.clone(),
-                        s[1].total.clone(),
-                    ));
+                    for v in &s[1..] {
+                        comparisons.push(Comparison {
+                            threads,
+                            baseline: s[0].schedule,
+                            variant: v.schedule,
+                            verdict: verdict(&s[0].total, &v.total),
+                            baseline_ms: s[0].total.clone(),
+                            variant_ms: v.total.clone(),
+                        });
+                    }
                     series.extend(s);
                 }
                 None => {
@@ -208,7 +217,15 @@ fn measure_once<E: Curve>(
     Ok(t)
 }
 
-type Comparison = (usize, crate::bench::stats::Verdict, Vec<f64>, Vec<f64>);
+/// One variant measured against the baseline at one thread count.
+struct Comparison {
+    threads: usize,
+    baseline: RowSchedule,
+    variant: RowSchedule,
+    verdict: crate::bench::stats::Verdict,
+    baseline_ms: Vec<f64>,
+    variant_ms: Vec<f64>,
+}
 
 fn report<E: Curve>(
     a: &Args,
@@ -255,21 +272,17 @@ fn report<E: Curve>(
             m.min, m.median, m.mean, m.max
         );
     }
-    for (threads, v, base, var) in comparisons {
+    for c in comparisons {
+        let v = &c.verdict;
         println!();
         println!(
-            "## compare at threads={threads}: {} (baseline) vs {} (variant), {measured} time",
-            a.compare
-                .as_ref()
-                .map_or(String::new(), |c| c[0].to_string()),
-            a.compare
-                .as_ref()
-                .map_or(String::new(), |c| c[1].to_string())
+            "## compare at threads={}: {} (baseline) vs {} (variant), {measured} time",
+            c.threads, c.baseline, c.variant
         );
         println!();
         println!("| pair | baseline ms | variant ms | variant/baseline |");
         println!("|---:|---:|---:|---:|");
-        for (i, (x, y)) in base.iter().zip(var).enumerate() {
+        for (i, (x, y)) in c.baseline_ms.iter().zip(&c.variant_ms).enumerate() {
             println!("| {} | {x:.2} | {y:.2} | {:.3} |", i + 1, y / x);
         }
         println!();
@@ -279,6 +292,30 @@ fn report<E: Curve>(
             v.ratio,
             v.reason
         );
+    }
+    if !comparisons.is_empty() {
+        println!();
+        println!("## summary: median {measured} ms per schedule (GO = beats the baseline by more than its spread)");
+        println!();
+        println!("| threads | schedule | min | median | max | vs baseline | verdict |");
+        println!("|---:|---|---:|---:|---:|---:|---|");
+        for s in series {
+            let m = Summary::of(&s.total);
+            let c = comparisons
+                .iter()
+                .find(|c| c.threads == s.threads && c.variant == s.schedule);
+            let (ratio, go) = match c {
+                Some(c) => (
+                    format!("{:.3}", c.verdict.ratio),
+                    if c.verdict.go { "GO" } else { "NO-GO" },
+                ),
+                None => ("1 (baseline)".into(), ""),
+            };
+            println!(
+                "| {} | {} | {:.2} | {:.2} | {:.2} | {ratio} | {go} |",
+                s.threads, s.schedule, m.min, m.median, m.max
+            );
+        }
     }
     if let Some(path) = &a.json {
         let doc = json!({
@@ -298,9 +335,10 @@ fn report<E: Curve>(
                 "stages": s.stages.iter().map(|(k, v)| (k.name().to_string(), json!({"summary": Summary::of(v).to_json(), "runs_ms": v}))).collect::<serde_json::Map<_, _>>(),
                 "total": {"summary": Summary::of(&s.total).to_json(), "runs_ms": s.total},
             })).collect::<Vec<_>>(),
-            "comparisons": comparisons.iter().map(|(t, v, b, x)| json!({
-                "threads": t, "go": v.go, "ratio_of_medians": v.ratio, "reason": v.reason,
-                "baseline_ms": b, "variant_ms": x,
+            "comparisons": comparisons.iter().map(|c| json!({
+                "threads": c.threads, "baseline": c.baseline.to_string(), "variant": c.variant.to_string(),
+                "go": c.verdict.go, "ratio_of_medians": c.verdict.ratio, "reason": c.verdict.reason,
+                "baseline_ms": c.baseline_ms, "variant_ms": c.variant_ms,
             })).collect::<Vec<_>>(),
         });
         write_atomic(path, &zkpipe_formats::json::to_json_bytes(&doc))?;

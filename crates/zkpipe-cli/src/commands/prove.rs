@@ -28,8 +28,11 @@ pub struct Args {
     /// Skip verifying the proof before writing it.
     #[arg(long)]
     no_verify: bool,
-    /// Skip the on-curve and subgroup checks of the key's points (keys you trust).
-    #[arg(long)]
+    /// How to check the key's points: batched (default), per-point, or trusted (none).
+    #[arg(long, default_value_t = PointChecks::Batched)]
+    key_checks: PointChecks,
+    /// Shorthand for --key-checks trusted, for keys you made yourself.
+    #[arg(long, conflicts_with = "key_checks")]
     trusted_key: bool,
     /// Print per-stage times to stderr.
     #[arg(long)]
@@ -51,7 +54,7 @@ fn prove_with<E: Curve>(a: &Args, zkey: &ZkeyFile, t: &mut Timings) -> Result<()
     let checks = if a.trusted_key {
         PointChecks::Trusted
     } else {
-        PointChecks::Full
+        a.key_checks
     };
     let key = t.time(Stage::LoadKey, || CompiledKey::<E>::compile(zkey, checks))?;
     let witness = t.time(Stage::LoadWitness, || {

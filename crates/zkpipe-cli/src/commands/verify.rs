@@ -72,5 +72,5 @@ fn verify_with<E: Curve>(a: &Args, source: KeySource) -> Result<bool> {
 pub fn vk_from_zkey<E: Curve>(z: &ZkeyFile) -> Result<VerifyingKey<E>> {
     // Compiling checks and converts every section; for a one-off verify that is the
     // simple, safe path, and verification keys are normally read from JSON.
-    Ok(CompiledKey::<E>::compile(z, PointChecks::Full)?.vk)
+    Ok(CompiledKey::<E>::compile(z, PointChecks::Batched)?.vk)
 }

@@ -1,0 +1,38 @@
+//! Compiles the per-curve CUDA shims with nvcc, only with feature `cuda`.
+//! Each curve is its own translation unit: sppark's Pippenger template instantiated for
+//! two curves in one unit collides on its `sort` kernel.
+
+fn main() {
+    println!("cargo:rerun-if-changed=cuda");
+    println!("cargo:rerun-if-env-changed=NVCC");
+    println!("cargo:rerun-if-env-changed=CUDA_LIB_DIR");
+    if std::env::var_os("CARGO_FEATURE_CUDA").is_none() {
+        return;
+    }
+    let sppark = std::env::var("DEP_SPPARK_ROOT").expect("sppark exports its include path");
+    let blst = std::env::var("DEP_BLST_C_SRC").expect("blst exports its source path");
+    for (file, lib) in [
+        ("cuda/msm_bn254.cu", "zkpipe_cuda_bn254"),
+        ("cuda/msm_bls12_381.cu", "zkpipe_cuda_bls12_381"),
+    ] {
+        let mut nvcc = cc::Build::new();
+        nvcc.cuda(true)
+            .cudart("static")
+            .flag("-gencode")
+            .flag("arch=compute_90,code=sm_90")
+            .flag("-Xcompiler")
+            .flag("-Wno-unused-function")
+            .define("TAKE_RESPONSIBILITY_FOR_ERROR_MESSAGE", None)
+            .include(&sppark)
+            .include(&blst)
+            .file(file);
+        // blst's host code is built with ADX where the CPU has it; sppark's must agree.
+        if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("x86_64") {
+            nvcc.define("__ADX__", None);
+        }
+        nvcc.compile(lib);
+    }
+    if let Ok(dir) = std::env::var("CUDA_LIB_DIR") {
+        println!("cargo:rustc-link-search=native={dir}");
+    }
+}

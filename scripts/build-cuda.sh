@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds zkpipe's GPU binaries (cargo feature `cuda`) on a machine without a system CUDA:
+# the CUDA 13.0 toolchain (matching the GPU machine's driver) comes from PyPI wheels into
+# .venv-cuda (git-ignored). Idempotent. Outputs: target/release/zkpipe-gpu-check.
+#
+# Every package is pinned to 13.0: nvcc alone pulls newer crt/runtime/nvvm, a mismatched set.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+venv=.venv-cuda
+if [ ! -x "$venv/bin/nvcc-ready" ]; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q 'nvidia-cuda-nvcc==13.0.*' 'nvidia-cuda-runtime==13.0.*' \
+    'nvidia-cuda-crt==13.0.*' 'nvidia-cuda-cccl==13.0.*' 'nvidia-nvvm==13.0.*'
+  touch "$venv/bin/nvcc-ready"
+fi
+cu=$(echo "$PWD"/$venv/lib/python3*/site-packages/nvidia/cu13)
+[ -x "$cu/bin/nvcc" ] || { echo "build-cuda: nvcc not found under $cu" >&2; exit 1; }
+# The wheels have lib/, not lib64/: point the linker and sppark's probe at it.
+export PATH="$cu/bin:$PATH" NVCC="$cu/bin/nvcc" LIBRARY_PATH="$cu/lib" CUDA_LIB_DIR="$cu/lib"
+cargo build --release --locked -p zkpipe-cuda --features cuda --bin zkpipe-gpu-check
+echo "built target/release/zkpipe-gpu-check ($(nvcc --version | grep -o 'release [0-9.]*'))"
