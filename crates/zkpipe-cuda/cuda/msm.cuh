@@ -44,3 +44,12 @@ extern "C" RustError ZKP_FN(zkp_g1_msm_, CURVE)(zkp_msm_t* msm, point_t* out,
         return RustError{e.code(), e.what()};
     }
 }
+
+// One-shot MSM (points uploaded with the scalars, sppark's own entry point): the
+// reference the resident path is checked against.
+extern "C" RustError ZKP_FN(zkp_g1_msm_oneshot_, CURVE)(point_t* out, const affine_t* points,
+                                                       size_t npoints, const scalar_t* scalars,
+                                                       size_t affine_sz)
+{
+    return mult_pippenger<bucket_t>(out, points, npoints, scalars, false, affine_sz);
+}

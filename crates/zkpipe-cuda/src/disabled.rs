@@ -30,3 +30,11 @@ impl<E: GpuCurve> ResidentG1<E> {
         Err(CudaError::NotBuilt)
     }
 }
+
+/// Always [`CudaError::NotBuilt`].
+pub fn msm_oneshot<E: GpuCurve>(
+    _points: &[E::G1Affine],
+    _scalars: &[<E::ScalarField as PrimeField>::BigInt],
+) -> Result<E::G1, CudaError> {
+    Err(CudaError::NotBuilt)
+}

@@ -36,4 +36,4 @@ mod imp;
 #[path = "disabled.rs"]
 mod imp;
 
-pub use imp::{GpuCurve, ResidentG1};
+pub use imp::{msm_oneshot, GpuCurve, ResidentG1};

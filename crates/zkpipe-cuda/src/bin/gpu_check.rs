@@ -31,6 +31,21 @@ fn check<E: GpuCurve>(name: &str, max_log: u32, runs: usize) -> bool {
         pts[1] = E::G1Affine::zero();
         eprintln!("[{name}] 2^{log}: CPU MSM");
         let cpu = E::G1::msm_bigint(&pts, &scalars);
+        eprintln!("[{name}] 2^{log}: one-shot GPU MSM");
+        let oneshot = zkpipe_cuda::msm_oneshot::<E>(&pts, &scalars);
+        let same1 = matches!(&oneshot, Ok(p) if p.into_affine() == cpu.into_affine());
+        ok &= same1;
+        println!(
+            "{name} G1 MSM 2^{log} one-shot: {}",
+            if same1 {
+                "OK (matches CPU)"
+            } else {
+                "MISMATCH"
+            }
+        );
+        if let Err(e) = &oneshot {
+            println!("  error: {e}");
+        }
         eprintln!("[{name}] 2^{log}: upload");
         let resident = ResidentG1::<E>::upload(&pts);
         eprintln!("[{name}] 2^{log}: GPU MSM");

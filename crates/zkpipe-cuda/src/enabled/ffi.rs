@@ -21,6 +21,20 @@ extern "C" {
         scalars: *const c_void,
         n: usize,
     ) -> sppark::Error;
+    pub fn zkp_g1_msm_oneshot_bn254(
+        out: *mut c_void,
+        points: *const c_void,
+        n: usize,
+        scalars: *const c_void,
+        affine_sz: usize,
+    ) -> sppark::Error;
+    pub fn zkp_g1_msm_oneshot_bls12_381(
+        out: *mut c_void,
+        points: *const c_void,
+        n: usize,
+        scalars: *const c_void,
+        affine_sz: usize,
+    ) -> sppark::Error;
     pub fn zkp_g1_points_new_bls12_381(
         out: *mut MsmHandle,
         points: *const c_void,

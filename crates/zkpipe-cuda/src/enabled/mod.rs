@@ -44,7 +44,41 @@ pub trait GpuCurve: Pairing {
         n: usize,
     ) -> sppark::Error;
     #[doc(hidden)]
+    unsafe fn oneshot(
+        out: *mut c_void,
+        points: *const c_void,
+        n: usize,
+        scalars: *const c_void,
+        sz: usize,
+    ) -> sppark::Error;
+    #[doc(hidden)]
     fn g1_from_jacobian_limbs(limbs: &[u64]) -> Self::G1;
+}
+
+/// Σ scalarsᵢ·pointsᵢ uploading the points for this call only (sppark's one-shot entry).
+pub fn msm_oneshot<E: GpuCurve>(
+    points: &[E::G1Affine],
+    scalars: &[<E::ScalarField as PrimeField>::BigInt],
+) -> Result<E::G1, CudaError> {
+    if scalars.len() != points.len() {
+        return Err(CudaError::Length(format!(
+            "{} scalars for {} points",
+            scalars.len(),
+            points.len()
+        )));
+    }
+    let mut out = vec![0u64; 3 * E::LIMBS];
+    // SAFETY: as in ResidentG1::upload and ResidentG1::msm.
+    check(unsafe {
+        E::oneshot(
+            out.as_mut_ptr() as *mut c_void,
+            points.as_ptr() as *const c_void,
+            points.len(),
+            scalars.as_ptr() as *const c_void,
+            std::mem::size_of::<E::G1Affine>(),
+        )
+    })?;
+    Ok(E::g1_from_jacobian_limbs(&out))
 }
 
 /// A Jacobian point from sppark (X, Y, Z Montgomery limbs, the same radix as arkworks).
@@ -67,7 +101,7 @@ where
 }
 
 macro_rules! gpu_curve {
-    ($engine:ty, $m:ident, $limbs:expr, $new:ident, $drop:ident, $msm:ident) => {
+    ($engine:ty, $m:ident, $limbs:expr, $new:ident, $drop:ident, $msm:ident, $oneshot:ident) => {
         impl GpuCurve for $engine {
             const LIMBS: usize = $limbs;
             unsafe fn points_new(
@@ -89,6 +123,15 @@ macro_rules! gpu_curve {
             ) -> sppark::Error {
                 ffi::$msm(h, out, scalars, n)
             }
+            unsafe fn oneshot(
+                out: *mut c_void,
+                points: *const c_void,
+                n: usize,
+                scalars: *const c_void,
+                sz: usize,
+            ) -> sppark::Error {
+                ffi::$oneshot(out, points, n, scalars, sz)
+            }
             fn g1_from_jacobian_limbs(limbs: &[u64]) -> Self::G1 {
                 jacobian::<$m::g1::Config, _, $limbs>(limbs)
             }
@@ -102,7 +145,8 @@ gpu_curve!(
     4,
     zkp_g1_points_new_bn254,
     zkp_g1_points_drop_bn254,
-    zkp_g1_msm_bn254
+    zkp_g1_msm_bn254,
+    zkp_g1_msm_oneshot_bn254
 );
 gpu_curve!(
     ark_bls12_381::Bls12_381,
@@ -110,7 +154,8 @@ gpu_curve!(
     6,
     zkp_g1_points_new_bls12_381,
     zkp_g1_points_drop_bls12_381,
-    zkp_g1_msm_bls12_381
+    zkp_g1_msm_bls12_381,
+    zkp_g1_msm_oneshot_bls12_381
 );
 
 /// G1 points uploaded to the GPU once, for many MSMs.
