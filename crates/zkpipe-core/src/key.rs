@@ -100,6 +100,38 @@ pub struct VerifyingKey<E: Curve> {
 }
 
 impl<E: Curve> VerifyingKey<E> {
+    /// Reads the verification key of a zkey: header points (checked in full; they are few)
+    /// and the IC section, without touching the proving sections.
+    pub fn from_zkey(zkey: &ZkeyFile, checks: PointChecks) -> Result<Self, Error> {
+        let h = &zkey.header;
+        if h.curve != E::ID {
+            return Err(Error::CurveMismatch {
+                what: "proving key",
+                found: h.curve,
+                expected: E::ID,
+            });
+        }
+        let g1 =
+            |what, b: &[u8]| header_point(zkey, what, E::g1_from_bytes(b, true), E::g1_in_subgroup);
+        let g2 =
+            |what, b: &[u8]| header_point(zkey, what, E::g2_from_bytes(b, true), E::g2_in_subgroup);
+        Ok(Self {
+            alpha_g1: g1("alpha_1", &h.alpha1)?,
+            beta_g2: g2("beta_2", &h.beta2)?,
+            gamma_g2: g2("gamma_2", &h.gamma2)?,
+            delta_g2: g2("delta_2", &h.delta2)?,
+            ic: load_points(
+                zkey,
+                PointSection::Ic,
+                checks,
+                E::ID.g1_bytes(),
+                E::g1_from_bytes,
+                E::g1_in_subgroup,
+                E::g1_all_in_subgroup,
+            )?,
+        })
+    }
+
     /// Number of public signals.
     pub fn n_public(&self) -> usize {
         self.ic.len() - 1
@@ -149,31 +181,15 @@ impl<E: Curve> CompiledKey<E> {
     /// key is never resident twice.
     pub fn compile(zkey: &ZkeyFile, checks: PointChecks) -> Result<Self, Error> {
         let h = &zkey.header;
-        if h.curve != E::ID {
-            return Err(Error::CurveMismatch {
-                what: "proving key",
-                found: h.curve,
-                expected: E::ID,
-            });
-        }
         let n = h.domain_size as usize;
         let domain = QuotientDomain::new(n).ok_or_else(|| {
             Error::InvalidKey(format!("domain size {n} exceeds the field's 2-adicity"))
         })?;
-        let file = zkey.path().display().to_string();
-        // Header points are few: always checked in full.
-        let g1 = |what, b: &[u8]| {
-            header_point(&file, what, E::g1_from_bytes(b, true), E::g1_in_subgroup)
-        };
-        let g2 = |what, b: &[u8]| {
-            header_point(&file, what, E::g2_from_bytes(b, true), E::g2_in_subgroup)
-        };
-        let alpha_g1 = g1("alpha_1", &h.alpha1)?;
+        let vk = VerifyingKey::<E>::from_zkey(zkey, checks)?;
+        let g1 =
+            |what, b: &[u8]| header_point(zkey, what, E::g1_from_bytes(b, true), E::g1_in_subgroup);
         let beta_g1 = g1("beta_1", &h.beta1)?;
-        let beta_g2 = g2("beta_2", &h.beta2)?;
-        let gamma_g2 = g2("gamma_2", &h.gamma2)?;
         let delta_g1 = g1("delta_1", &h.delta1)?;
-        let delta_g2 = g2("delta_2", &h.delta2)?;
 
         let (a, b) = compile_matrices::<E::ScalarField>(zkey, n)?;
         zkey.release_coefficients();
@@ -189,7 +205,6 @@ impl<E: Curve> CompiledKey<E> {
                 E::g1_all_in_subgroup,
             )
         };
-        let ic = g1s(PointSection::Ic)?;
         let points = QueryPoints {
             a: g1s(PointSection::A)?,
             b1: g1s(PointSection::B1)?,
@@ -208,13 +223,7 @@ impl<E: Curve> CompiledKey<E> {
         Ok(Self {
             n_vars: h.n_vars as usize,
             n_public: h.n_public as usize,
-            vk: VerifyingKey {
-                alpha_g1,
-                beta_g2,
-                gamma_g2,
-                delta_g2,
-                ic,
-            },
+            vk,
             beta_g1,
             delta_g1,
             a,
@@ -231,7 +240,7 @@ impl<E: Curve> CompiledKey<E> {
 }
 
 fn header_point<P>(
-    file: &str,
+    zkey: &ZkeyFile,
     what: &str,
     parsed: Result<P, PointError>,
     in_subgroup: impl Fn(&P) -> bool,
@@ -245,7 +254,7 @@ fn header_point<P>(
             }
         })
         .map_err(|problem| Error::InvalidPoint {
-            what: format!("{file}: header point {what}"),
+            what: format!("{}: header point {what}", zkey.path().display()),
             index: 0,
             problem,
         })

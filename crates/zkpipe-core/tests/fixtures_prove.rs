@@ -34,28 +34,23 @@ fn prove_and_verify<E: Curve>(curve: &str) {
         assert_eq!(key.points.h, trusted.points.h);
         let wtns = Wtns::read(dir.join("witness.wtns")).unwrap();
         let w = Witness::check_for(&wtns, &key).unwrap();
-        let mut t = Timings::default();
-        let proof = prove(
-            &key,
-            &w,
-            &CpuBackend,
-            &ProveOptions::default(),
-            &mut rand::rngs::OsRng,
-            &mut t,
-        )
-        .unwrap();
+        let prove_once = || {
+            let mut t = Timings::default();
+            prove(
+                &key,
+                &w,
+                &CpuBackend,
+                &ProveOptions::default(),
+                &mut rand::rngs::OsRng,
+                &mut t,
+            )
+            .unwrap()
+        };
+        let proof = prove_once();
         let public = w.public(key.n_public).to_vec();
         assert!(zkpipe_core::verify(&key.vk, &public, &proof).unwrap());
         // Two proofs of one witness differ (fresh r, s) and both verify.
-        let again = prove(
-            &key,
-            &w,
-            &CpuBackend,
-            &ProveOptions::default(),
-            &mut rand::rngs::OsRng,
-            &mut t,
-        )
-        .unwrap();
+        let again = prove_once();
         assert_ne!(proof, again);
         let mut wrong = public.clone();
         wrong[0] += E::ScalarField::one();

@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use zkpipe_core::proof::Proof;
 use zkpipe_core::verify::public_from_json;
-use zkpipe_core::{verify, CompiledKey, Curve, PointChecks, VerifyingKey};
+use zkpipe_core::{verify, Curve, PointChecks, VerifyingKey};
 use zkpipe_formats::json::{read_json, ProofJson, PublicJson, VerificationKeyJson};
 use zkpipe_formats::zkey::ZkeyFile;
 use zkpipe_formats::{sniff, CurveId, FileKind};
@@ -68,9 +68,7 @@ fn verify_with<E: Curve>(a: &Args, source: KeySource) -> Result<bool> {
     verify(&vk, &public, &proof).with_context(|| a.public.display().to_string())
 }
 
-/// The verification key of a zkey (its points checked in full).
+/// The verification key of a zkey (header and IC only, points checked).
 pub fn vk_from_zkey<E: Curve>(z: &ZkeyFile) -> Result<VerifyingKey<E>> {
-    // Compiling checks and converts every section; for a one-off verify that is the
-    // simple, safe path, and verification keys are normally read from JSON.
-    Ok(CompiledKey::<E>::compile(z, PointChecks::Batched)?.vk)
+    Ok(VerifyingKey::<E>::from_zkey(z, PointChecks::Batched)?)
 }
