@@ -18,6 +18,10 @@ fn main() {
         let mut nvcc = cc::Build::new();
         nvcc.cuda(true)
             .cudart("static")
+            // cc adds nvcc's `-G` (unoptimized device debug code) whenever the profile has
+            // any debug info; sppark's kernels hang when built that way.
+            .debug(false)
+            .opt_level(3)
             .flag("-gencode")
             .flag("arch=compute_90,code=sm_90")
             .flag("-Xcompiler")
