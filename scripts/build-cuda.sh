@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds zkpipe's GPU binaries (cargo feature `cuda`) on a machine without a system CUDA:
 # the CUDA 13.0 toolchain (matching the GPU machine's driver) comes from PyPI wheels into
-# .venv-cuda (git-ignored). Idempotent. Outputs: target/release/zkpipe-gpu-check.
+# .venv-cuda (git-ignored). Idempotent. Outputs, in their own target dir so CPU builds
+# and tests are not rebuilt: target/cuda/release/zkpipe (the CLI with --backend cuda) and
+# target/cuda/release/zkpipe-gpu-check (GPU vs CPU checks and kernel timings).
 #
 # Every package is pinned to 13.0: nvcc alone pulls newer crt/runtime/nvvm, a mismatched set.
 set -euo pipefail
@@ -18,5 +20,7 @@ cu=$(echo "$PWD"/$venv/lib/python3*/site-packages/nvidia/cu13)
 [ -x "$cu/bin/nvcc" ] || { echo "build-cuda: nvcc not found under $cu" >&2; exit 1; }
 # The wheels have lib/, not lib64/: point the linker and sppark's probe at it.
 export PATH="$cu/bin:$PATH" NVCC="$cu/bin/nvcc" LIBRARY_PATH="$cu/lib" CUDA_LIB_DIR="$cu/lib"
+export CARGO_TARGET_DIR=target/cuda
+cargo build --release --locked -p zkpipe-cli --features cuda --bin zkpipe
 cargo build --release --locked -p zkpipe-cuda --features cuda --bin zkpipe-gpu-check
-echo "built target/release/zkpipe-gpu-check ($(nvcc --version | grep -o 'release [0-9.]*'))"
+echo "built target/cuda/release/{zkpipe,zkpipe-gpu-check} ($(nvcc --version | grep -o 'release [0-9.]*'))"

@@ -1,6 +1,7 @@
-//! Compiles the per-curve CUDA shims with nvcc, only with feature `cuda`.
+//! Compiles the CUDA shims with nvcc, only with feature `cuda`.
 //! Each curve is its own translation unit: sppark's Pippenger template instantiated for
-//! two curves in one unit collides on its `sort` kernel.
+//! two curves in one unit collides on its `sort` kernel. `host.cu` holds the
+//! curve-independent runtime calls (devices, memory, pinned buffers).
 
 fn main() {
     println!("cargo:rerun-if-changed=cuda");
@@ -12,8 +13,9 @@ fn main() {
     let sppark = std::env::var("DEP_SPPARK_ROOT").expect("sppark exports its include path");
     let blst = std::env::var("DEP_BLST_C_SRC").expect("blst exports its source path");
     for (file, lib) in [
-        ("cuda/msm_bn254.cu", "zkpipe_cuda_bn254"),
-        ("cuda/msm_bls12_381.cu", "zkpipe_cuda_bls12_381"),
+        ("cuda/bn254.cu", "zkpipe_cuda_bn254"),
+        ("cuda/bls12_381.cu", "zkpipe_cuda_bls12_381"),
+        ("cuda/host.cu", "zkpipe_cuda_host"),
     ] {
         let mut nvcc = cc::Build::new();
         nvcc.cuda(true)

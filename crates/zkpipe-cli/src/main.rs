@@ -3,6 +3,7 @@
 //! Errors are printed as one line, `zkpipe: error: <file>: <what is wrong>`, with exit
 //! status 1; outputs are written all-or-nothing.
 
+mod backend;
 mod bench;
 mod commands;
 

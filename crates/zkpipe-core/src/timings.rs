@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 pub enum Stage {
     /// Mapping, validating and compiling the proving key.
     LoadKey,
+    /// Placing the key's points on the device (GPU backends; once per key).
+    Upload,
     /// Reading the witness.
     LoadWitness,
     /// a = A·w, b = B·w, c = a∘b.
@@ -35,8 +37,9 @@ pub enum Stage {
 
 impl Stage {
     /// Every stage in pipeline order.
-    pub const ALL: [Stage; 12] = [
+    pub const ALL: [Stage; 13] = [
         Stage::LoadKey,
+        Stage::Upload,
         Stage::LoadWitness,
         Stage::Reduce,
         Stage::Quotient,
@@ -54,6 +57,7 @@ impl Stage {
     pub fn name(self) -> &'static str {
         match self {
             Stage::LoadKey => "load_key",
+            Stage::Upload => "upload",
             Stage::LoadWitness => "load_witness",
             Stage::Reduce => "reduce",
             Stage::Quotient => "quotient",

@@ -6,6 +6,7 @@
 //! for noise; `--only reduce` measures just that stage (for schedule experiments).
 
 use super::with_curve;
+use crate::backend::{select, BackendChoice};
 use crate::bench::peak_rss_mib;
 use crate::bench::plot::{stacked_bars, Bar};
 use crate::bench::stats::{verdict, Summary};
@@ -16,8 +17,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 use zkpipe_core::reduce::{reduce, QapEvals, RowSchedule, DEFAULT_SCHEDULE};
 use zkpipe_core::{
-    prove, CompiledKey, CpuBackend, Curve, PointChecks, ProveOptions, Stage, Timings, Witness,
+    prove, Backend, CompiledKey, Curve, PointChecks, ProveOptions, Stage, Timings, Witness,
 };
+use zkpipe_cuda::GpuCurve;
 use zkpipe_formats::files::write_atomic;
 use zkpipe_formats::wtns::Wtns;
 use zkpipe_formats::zkey::ZkeyFile;
@@ -72,6 +74,9 @@ pub struct Args {
     /// Skip the self-check of each proof.
     #[arg(long)]
     no_verify: bool,
+    /// Where the quotient stage and the MSMs run: auto (GPU if present), cpu, cuda.
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendChoice,
 }
 
 /// The measurements of one configuration.
@@ -123,7 +128,7 @@ pub fn run(a: Args) -> Result<()> {
     with_curve!(zkey.header.curve, E => bench_with::<E>(&a, &zkey))
 }
 
-fn bench_with<E: Curve>(a: &Args, zkey: &ZkeyFile) -> Result<()> {
+fn bench_with<E: Curve + GpuCurve>(a: &Args, zkey: &ZkeyFile) -> Result<()> {
     let checks = if a.trusted_key {
         PointChecks::Trusted
     } else {
@@ -137,6 +142,19 @@ fn bench_with<E: Curve>(a: &Args, zkey: &ZkeyFile) -> Result<()> {
     let load_hot = start.elapsed().as_secs_f64() * 1e3;
     let wtns = Wtns::read(&a.wtns)?;
     let witness = Witness::check_for(&wtns, &key).with_context(|| a.wtns.display().to_string())?;
+    let start = Instant::now();
+    let backend = select(a.backend, &key)?;
+    let upload = start.elapsed().as_secs_f64() * 1e3;
+    eprintln!(
+        "backend: {}{}",
+        backend.name(),
+        if backend.name() == "cuda" {
+            format!(" (key upload {upload:.1} ms)")
+        } else {
+            String::new()
+        }
+    );
+    let backend = backend.as_ref();
 
     let thread_counts = if a.threads.is_empty() {
         vec![rayon::current_num_threads()]
@@ -156,7 +174,7 @@ fn bench_with<E: Curve>(a: &Args, zkey: &ZkeyFile) -> Result<()> {
                         schedules.iter().map(|&x| Series::new(threads, x)).collect();
                     for i in 0..a.warmup + a.runs {
                         for s in s.iter_mut() {
-                            let t = measure_once(a, &key, &witness, s.schedule)?;
+                            let t = measure_once(a, &key, backend, &witness, s.schedule)?;
                             if i >= a.warmup {
                                 s.record(&t);
                             }
@@ -177,7 +195,7 @@ fn bench_with<E: Curve>(a: &Args, zkey: &ZkeyFile) -> Result<()> {
                 None => {
                     let mut s = Series::new(threads, a.schedule);
                     for i in 0..a.warmup + a.runs {
-                        let t = measure_once(a, &key, &witness, a.schedule)?;
+                        let t = measure_once(a, &key, backend, &witness, a.schedule)?;
                         if i >= a.warmup {
                             s.record(&t);
                         }
@@ -189,12 +207,22 @@ fn bench_with<E: Curve>(a: &Args, zkey: &ZkeyFile) -> Result<()> {
         })?;
     }
     let rss = peak_rss_mib();
-    report(a, &key, load_cold, load_hot, &series, &comparisons, rss)
+    report(
+        a,
+        &key,
+        backend.name(),
+        load_cold,
+        load_hot,
+        &series,
+        &comparisons,
+        rss,
+    )
 }
 
 fn measure_once<E: Curve>(
     a: &Args,
     key: &CompiledKey<E>,
+    backend: &dyn Backend<E>,
     w: &Witness<E::ScalarField>,
     schedule: RowSchedule,
 ) -> Result<Timings> {
@@ -211,7 +239,7 @@ fn measure_once<E: Curve>(
                 self_check: !a.no_verify,
                 schedule,
             };
-            prove(key, w, &CpuBackend, &opts, &mut rand::rngs::OsRng, &mut t)?;
+            prove(key, w, backend, &opts, &mut rand::rngs::OsRng, &mut t)?;
         }
     }
     Ok(t)
@@ -227,9 +255,11 @@ struct Comparison {
     variant_ms: Vec<f64>,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn report<E: Curve>(
     a: &Args,
     key: &CompiledKey<E>,
+    backend: &str,
     load_cold: f64,
     load_hot: f64,
     series: &[Series],
@@ -241,7 +271,7 @@ fn report<E: Curve>(
         Only::Reduce => "reduce",
     };
     println!(
-        "# zkpipe bench: {} ({}, nVars {}, domain 2^{})",
+        "# zkpipe bench: {} ({}, nVars {}, domain 2^{}, backend {backend})",
         a.zkey.display(),
         E::ID,
         key.n_vars,
@@ -323,6 +353,7 @@ fn report<E: Curve>(
             "curve": E::ID.to_string(),
             "n_vars": key.n_vars,
             "domain_size": key.domain_size(),
+            "backend": backend,
             "runs": a.runs,
             "warmup": a.warmup,
             "measured": measured,

@@ -1,12 +1,12 @@
 //! `zkpipe prove <zkey> <wtns> <proof.json> <public.json>` (rapidsnark's argument order).
 
 use super::with_curve;
+use crate::backend::{select, BackendChoice};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use zkpipe_core::curve::field_to_decimal;
-use zkpipe_core::{
-    prove, CompiledKey, CpuBackend, Curve, PointChecks, ProveOptions, Stage, Timings, Witness,
-};
+use zkpipe_core::{prove, CompiledKey, Curve, PointChecks, ProveOptions, Stage, Timings, Witness};
+use zkpipe_cuda::GpuCurve;
 use zkpipe_formats::files::write_all_or_nothing;
 use zkpipe_formats::json::to_json_bytes;
 use zkpipe_formats::wtns::Wtns;
@@ -40,6 +40,9 @@ pub struct Args {
     /// How reduce spreads rows over threads: static, dynamic:<rows> or stealing:<rows>.
     #[arg(long, default_value_t = zkpipe_core::reduce::DEFAULT_SCHEDULE)]
     schedule: zkpipe_core::reduce::RowSchedule,
+    /// Where the quotient stage and the MSMs run: auto (GPU if present), cpu, cuda.
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendChoice,
 }
 
 /// Runs `prove`.
@@ -50,7 +53,7 @@ pub fn run(a: Args) -> Result<()> {
     with_curve!(zkey.header.curve, E => prove_with::<E>(&a, &zkey, &mut t))
 }
 
-fn prove_with<E: Curve>(a: &Args, zkey: &ZkeyFile, t: &mut Timings) -> Result<()> {
+fn prove_with<E: Curve + GpuCurve>(a: &Args, zkey: &ZkeyFile, t: &mut Timings) -> Result<()> {
     let checks = if a.trusted_key {
         PointChecks::Trusted
     } else {
@@ -61,6 +64,7 @@ fn prove_with<E: Curve>(a: &Args, zkey: &ZkeyFile, t: &mut Timings) -> Result<()
         let wtns = Wtns::read(&a.wtns)?;
         Witness::check_for(&wtns, &key).with_context(|| a.wtns.display().to_string())
     })?;
+    let backend = t.time(Stage::Upload, || select(a.backend, &key))?;
     let opts = ProveOptions {
         self_check: !a.no_verify,
         schedule: a.schedule,
@@ -68,7 +72,7 @@ fn prove_with<E: Curve>(a: &Args, zkey: &ZkeyFile, t: &mut Timings) -> Result<()
     let proof = prove(
         &key,
         &witness,
-        &CpuBackend,
+        backend.as_ref(),
         &opts,
         &mut rand::rngs::OsRng,
         t,

@@ -1,121 +1,368 @@
-//! `zkpipe-gpu-check`: G1 MSM on the GPU against arkworks on the CPU, bit for bit, for
-//! random inputs of 2^10..2^22 points on both curves, with edge cases (zero scalars,
-//! points at infinity, scalar r − 1), then timings of the resident-point MSM.
+//! `zkpipe-gpu-check`: the GPU paths against the CPU, bit for bit, on random inputs, then
+//! their timings. For both curves:
+//! - G1 MSM (resident points and sppark's one-shot entry), 2^10..2^max_log;
+//! - G2 MSM (resident points), 2^10..2^min(max_log, 18);
+//! - the quotient stage (3 iNTT + 3 coset NTT + a·b − c), 2^10..2^max_log;
+//! with edge cases in every MSM: zero scalars, a point at infinity, r − 1; and a scalar
+//! ≥ r (r + 5), which the GPU API must refuse.
+//! Timings (median of `runs` after one warm-up, points resident, scalars from pinned
+//! memory): G1 MSM at 2^16/20/22/24, G2 at 2^20, quotient at 2^20/22/24, capped at
+//! 2^max_timed_log.
 //!
-//! Run on the GPU machine: `zkpipe-gpu-check [max_log=22] [timing_runs=7]`.
+//! Run on the GPU machine: `zkpipe-gpu-check [max_log=22] [runs=7] [max_timed_log=24]`.
 
 use ark_ec::scalar_mul::ScalarMul;
 use ark_ec::{AffineRepr, CurveGroup, PrimeGroup, VariableBaseMSM};
-use ark_ff::PrimeField;
+use ark_ff::{BigInteger, PrimeField};
 use ark_std::UniformRand;
 use std::time::Instant;
-use zkpipe_cuda::{GpuCurve, ResidentG1};
+use zkpipe_core::quotient::{quotient, QuotientDomain};
+use zkpipe_core::reduce::QapEvals;
+use zkpipe_core::Curve;
+use zkpipe_cuda::{GpuCurve, GpuQuotient, PinnedBuf, ResidentG1, ResidentG2};
 
-fn check<E: GpuCurve>(name: &str, max_log: u32, runs: usize) -> bool {
+type Int<E> = <<E as ark_ec::pairing::Pairing>::ScalarField as PrimeField>::BigInt;
+
+fn random_scalars<E: Curve>(n: usize, rng: &mut impl rand::Rng) -> Vec<Int<E>> {
+    (0..n)
+        .map(|_| E::ScalarField::rand(rng).into_bigint())
+        .collect()
+}
+
+/// Zero scalars and r − 1; returns a copy with r + 5 (a scalar ≥ r) at n/3.
+fn edge_scalars<E: Curve>(s: &mut [Int<E>]) -> Vec<Int<E>> {
+    let n = s.len();
+    s[0] = Default::default();
+    s[n / 2] = (-E::ScalarField::from(1u64)).into_bigint();
+    let mut too_big = s.to_vec();
+    let mut big = E::ScalarField::MODULUS;
+    big.add_with_carry(&Int::<E>::from(5u64));
+    too_big[n / 3] = big;
+    too_big
+}
+
+/// The GPU must refuse a scalar ≥ r rather than return a wrong sum.
+fn refused<T>(r: Result<T, zkpipe_cuda::CudaError>, n: usize) -> bool {
+    matches!(r, Err(zkpipe_cuda::CudaError::ScalarOutOfRange { index }) if index == n / 3)
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok {
+        "OK (matches CPU)"
+    } else {
+        "MISMATCH"
+    }
+}
+
+fn summarize(ms: &mut [f64]) -> String {
+    ms.sort_by(f64::total_cmp);
+    format!(
+        "min {:.2} ms, median {:.2} ms, max {:.2} ms",
+        ms[0],
+        ms[ms.len() / 2],
+        ms[ms.len() - 1]
+    )
+}
+
+/// Runs `f` warm-up + `runs` times, returns the measured milliseconds.
+fn time_runs<T, E2>(runs: usize, mut f: impl FnMut() -> Result<T, E2>) -> Result<Vec<f64>, E2> {
+    let mut ms = Vec::new();
+    for i in 0..=runs {
+        let t = Instant::now();
+        f()?;
+        if i > 0 {
+            ms.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    Ok(ms)
+}
+
+struct Cfg {
+    max_log: u32,
+    runs: usize,
+    max_timed_log: u32,
+}
+
+fn check_g1<E: Curve + GpuCurve>(name: &str, cfg: &Cfg) -> bool {
     let mut ok = true;
-    let max = 1usize << max_log;
-    // Random points: random multiples of the generator by fixed-base tables (fast, parallel).
-    eprintln!("[{name}] making {max} random points");
+    let top = cfg.max_log.max(cfg.max_timed_log.min(24));
     let mut rng = ark_std::test_rng();
-    let multiples: Vec<E::ScalarField> = (0..max).map(|_| E::ScalarField::rand(&mut rng)).collect();
+    eprintln!("[{name}] making 2^{top} random G1 points");
+    let multiples: Vec<E::ScalarField> = (0..1usize << top)
+        .map(|_| E::ScalarField::rand(&mut rng))
+        .collect();
     let points: Vec<E::G1Affine> = E::G1::generator().batch_mul(&multiples);
-    for log in (10..=max_log).step_by(2) {
+    drop(multiples);
+    for log in (10..=cfg.max_log).step_by(2) {
         let n = 1usize << log;
         let mut pts = points[..n].to_vec();
-        let mut scalars: Vec<_> = (0..n)
-            .map(|_| E::ScalarField::rand(&mut rng).into_bigint())
-            .collect();
-        // Edge cases: zero scalars, a point at infinity, r − 1.
-        scalars[0] = Default::default();
-        scalars[n / 2] = (-E::ScalarField::from(1u64)).into_bigint();
         pts[1] = E::G1Affine::zero();
-        eprintln!("[{name}] 2^{log}: CPU MSM");
-        let cpu = E::G1::msm_bigint(&pts, &scalars);
-        eprintln!("[{name}] 2^{log}: one-shot GPU MSM");
+        let mut scalars = random_scalars::<E>(n, &mut rng);
+        let too_big = edge_scalars::<E>(&mut scalars);
+        let cpu = E::G1::msm_bigint(&pts, &scalars).into_affine();
         let oneshot = zkpipe_cuda::msm_oneshot::<E>(&pts, &scalars);
-        let same1 = matches!(&oneshot, Ok(p) if p.into_affine() == cpu.into_affine());
+        let same1 = matches!(&oneshot, Ok(p) if p.into_affine() == cpu);
         ok &= same1;
-        println!(
-            "{name} G1 MSM 2^{log} one-shot: {}",
-            if same1 {
-                "OK (matches CPU)"
-            } else {
-                "MISMATCH"
-            }
-        );
-        if let Err(e) = &oneshot {
-            println!("  error: {e}");
-        }
-        eprintln!("[{name}] 2^{log}: upload");
+        println!("{name} G1 MSM 2^{log} one-shot: {}", verdict(same1));
         let resident = ResidentG1::<E>::upload(&pts);
-        eprintln!("[{name}] 2^{log}: GPU MSM");
-        let gpu = resident.and_then(|r| r.msm(&scalars));
-        let same = matches!(&gpu, Ok(p) if p.into_affine() == cpu.into_affine());
+        let gpu = resident
+            .as_ref()
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.msm(&scalars).map_err(|e| e.to_string()));
+        let same = matches!(&gpu, Ok(p) if p.into_affine() == cpu);
         ok &= same;
-        println!(
-            "{name} G1 MSM 2^{log}: {}",
-            if same { "OK (matches CPU)" } else { "MISMATCH" }
-        );
-        if let Err(e) = &gpu {
+        println!("{name} G1 MSM 2^{log} resident: {}", verdict(same));
+        if let Ok(r) = &resident {
+            let no = refused(r.msm(&too_big), n);
+            ok &= no;
+            println!(
+                "{name} G1 MSM 2^{log} scalar r + 5: {}",
+                if no { "refused (OK)" } else { "NOT REFUSED" }
+            );
+        }
+        for e in [oneshot.err().map(|e| e.to_string()), gpu.err()]
+            .into_iter()
+            .flatten()
+        {
             println!("  error: {e}");
         }
     }
-    // Timings with points resident: median of `runs` after one warm-up.
-    for log in [16u32, 20, 22].into_iter().filter(|&l| l <= max_log) {
+    for log in [16u32, 20, 22, 24]
+        .into_iter()
+        .filter(|&l| l <= top.min(cfg.max_timed_log))
+    {
         let n = 1usize << log;
-        let scalars: Vec<_> = (0..n)
-            .map(|_| E::ScalarField::rand(&mut rng).into_bigint())
-            .collect();
+        let scalars = random_scalars::<E>(n, &mut rng);
         let t = Instant::now();
         let resident = match ResidentG1::<E>::upload(&points[..n]) {
             Ok(r) => r,
             Err(e) => {
-                println!("{name} upload 2^{log}: {e}");
+                println!("{name} G1 upload 2^{log}: {e}");
                 return false;
             }
         };
-        let upload = t.elapsed();
-        let timed: Result<Vec<f64>, _> = (0..=runs)
-            .map(|_| {
-                let t = Instant::now();
-                resident
-                    .msm(&scalars)
-                    .map(|_| t.elapsed().as_secs_f64() * 1e3)
-            })
-            .collect();
-        let mut ms = match timed {
-            Ok(ms) => ms[1..].to_vec(), // the first run is the warm-up
+        let upload = t.elapsed().as_secs_f64() * 1e3;
+        let mut pinned = PinnedBuf::new(n * 32).expect("pinned buffer");
+        let p = pinned.stage(0, &scalars) as *const [u64; 4];
+        match time_runs(cfg.runs, || resident.msm_raw(p, n, false)) {
+            Ok(mut ms) => println!(
+                "{name} G1 MSM 2^{log} resident, pinned scalars: {} ({} runs; upload {upload:.1} ms)",
+                summarize(&mut ms),
+                cfg.runs
+            ),
             Err(e) => {
                 println!("{name} G1 MSM 2^{log}: {e}");
+                ok = false;
+            }
+        }
+        if log <= 20 {
+            let t = Instant::now();
+            let _ = E::G1::msm_bigint(&points[..n], &scalars);
+            println!(
+                "{name} G1 MSM 2^{log} arkworks CPU ({} threads), once: {:.1} ms",
+                rayon::current_num_threads(),
+                t.elapsed().as_secs_f64() * 1e3
+            );
+        }
+    }
+    ok
+}
+
+fn check_g2<E: Curve + GpuCurve>(name: &str, cfg: &Cfg) -> bool {
+    let mut ok = true;
+    let max_check = cfg.max_log.min(18);
+    let top = max_check.max(cfg.max_timed_log.min(20));
+    let mut rng = ark_std::test_rng();
+    eprintln!("[{name}] making 2^{top} random G2 points");
+    let multiples: Vec<E::ScalarField> = (0..1usize << top)
+        .map(|_| E::ScalarField::rand(&mut rng))
+        .collect();
+    let points: Vec<E::G2Affine> = E::G2::generator().batch_mul(&multiples);
+    drop(multiples);
+    for log in (10..=max_check).step_by(2) {
+        let n = 1usize << log;
+        let mut pts = points[..n].to_vec();
+        pts[1] = E::G2Affine::zero();
+        let mut scalars = random_scalars::<E>(n, &mut rng);
+        let too_big = edge_scalars::<E>(&mut scalars);
+        let cpu = E::G2::msm_bigint(&pts, &scalars).into_affine();
+        let resident = ResidentG2::<E>::upload(&pts);
+        let gpu = resident
+            .as_ref()
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.msm(&scalars).map_err(|e| e.to_string()));
+        let same = matches!(&gpu, Ok(p) if p.into_affine() == cpu);
+        ok &= same;
+        println!("{name} G2 MSM 2^{log} resident: {}", verdict(same));
+        if let Ok(r) = &resident {
+            let no = refused(r.msm(&too_big), n);
+            ok &= no;
+            println!(
+                "{name} G2 MSM 2^{log} scalar r + 5: {}",
+                if no { "refused (OK)" } else { "NOT REFUSED" }
+            );
+        }
+        if let Err(e) = &gpu {
+            println!("  error: {e}");
+        }
+    }
+    if top >= 20 {
+        let n = 1usize << 20;
+        let scalars = random_scalars::<E>(n, &mut rng);
+        let resident = match ResidentG2::<E>::upload(&points[..n]) {
+            Ok(r) => r,
+            Err(e) => {
+                println!("{name} G2 upload 2^20: {e}");
                 return false;
             }
         };
-        ms.sort_by(f64::total_cmp);
+        let mut pinned = PinnedBuf::new(n * 32).expect("pinned buffer");
+        let p = pinned.stage(0, &scalars) as *const [u64; 4];
+        match time_runs(cfg.runs, || resident.msm_raw(p, n, false)) {
+            Ok(mut ms) => println!(
+                "{name} G2 MSM 2^20 resident, pinned scalars: {} ({} runs)",
+                summarize(&mut ms),
+                cfg.runs
+            ),
+            Err(e) => {
+                println!("{name} G2 MSM 2^20: {e}");
+                ok = false;
+            }
+        }
         let t = Instant::now();
-        let _ = E::G1::msm_bigint(&points[..n], &scalars);
-        let cpu = t.elapsed().as_secs_f64() * 1e3;
+        let _ = E::G2::msm_bigint(&points[..n], &scalars);
         println!(
-            "{name} G1 MSM 2^{log} resident: min {:.2} ms, median {:.2} ms, max {:.2} ms ({runs} runs; upload {:.1} ms; CPU once {:.1} ms)",
-            ms[0],
-            ms[ms.len() / 2],
-            ms[ms.len() - 1],
-            upload.as_secs_f64() * 1e3,
-            cpu
+            "{name} G2 MSM 2^20 arkworks CPU ({} threads), once: {:.1} ms",
+            rayon::current_num_threads(),
+            t.elapsed().as_secs_f64() * 1e3
         );
+    }
+    ok
+}
+
+fn check_quotient<E: Curve + GpuCurve>(name: &str, cfg: &Cfg) -> bool {
+    let mut ok = true;
+    let mut rng = ark_std::test_rng();
+    let top = cfg.max_log.max(cfg.max_timed_log.min(24));
+    for log in (10..=top).step_by(2) {
+        let n = 1usize << log;
+        let d = QuotientDomain::<E::ScalarField>::new(n).expect("domain");
+        let rand_vec = |rng: &mut _| {
+            (0..n)
+                .map(|_| E::ScalarField::rand(rng))
+                .collect::<Vec<_>>()
+        };
+        let evals = QapEvals {
+            a: rand_vec(&mut rng),
+            b: rand_vec(&mut rng),
+            c: rand_vec(&mut rng),
+        };
+        let q = match GpuQuotient::<E>::new(log, d.domain.group_gen, d.coset.offset) {
+            Ok(q) => q,
+            Err(e) => {
+                println!("{name} quotient 2^{log}: {e}");
+                return false;
+            }
+        };
+        let bytes = n * std::mem::size_of::<E::ScalarField>();
+        let mut pinned = PinnedBuf::new(3 * bytes).expect("pinned buffer");
+        let pa = pinned.stage(0, &evals.a);
+        let pb = pinned.stage(bytes, &evals.b);
+        let pc = pinned.stage(2 * bytes, &evals.c);
+        let ph = pinned.ptr_at(0) as *mut E::ScalarField;
+        if log <= cfg.max_log {
+            let mut cpu = QapEvals {
+                a: evals.a.clone(),
+                b: evals.b.clone(),
+                c: evals.c.clone(),
+            };
+            quotient(&d, &mut cpu);
+            // SAFETY: four pointers to n elements each inside `pinned`.
+            let r = unsafe { q.run_raw(pa, pb, pc, ph) };
+            let mut h = vec![E::ScalarField::from(0u64); n];
+            pinned.unstage(0, &mut h);
+            let same = r.is_ok() && h == cpu.a;
+            ok &= same;
+            println!("{name} quotient 2^{log}: {}", verdict(same));
+            if !same && r.is_ok() {
+                // Diagnose: wrong order (a permutation) or wrong values?
+                let equal = h.iter().zip(&cpu.a).filter(|(x, y)| x == y).count();
+                let key = |v: &E::ScalarField| v.into_bigint();
+                let mut hs: Vec<_> = h.iter().map(key).collect();
+                let mut cs: Vec<_> = cpu.a.iter().map(key).collect();
+                hs.sort();
+                cs.sort();
+                println!(
+                    "  {equal} of {n} positions equal; same values in another order: {}",
+                    hs == cs
+                );
+            }
+            if let Err(e) = r {
+                println!("  error: {e}");
+            }
+            // Restore a (h overwrote it) for the timings below.
+            pinned.stage(0, &evals.a);
+        }
+        if [20u32, 22, 24].contains(&log) && log <= cfg.max_timed_log {
+            // SAFETY: as above; a is overwritten by h after each run, which only changes
+            // the values computed, not the work done.
+            match time_runs(cfg.runs, || unsafe { q.run_raw(pa, pb, pc, ph) }) {
+                Ok(mut ms) => println!(
+                    "{name} quotient 2^{log} (3 iNTT + 3 coset NTT + pointwise, with transfers): {} ({} runs)",
+                    summarize(&mut ms),
+                    cfg.runs
+                ),
+                Err(e) => {
+                    println!("{name} quotient 2^{log}: {e}");
+                    ok = false;
+                }
+            }
+            let mut cpu = QapEvals {
+                a: evals.a.clone(),
+                b: evals.b.clone(),
+                c: evals.c.clone(),
+            };
+            let t = Instant::now();
+            quotient(&d, &mut cpu);
+            println!(
+                "{name} quotient 2^{log} arkworks CPU ({} threads), once: {:.1} ms",
+                rayon::current_num_threads(),
+                t.elapsed().as_secs_f64() * 1e3
+            );
+        }
     }
     ok
 }
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let max_log: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(22);
-    let runs: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(7);
-    let a = check::<ark_bn254::Bn254>("BN254", max_log, runs);
-    let b = check::<ark_bls12_381::Bls12_381>("BLS12-381", max_log, runs);
-    if a && b {
-        println!("ALL OK");
-    } else {
-        println!("FAILURES");
+    let mut next = |d: u32| args.next().and_then(|a| a.parse().ok()).unwrap_or(d);
+    let cfg = Cfg {
+        max_log: next(22),
+        runs: next(7) as usize,
+        max_timed_log: next(24),
+    };
+    match zkpipe_cuda::device_info() {
+        Ok(d) => println!(
+            "device: {} ({} MiB free of {} MiB)",
+            d.name,
+            d.free_bytes >> 20,
+            d.total_bytes >> 20
+        ),
+        Err(e) => {
+            println!("no device: {e}");
+            std::process::exit(1);
+        }
+    }
+    let mut ok = true;
+    ok &= check_quotient::<ark_bn254::Bn254>("BN254", &cfg);
+    ok &= check_quotient::<ark_bls12_381::Bls12_381>("BLS12-381", &cfg);
+    ok &= check_g1::<ark_bn254::Bn254>("BN254", &cfg);
+    ok &= check_g1::<ark_bls12_381::Bls12_381>("BLS12-381", &cfg);
+    ok &= check_g2::<ark_bn254::Bn254>("BN254", &cfg);
+    ok &= check_g2::<ark_bls12_381::Bls12_381>("BLS12-381", &cfg);
+    println!("{}", if ok { "ALL OK" } else { "FAILURES" });
+    if !ok {
         std::process::exit(1);
     }
 }

@@ -1,0 +1,182 @@
+// Shared body of the per-curve shims: resident G1/G2 point sets and MSMs over sppark's
+// Pippenger, and the quotient stage (iNTT, coset shift, NTT, a·b − c) over sppark's NTT.
+// Each .cu file defines the curve's types and CURVE, then includes this. Errors cross to
+// Rust as sppark's RustError (code + message), never as C++ exceptions.
+
+#include <msm/pippenger.cuh>
+#include <ntt/ntt.cuh>
+
+#define ZKP_CAT(a, b) a##b
+#define ZKP_FN(name, curve) ZKP_CAT(name, curve)
+
+typedef msm_t<bucket_t, point_t, affine_t, scalar_t> zkp_g1_msm_t;
+typedef msm_t<bucket_fp2_t, point_fp2_t, affine_fp2_t, scalar_t> zkp_g2_msm_t;
+
+template<class M, class A>
+static RustError zkp_points_new(M** out, const A* points, size_t npoints, size_t affine_sz)
+{
+    try {
+        *out = new M(points, npoints, affine_sz);
+        return RustError{cudaSuccess};
+    } catch (const cuda_error& e) {
+        *out = nullptr;
+        return RustError{e.code(), e.what()};
+    } catch (const std::bad_alloc&) {
+        *out = nullptr;
+        return RustError{cudaErrorMemoryAllocation, "host allocation failed"};
+    }
+}
+
+// Σ scalars[i]·points[i] against resident points. `mont`: scalars are in Montgomery form.
+template<class M, class P, class A>
+static RustError zkp_msm(M* msm, P* out, const scalar_t* scalars, size_t nscalars, bool mont)
+{
+    try {
+        // points == nullptr: use the resident points. (sppark's scalars-only overload
+        // routes nullptr through a template that dereferences it, so call the core one.)
+        return msm->invoke(*out, static_cast<const A*>(nullptr), nscalars, scalars, mont,
+                           sizeof(A));
+    } catch (const cuda_error& e) {
+        out->inf();
+        return RustError{e.code(), e.what()};
+    }
+}
+
+#define ZKP_MSM_ENTRIES(G, M, P, A)                                                        \
+extern "C" RustError ZKP_FN(zkp_##G##_points_new_, CURVE)(M** out, const A* points,         \
+                                                          size_t npoints, size_t affine_sz) \
+{   return zkp_points_new<M, A>(out, points, npoints, affine_sz);   }                       \
+extern "C" void ZKP_FN(zkp_##G##_points_drop_, CURVE)(M* msm)                               \
+{   delete msm;   }                                                                         \
+extern "C" RustError ZKP_FN(zkp_##G##_msm_, CURVE)(M* msm, P* out, const scalar_t* scalars, \
+                                                   size_t nscalars, bool mont)              \
+{   return zkp_msm<M, P, A>(msm, out, scalars, nscalars, mont);   }
+
+ZKP_MSM_ENTRIES(g1, zkp_g1_msm_t, point_t, affine_t)
+ZKP_MSM_ENTRIES(g2, zkp_g2_msm_t, point_fp2_t, affine_fp2_t)
+
+// One-shot G1 MSM (points uploaded with the scalars, sppark's own entry point): the
+// reference the resident path is checked against.
+extern "C" RustError ZKP_FN(zkp_g1_msm_oneshot_, CURVE)(point_t* out, const affine_t* points,
+                                                       size_t npoints, const scalar_t* scalars,
+                                                       size_t affine_sz)
+{
+    return mult_pippenger<bucket_t>(out, points, npoints, scalars, false, affine_sz);
+}
+
+// ---- quotient -------------------------------------------------------------------------
+// sppark's NTT has its own root of unity ω' per domain; snarkjs's is ω with ω' = ω^k
+// (k = 1 on BN254, odd k on BLS12-381, whose sppark root comes from another generator).
+// Values at ω^j become values at ω'^i by reading j = k·i mod n, and back by writing there.
+// The coset shift is snarkjs's, applied to the coefficients (sppark's coset NTT uses the
+// field's generator instead). These few elementwise kernels are all zkpipe adds.
+
+__global__ void zkp_gather(fr_t* out, const fr_t* in, uint32_t lg_n, uint64_t k)
+{
+    size_t n = (size_t)1 << lg_n;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = in[(k * i) & (n - 1)];
+}
+
+// x[p] *= shift^brev(p): the coefficients come out of the GS iNTT in bit-reversed order,
+// and the powers are stored in that order too (made once on the host), so both reads
+// are coalesced.
+__global__ void zkp_coset_scale(fr_t* x, const fr_t* powers_bitrev, uint32_t lg_n)
+{
+    size_t n = (size_t)1 << lg_n;
+    for (size_t p = blockIdx.x * (size_t)blockDim.x + threadIdx.x; p < n;
+         p += (size_t)gridDim.x * blockDim.x)
+        x[p] = x[p] * powers_bitrev[p];
+}
+
+// h = a·b − c, written to h[k·i mod n] (k = 1: in place order).
+__global__ void zkp_pointwise(fr_t* h, const fr_t* a, const fr_t* b, const fr_t* c,
+                              uint32_t lg_n, uint64_t k)
+{
+    size_t n = (size_t)1 << lg_n;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        fr_t ai = a[i], bi = b[i], ci = c[i];
+        h[(k * i) & (n - 1)] = ai * bi - ci;
+    }
+}
+
+// Device buffers for one domain size, allocated once and reused by every proof.
+struct zkp_quotient_t {
+    const gpu_t& gpu;
+    uint32_t lg_n;
+    dev_ptr_t<fr_t> d;   // a, b, c, scratch, coset powers: 5n elements
+
+    zkp_quotient_t(uint32_t lg, int device_id)
+        : gpu(select_gpu(device_id)), lg_n(lg), d((size_t)5 << lg) {}
+};
+
+// `powers_bitrev`: shift^brev(p) for p in 0..n (Montgomery), kept on the device.
+extern "C" RustError ZKP_FN(zkp_quotient_new_, CURVE)(zkp_quotient_t** out, uint32_t lg_n,
+                                                     const fr_t* powers_bitrev)
+{
+    try {
+        if (lg_n < 1 || lg_n > 31)
+            return RustError{cudaErrorInvalidValue, "quotient domain size out of range"};
+        *out = new zkp_quotient_t(lg_n, 0);
+        const gpu_t& gpu = (*out)->gpu;
+        gpu.select();
+        gpu.HtoD(&(*out)->d[(size_t)4 << lg_n], powers_bitrev, (size_t)1 << lg_n);
+        gpu.sync();
+        return RustError{cudaSuccess};
+    } catch (const cuda_error& e) {
+        *out = nullptr;
+        return RustError{e.code(), e.what()};
+    }
+}
+
+extern "C" void ZKP_FN(zkp_quotient_drop_, CURVE)(zkp_quotient_t* q)
+{
+    delete q;
+}
+
+// a, b, c: evaluations on snarkjs's domain (Montgomery, natural order, host, ideally
+// pinned); h: out, a·b − c on snarkjs's coset.
+extern "C" RustError ZKP_FN(zkp_quotient_run_, CURVE)(zkp_quotient_t* q, const fr_t* a,
+                                                     const fr_t* b, const fr_t* c, fr_t* h,
+                                                     uint64_t k)
+{
+    const gpu_t& gpu = q->gpu;
+    try {
+        gpu.select();
+        uint32_t lg_n = q->lg_n;
+        size_t n = (size_t)1 << lg_n;
+        fr_t* d = &q->d[0];
+        fr_t* scratch = d + 3 * n;
+        const fr_t* powers = d + 4 * n;
+        const fr_t* in[3] = {a, b, c};
+        uint32_t threads = 256;
+        uint32_t blocks = (uint32_t)std::min<size_t>((n + threads - 1) / threads,
+                                                     (size_t)gpu.sm_count() * 8);
+        for (int v = 0; v < 3; v++) {
+            fr_t* x = d + v * n;
+            if (k == 1) {
+                gpu.HtoD(x, in[v], n);
+            } else {
+                gpu.HtoD(scratch, in[v], n);
+                zkp_gather<<<blocks, threads, 0, (cudaStream_t)gpu>>>(x, scratch, lg_n, k);
+                CUDA_OK(cudaGetLastError());
+            }
+            NTT::Base_dev_ptr(gpu, x, lg_n, NTT::InputOutputOrder::NR,
+                              NTT::Direction::inverse, NTT::Type::standard);
+            zkp_coset_scale<<<blocks, threads, 0, (cudaStream_t)gpu>>>(x, powers, lg_n);
+            CUDA_OK(cudaGetLastError());
+            NTT::Base_dev_ptr(gpu, x, lg_n, NTT::InputOutputOrder::RN,
+                              NTT::Direction::forward, NTT::Type::standard);
+        }
+        zkp_pointwise<<<blocks, threads, 0, (cudaStream_t)gpu>>>(scratch, d, d + n, d + 2 * n, lg_n, k);
+        CUDA_OK(cudaGetLastError());
+        gpu.DtoH(h, scratch, n);
+        gpu.sync();
+    } catch (const cuda_error& e) {
+        gpu.sync();
+        return RustError{e.code(), e.what()};
+    }
+    return RustError{cudaSuccess};
+}

@@ -1,0 +1,48 @@
+//! [`CudaBackend`]: zkpipe-core's `Backend` on one GPU, bound to one key.
+
+use zkpipe_core::{CompiledKey, Curve};
+
+pub use crate::imp::CudaBackend;
+
+/// Device memory one key needs on the GPU, in bytes (an upper estimate): its resident
+/// points, sppark's buckets per point set, the quotient buffers, and the scratch of the
+/// largest MSM. [`CudaBackend::new`] refuses a key whose need exceeds the free memory.
+pub fn device_bytes_needed<E: Curve>(key: &CompiledKey<E>) -> usize {
+    let g1 = std::mem::size_of::<E::G1Affine>();
+    let g2 = std::mem::size_of::<E::G2Affine>();
+    let p = &key.points;
+    let n = key.domain_size();
+    let sets = [
+        (p.a.len(), g1),
+        (p.b1.len(), g1),
+        (p.c.len(), g1),
+        (p.h.len(), g1),
+        (p.b2.len(), g2),
+    ];
+    let mut bytes: usize = sets
+        .iter()
+        .map(|&(len, affine)| len * affine + buckets_bytes(len, affine))
+        .sum();
+    bytes += 5 * n * 32; // quotient: a, b, c, scratch, coset powers
+    let largest = sets.iter().map(|s| s.0).max().unwrap_or(0);
+    bytes += largest * (32 + 4 * windows(largest).0); // one MSM's scalars and digits
+    bytes + bytes / 20 + (64 << 20)
+}
+
+/// sppark's window count and width for an MSM of `n` points.
+fn windows(n: usize) -> (usize, usize) {
+    let lg = |x: usize| (usize::BITS - 1 - x.max(1).leading_zeros()) as usize;
+    let wbits = if n > 192 {
+        (lg(n + n / 2).saturating_sub(8)).clamp(10, 18)
+    } else {
+        10
+    };
+    (255usize.div_ceil(wbits), wbits)
+}
+
+/// sppark's bucket array (XYZZ buckets, twice an affine point) and histogram.
+fn buckets_bytes(n: usize, affine: usize) -> usize {
+    let (nwins, wbits) = windows(n);
+    let row = 1usize << (wbits - 1);
+    nwins * row * (2 * affine + 4) + 132 * 1024 * 2 * affine
+}
