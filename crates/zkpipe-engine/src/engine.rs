@@ -620,6 +620,9 @@ impl Engine {
         m.pool_buffers
             .with_label_values(&["freed"])
             .set(p.freed as i64);
+        if let Some(rss) = crate::config::peak_rss() {
+            m.peak_rss.set(rss as i64);
+        }
         m.text()
     }
 

@@ -40,6 +40,8 @@ pub struct Metrics {
     pub pool_bytes: IntGauge,
     /// Buffers recycled, allocated, and sent to the deallocation worker.
     pub pool_buffers: IntGaugeVec,
+    /// Peak resident set size of this process.
+    pub peak_rss: IntGauge,
 }
 
 fn must<T>(r: prometheus::Result<T>) -> T {
@@ -123,6 +125,10 @@ impl Metrics {
                 Opts::new("zkpipe_buffer_pool_buffers", "Buffers by fate"),
                 &["fate"],
             )),
+            peak_rss: must(IntGauge::new(
+                "zkpipe_process_peak_rss_bytes",
+                "Peak resident set size of the process",
+            )),
             registry,
         };
         let r = &m.registry;
@@ -141,6 +147,7 @@ impl Metrics {
         must(r.register(Box::new(m.keys_resident.clone())));
         must(r.register(Box::new(m.pool_bytes.clone())));
         must(r.register(Box::new(m.pool_buffers.clone())));
+        must(r.register(Box::new(m.peak_rss.clone())));
         m
     }
 
