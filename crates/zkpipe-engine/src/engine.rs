@@ -538,7 +538,7 @@ impl Engine {
             .values()
             .map(|j| j.snapshot())
             .collect();
-        jobs.sort_by(|a, b| b.id.cmp(&a.id));
+        jobs.sort_by_key(|j| std::cmp::Reverse(j.id));
         EngineStatus {
             queues: self.queue_depths(),
             jobs,
