@@ -263,3 +263,81 @@ fn a_budget_for_one_job_at_a_time_still_completes_every_job() {
     assert!(st.memory_used <= st.memory_limit);
     engine.shutdown();
 }
+
+/// Two CPU "devices" with device-memory budgets, to exercise placement and device admission.
+struct TwoDevices;
+
+impl zkpipe_engine::BackendFactory for TwoDevices {
+    fn devices(&self) -> Vec<zkpipe_engine::DeviceInfo> {
+        (0..2)
+            .map(|i| zkpipe_engine::DeviceInfo {
+                name: format!("fake{i}"),
+                memory_total: Some(64 << 20),
+            })
+            .collect()
+    }
+    fn key_device_bytes(&self, key: &zkpipe_engine::KeyMeta) -> u64 {
+        key.host_bytes
+    }
+    fn partition_device_bytes(&self, key: &zkpipe_engine::KeyMeta) -> u64 {
+        key.partition_bytes
+    }
+    fn bind_bn254(
+        &self,
+        k: &Arc<zkpipe_core::CompiledKey<Bn254>>,
+        d: usize,
+    ) -> Result<Arc<dyn zkpipe_core::Backend<Bn254>>, zkpipe_core::Error> {
+        CpuFactory.bind_bn254(k, d)
+    }
+    fn bind_bls12_381(
+        &self,
+        k: &Arc<zkpipe_core::CompiledKey<Bls12_381>>,
+        d: usize,
+    ) -> Result<Arc<dyn zkpipe_core::Backend<Bls12_381>>, zkpipe_core::Error> {
+        CpuFactory.bind_bls12_381(k, d)
+    }
+}
+
+#[test]
+fn keys_are_placed_across_devices_and_device_memory_is_accounted() {
+    use zkpipe_engine::BackendFactory;
+    let dir = key_dir();
+    let engine = Engine::start(config(dir.path()), Arc::new(TwoDevices)).unwrap();
+    let jobs: Vec<u64> = (0..8)
+        .map(|i| {
+            engine
+                .submit(request(KEYS[i % 4].0, 2, Priority::Normal))
+                .unwrap()
+                .job_id
+        })
+        .collect();
+    for j in jobs {
+        check_job(&engine, dir.path(), j);
+    }
+    let st = engine.status();
+    assert_eq!(st.devices.len(), 2);
+    assert!(st.devices.iter().all(|d| d.keys == 2), "{:?}", st.devices);
+    for (i, d) in st.devices.iter().enumerate() {
+        let resident: u64 = st
+            .keys
+            .iter()
+            .filter(|k| k.device == Some(i))
+            .map(|k| TwoDevices.key_device_bytes(&k.meta))
+            .sum();
+        assert_eq!(
+            d.memory_reserved, resident,
+            "only resident key copies remain"
+        );
+    }
+    assert!(engine.evict("bls-multi").unwrap());
+    let st = engine.status();
+    let total: u64 = st.devices.iter().map(|d| d.memory_reserved).sum();
+    let resident: u64 = st
+        .keys
+        .iter()
+        .filter(|k| k.residency == Residency::Hot)
+        .map(|k| k.meta.host_bytes)
+        .sum();
+    assert_eq!(total, resident, "eviction frees the device copy too");
+    engine.shutdown();
+}
