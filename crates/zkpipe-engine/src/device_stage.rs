@@ -7,7 +7,7 @@
 use crate::devices::Device;
 use crate::engine::Shared;
 use crate::error::EngineError;
-use crate::work::with_part;
+use crate::work::{guarded, with_part};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -47,7 +47,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         let r: Result<(), EngineError> = backend.and_then(|b| {
             device
                 .pool
-                .install(|| with_part!(&mut w.data, p => p.device(&key, &b, g2)))
+                .install(|| guarded(|| with_part!(&mut w.data, p => p.device(&key, &b, g2))))
                 .map_err(|e| EngineError::InvalidRequest(e.to_string()))
         });
         let end = Instant::now();

@@ -509,7 +509,15 @@ impl KeyLease {
                     drop(s);
                     let _span =
                         tracing::info_span!("load_key", key = %self.entry.meta.id).entered();
-                    let loaded = self.store.compile(&self.entry.meta);
+                    let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        self.store.compile(&self.entry.meta)
+                    }))
+                    .unwrap_or_else(|_| {
+                        Err(EngineError::KeyLoad {
+                            id: self.entry.meta.id.clone(),
+                            message: "internal error (panic) while loading".into(),
+                        })
+                    });
                     s = self.entry.lock();
                     match loaded {
                         Ok(k) => {

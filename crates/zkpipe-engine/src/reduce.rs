@@ -3,7 +3,7 @@
 //! computes a, b, c on the stage's own rayon pool, and passes it to its key's device.
 
 use crate::engine::Shared;
-use crate::work::with_part;
+use crate::work::{guarded, with_part};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -30,7 +30,7 @@ pub(crate) fn run(shared: Arc<Shared>) {
         let schedule = shared.config.schedule;
         let r = shared
             .reduce_pool
-            .install(|| with_part!(&mut w.data, p => p.reduce(&key, schedule)));
+            .install(|| guarded(|| with_part!(&mut w.data, p => p.reduce(&key, schedule))));
         let end = Instant::now();
         w.trace.span("reduce", loaded, end);
         if let Err(e) = r {

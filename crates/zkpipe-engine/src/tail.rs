@@ -4,7 +4,7 @@
 
 use crate::engine::Shared;
 use crate::job::PartitionProof;
-use crate::work::with_part;
+use crate::work::{guarded, with_part};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -22,7 +22,7 @@ pub(crate) fn run(shared: Arc<Shared>) {
         let self_check = shared.config.self_check;
         let r = shared
             .tail_pool
-            .install(|| with_part!(&mut w.data, p => p.tail(&key, self_check)));
+            .install(|| guarded(|| with_part!(&mut w.data, p => p.tail(&key, self_check))));
         let end = Instant::now();
         w.trace.span("tail", start, end);
         match r {

@@ -181,3 +181,19 @@ impl Drop for Work {
         self.pending.fetch_sub(1, Ordering::AcqRel);
     }
 }
+
+/// Runs `f`, turning a panic into an error so that a bug fails one job instead of killing
+/// a stage worker (and leaving its jobs waiting forever).
+pub(crate) fn guarded<T>(f: impl FnOnce() -> Result<T, CoreError>) -> Result<T, CoreError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let what = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        Err(CoreError::Backend {
+            backend: "engine",
+            message: format!("internal error (panic): {what}"),
+        })
+    })
+}
