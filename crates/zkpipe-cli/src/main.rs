@@ -48,6 +48,22 @@ enum Command {
         /// The witness.
         wtns: PathBuf,
     },
+    /// Run the proving daemon: `zkpipe serve --config zkpipe.toml`.
+    Serve(commands::serve::Args),
+    /// Queue a job on the daemon (one partition per witness); prints the job id.
+    Submit(commands::submit::Args),
+    /// Wait for a job on the daemon and write its proofs.
+    Await(commands::await_job::Args),
+    /// Show the daemon's queues, jobs, keys, devices and memory.
+    Status(commands::status::Args),
+    /// Cancel a job on the daemon.
+    Cancel(commands::cancel::Args),
+    /// Load a key on the daemon now.
+    Preload(commands::preload::Args),
+    /// Evict an unused key from the daemon now.
+    Evict(commands::preload::Args),
+    /// Load test a running daemon: c clients × j jobs × p partitions.
+    Loadtest(commands::loadtest::Args),
 }
 
 fn main() -> ExitCode {
@@ -76,6 +92,14 @@ fn main() -> ExitCode {
         Command::Synth(a) => commands::synth::run(a),
         Command::Bench(a) => commands::bench::run(a),
         Command::Check { r1cs, wtns } => commands::check::run(&r1cs, &wtns),
+        Command::Serve(a) => commands::serve::run(a),
+        Command::Submit(a) => commands::submit::run(a),
+        Command::Await(a) => commands::await_job::run(a),
+        Command::Status(a) => commands::status::run(a),
+        Command::Cancel(a) => commands::cancel::run(a),
+        Command::Preload(a) => commands::preload::run(a, false),
+        Command::Evict(a) => commands::preload::run(a, true),
+        Command::Loadtest(a) => commands::loadtest::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

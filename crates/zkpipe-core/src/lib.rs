@@ -26,6 +26,7 @@ pub mod msm;
 pub mod prover;
 pub mod quotient;
 pub mod reduce;
+pub mod stages;
 pub mod verify;
 
 pub mod backend;

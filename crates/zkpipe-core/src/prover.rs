@@ -1,18 +1,15 @@
 //! One proof, stage by stage: reduce → quotient → msm → assemble → self-check.
 //! The CLI runs these back to back; an engine can run each stage on its own pool.
 
-use crate::assemble::assemble;
 use crate::backend::Backend;
 use crate::curve::Curve;
 use crate::error::Error;
 use crate::key::CompiledKey;
-use crate::msm::{msm, to_scalars};
 use crate::proof::Proof;
-use crate::reduce::{reduce, QapEvals, RowSchedule, DEFAULT_SCHEDULE};
-use crate::timings::{Stage, Timings};
-use crate::verify::verify;
+use crate::reduce::{QapEvals, RowSchedule, DEFAULT_SCHEDULE};
+use crate::stages::{check_witness, device_stage, reduce_stage, tail_stage};
+use crate::timings::Timings;
 use crate::witness::Witness;
-use ark_std::UniformRand;
 use rand::{CryptoRng, RngCore};
 
 /// Knobs of one proof.
@@ -34,7 +31,8 @@ impl Default for ProveOptions {
     }
 }
 
-/// Proves `witness` with `key` on `backend`, recording each stage in `t`.
+/// Proves `witness` with `key` on `backend`, recording each stage in `t`: the three
+/// stages of [`crate::stages`] back to back (the G2 MSM in the tail, on `backend`).
 pub fn prove<E: Curve, B: Backend<E> + ?Sized>(
     key: &CompiledKey<E>,
     witness: &Witness<E::ScalarField>,
@@ -43,32 +41,11 @@ pub fn prove<E: Curve, B: Backend<E> + ?Sized>(
     rng: &mut (impl RngCore + CryptoRng),
     t: &mut Timings,
 ) -> Result<Proof<E>, Error> {
-    if witness.values.len() != key.n_vars {
-        return Err(Error::WitnessLength {
-            expected: key.n_vars,
-            found: witness.values.len(),
-        });
-    }
+    check_witness(key, witness)?;
     let mut evals = QapEvals::zeroed(key.domain_size());
-    let w = t.time(Stage::Reduce, || {
-        reduce(&key.a, &key.b, &witness.values, &mut evals, opts.schedule);
-        to_scalars(&witness.values)
-    });
-    let h = t.time(Stage::Quotient, || {
-        backend.quotient(&key.domain, &mut evals)?;
-        Ok::<_, Error>(to_scalars(evals.h()))
-    })?;
-    drop(evals);
-    let sums = msm(backend, key, &w, &h, t)?;
-    let (r, s) = (E::ScalarField::rand(rng), E::ScalarField::rand(rng));
-    let proof = t.time(Stage::Assemble, || assemble(key, &sums, r, s));
-    if opts.self_check {
-        let ok = t.time(Stage::Verify, || {
-            verify(&key.vk, witness.public(key.n_public), &proof)
-        })?;
-        if !ok {
-            return Err(Error::NotSatisfied);
-        }
-    }
-    Ok(proof)
+    let (mut w, mut h) = (Vec::new(), Vec::new());
+    reduce_stage(key, witness, &mut evals, &mut w, opts.schedule, t)?;
+    let sums = device_stage(backend, key, &mut evals, &w, &mut h, false, t)?;
+    drop((evals, h));
+    tail_stage(backend, key, witness, &w, &sums, opts.self_check, rng, t)
 }

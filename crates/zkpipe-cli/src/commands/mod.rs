@@ -1,12 +1,20 @@
 //! One module per subcommand. Curves are chosen here, from file headers, and everything
 //! below is generic.
 
+pub mod await_job;
 pub mod bench;
+pub mod cancel;
 pub mod check;
+pub mod client;
 pub mod export_vk;
 pub mod inspect;
+pub mod loadtest;
+pub mod preload;
 pub mod prove;
+pub mod serve;
 pub mod setup;
+pub mod status;
+pub mod submit;
 pub mod synth;
 pub mod verify;
 

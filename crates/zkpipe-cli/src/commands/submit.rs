@@ -1,0 +1,66 @@
+//! `zkpipe submit <key-id> <witness.wtns>...`: queue a job (one partition per witness) and
+//! print its id.
+
+use super::client::{connect, rpc, runtime, ServerArg};
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+use zkpipe_engine::Priority;
+use zkpipe_server::pb;
+
+/// Arguments of `submit`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    server: ServerArg,
+    /// The key id (file stem of a .zkey in the daemon's key directory).
+    key: String,
+    /// One witness per partition.
+    #[arg(required = true)]
+    wtns: Vec<PathBuf>,
+    /// low, normal, high or critical.
+    #[arg(long, default_value = "normal")]
+    priority: Priority,
+    /// Idempotency key: submitting it again returns the same job.
+    #[arg(long, default_value = "")]
+    request_id: String,
+}
+
+/// The protobuf priority of an engine priority.
+pub fn pb_priority(p: Priority) -> pb::Priority {
+    match p {
+        Priority::Low => pb::Priority::Low,
+        Priority::Normal => pb::Priority::Normal,
+        Priority::High => pb::Priority::High,
+        Priority::Critical => pb::Priority::Critical,
+    }
+}
+
+/// Runs `submit`.
+pub fn run(a: Args) -> Result<()> {
+    let witnesses = a
+        .wtns
+        .iter()
+        .map(|p| std::fs::read(p).with_context(|| p.display().to_string()))
+        .collect::<Result<Vec<_>>>()?;
+    runtime()?.block_on(async {
+        let mut c = connect(&a.server.server).await?;
+        let r = c
+            .submit_proof(pb::SubmitProofRequest {
+                key_id: a.key.clone(),
+                witnesses,
+                priority: pb_priority(a.priority) as i32,
+                request_id: a.request_id.clone(),
+            })
+            .await
+            .map_err(rpc)?
+            .into_inner();
+        println!("{}", r.job_id);
+        if r.existing {
+            eprintln!(
+                "zkpipe: request id {:?} was seen before: job {}",
+                a.request_id, r.job_id
+            );
+        }
+        Ok(())
+    })
+}

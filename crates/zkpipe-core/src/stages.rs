@@ -1,0 +1,180 @@
+//! One proof as three stages over explicit, caller-owned buffers, so that an engine can run
+//! each stage on its own pool or device and recycle the buffers:
+//!
+//! ```text
+//!   reduce_stage   (CPU)     witness → a, b, c over the domain; w as MSM scalars
+//!   device_stage   (device)  quotient → h; G1 MSMs [A]₁, [B]₁, [C]₁, [H]₁ (and [B]₂ if asked)
+//!   tail_stage     (CPU)     [B]₂ if not done on the device; assemble; self-check
+//! ```
+//!
+//! [`crate::prover::prove`] runs the three back to back; there is one code path.
+
+use crate::assemble::assemble;
+use crate::backend::{Backend, ScalarInt};
+use crate::curve::Curve;
+use crate::error::Error;
+use crate::key::CompiledKey;
+use crate::msm::MsmResults;
+use crate::proof::Proof;
+use crate::reduce::{reduce, QapEvals, RowSchedule};
+use crate::timings::{Stage, Timings};
+use crate::verify::verify;
+use crate::witness::Witness;
+use ark_ff::PrimeField;
+use ark_std::UniformRand;
+use rand::{CryptoRng, RngCore};
+use rayon::prelude::*;
+
+/// The sums the device stage produces; `b2` is `None` when the G2 MSM is left to the tail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceSums<E: Curve> {
+    /// Σ wᵢ·Aᵢ.
+    pub a: E::G1,
+    /// Σ wᵢ·B₁ᵢ.
+    pub b1: E::G1,
+    /// Σ wᵢ·B₂ᵢ, if computed on the device.
+    pub b2: Option<E::G2>,
+    /// Σ wᵢ·Cᵢ over private signals.
+    pub c: E::G1,
+    /// Σ hⱼ·Hⱼ.
+    pub h: E::G1,
+}
+
+/// Checks that `witness` has the key's nVars values.
+pub fn check_witness<E: Curve>(
+    key: &CompiledKey<E>,
+    witness: &Witness<E::ScalarField>,
+) -> Result<(), Error> {
+    if witness.values.len() != key.n_vars {
+        return Err(Error::WitnessLength {
+            expected: key.n_vars,
+            found: witness.values.len(),
+        });
+    }
+    Ok(())
+}
+
+/// Field elements → standard-form integers into `out` (cleared first; its capacity is reused).
+pub fn scalars_into<F: PrimeField>(v: &[F], out: &mut Vec<F::BigInt>) {
+    out.clear();
+    out.par_extend(v.par_iter().map(|x| x.into_bigint()));
+}
+
+/// Stage 1: a = A·w, b = B·w, c = a∘b into `evals` (resized to the domain if needed) and
+/// the witness as MSM scalars into `w`. Runs on the current rayon pool.
+pub fn reduce_stage<E: Curve>(
+    key: &CompiledKey<E>,
+    witness: &Witness<E::ScalarField>,
+    evals: &mut QapEvals<E::ScalarField>,
+    w: &mut Vec<ScalarInt<E>>,
+    schedule: RowSchedule,
+    t: &mut Timings,
+) -> Result<(), Error> {
+    check_witness(key, witness)?;
+    let n = key.domain_size();
+    for v in [&mut evals.a, &mut evals.b, &mut evals.c] {
+        v.resize(n, Default::default());
+    }
+    t.time(Stage::Reduce, || {
+        reduce(&key.a, &key.b, &witness.values, evals, schedule);
+        scalars_into(&witness.values, w);
+    });
+    Ok(())
+}
+
+/// Stage 2: the quotient (h into `evals.a`, then as MSM scalars into `h`) and the G1 MSMs
+/// on `backend`; the G2 MSM too if `g2_on_device`. `evals` and `h` are scratch the caller
+/// may recycle afterwards.
+pub fn device_stage<E: Curve, B: Backend<E> + ?Sized>(
+    backend: &B,
+    key: &CompiledKey<E>,
+    evals: &mut QapEvals<E::ScalarField>,
+    w: &[ScalarInt<E>],
+    h: &mut Vec<ScalarInt<E>>,
+    g2_on_device: bool,
+    t: &mut Timings,
+) -> Result<DeviceSums<E>, Error> {
+    check_lengths(key, evals, w)?;
+    t.time(Stage::Quotient, || backend.quotient(&key.domain, evals))?;
+    scalars_into(evals.h(), h);
+    let p = &key.points;
+    let private = &w[key.n_public + 1..];
+    Ok(DeviceSums {
+        a: t.time(Stage::MsmA, || backend.msm_g1(&p.a, w))?,
+        b1: t.time(Stage::MsmB1, || backend.msm_g1(&p.b1, w))?,
+        b2: if g2_on_device {
+            Some(t.time(Stage::MsmB2, || backend.msm_g2(&p.b2, w))?)
+        } else {
+            None
+        },
+        c: t.time(Stage::MsmC, || backend.msm_g1(&p.c, private))?,
+        h: t.time(Stage::MsmH, || backend.msm_g1(&p.h, h))?,
+    })
+}
+
+/// Stage 3: [B]₂ on `g2_backend` if the device stage left it, then assemble with fresh
+/// r, s and, if `self_check`, verify the proof against the key's verification key.
+#[allow(clippy::too_many_arguments)]
+pub fn tail_stage<E: Curve, B: Backend<E> + ?Sized>(
+    g2_backend: &B,
+    key: &CompiledKey<E>,
+    witness: &Witness<E::ScalarField>,
+    w: &[ScalarInt<E>],
+    sums: &DeviceSums<E>,
+    self_check: bool,
+    rng: &mut (impl RngCore + CryptoRng),
+    t: &mut Timings,
+) -> Result<Proof<E>, Error> {
+    check_witness(key, witness)?;
+    let b2 = match sums.b2 {
+        Some(b2) => b2,
+        None => {
+            if w.len() != key.n_vars {
+                return Err(Error::WitnessLength {
+                    expected: key.n_vars,
+                    found: w.len(),
+                });
+            }
+            t.time(Stage::MsmB2, || g2_backend.msm_g2(&key.points.b2, w))?
+        }
+    };
+    let all = MsmResults {
+        a: sums.a,
+        b1: sums.b1,
+        b2,
+        c: sums.c,
+        h: sums.h,
+    };
+    let (r, s) = (E::ScalarField::rand(rng), E::ScalarField::rand(rng));
+    let proof = t.time(Stage::Assemble, || assemble(key, &all, r, s));
+    if self_check {
+        let ok = t.time(Stage::Verify, || {
+            verify(&key.vk, witness.public(key.n_public), &proof)
+        })?;
+        if !ok {
+            return Err(Error::NotSatisfied);
+        }
+    }
+    Ok(proof)
+}
+
+fn check_lengths<E: Curve>(
+    key: &CompiledKey<E>,
+    evals: &QapEvals<E::ScalarField>,
+    w: &[ScalarInt<E>],
+) -> Result<(), Error> {
+    let n = key.domain_size();
+    if evals.a.len() != n || evals.b.len() != n || evals.c.len() != n {
+        return Err(Error::InvalidKey(format!(
+            "QAP evaluations of {} rows for a domain of {n}",
+            evals.a.len()
+        )));
+    }
+    if w.len() != key.n_vars {
+        return Err(Error::WitnessLength {
+            expected: key.n_vars,
+            found: w.len(),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,153 @@
+//! The engine's validated configuration. Every field has a documented default; the server
+//! crate reads the TOML file into these types and rejects bad values before starting.
+
+use std::path::PathBuf;
+use std::time::Duration;
+use zkpipe_core::reduce::{RowSchedule, DEFAULT_SCHEDULE};
+use zkpipe_core::PointChecks;
+
+/// Sizes of one CPU stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StageConfig {
+    /// Partitions this stage works on at once (worker threads).
+    pub workers: usize,
+    /// Threads of the stage's own rayon pool, shared by its workers.
+    pub threads: usize,
+}
+
+/// Everything the engine needs to start.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Folder of `.zkey` files; a key's id is its file stem. Default: `keys`.
+    pub key_dir: PathBuf,
+    /// How much to check of a key's points when it is loaded. Default: batched.
+    pub key_checks: PointChecks,
+    /// Host-memory budget in bytes for resident keys plus in-flight partitions.
+    /// Default: half of the machine's memory ([`machine_memory`]).
+    pub memory_limit: u64,
+    /// Per-device memory budget in bytes, overriding what the device reports. Default: none.
+    pub device_memory_limit: Option<u64>,
+    /// A resident key unused this long (and not referenced) is evicted. Default: 10 min.
+    pub key_idle_timeout: Duration,
+    /// Reduce stage. Default: 2 workers, all cores.
+    pub reduce: StageConfig,
+    /// Device stage, per device: workers queue for the device lock; `threads` sizes the
+    /// device's pool when the device is the CPU. Default: 2 workers, all cores.
+    pub device: StageConfig,
+    /// Tail stage (G2 MSM on CPU, assemble, self-check, serialize). Default: 2 workers,
+    /// half the cores.
+    pub tail: StageConfig,
+    /// Capacity of each bounded queue between stages. Default: 4.
+    pub queue_depth: usize,
+    /// Most partitions in one job. Default: 64.
+    pub max_partitions_per_job: usize,
+    /// Most partitions accepted but not yet finished; beyond it submit says busy. Default: 4096.
+    pub max_pending_partitions: usize,
+    /// Verify every proof before returning it. Default: true.
+    pub self_check: bool,
+    /// Reduce row schedule. Default: dynamic:64.
+    pub schedule: RowSchedule,
+    /// Idle buffers kept for reuse, in bytes. Default: 1/8 of the memory limit.
+    pub pool_max_bytes: u64,
+    /// Queue length of the deallocation worker. Default: 64.
+    pub dealloc_queue: usize,
+    /// How long finished jobs (and their request ids) are remembered. Default: 10 min.
+    pub job_retention: Duration,
+    /// Waterfalls kept for the Chrome-trace export (partitions). Default: 4096.
+    pub trace_capacity: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let memory_limit = machine_memory() / 2;
+        Self {
+            key_dir: PathBuf::from("keys"),
+            key_checks: PointChecks::Batched,
+            memory_limit,
+            device_memory_limit: None,
+            key_idle_timeout: Duration::from_secs(600),
+            reduce: StageConfig {
+                workers: 2,
+                threads: cores,
+            },
+            device: StageConfig {
+                workers: 2,
+                threads: cores,
+            },
+            tail: StageConfig {
+                workers: 2,
+                threads: (cores / 2).max(1),
+            },
+            queue_depth: 4,
+            max_partitions_per_job: 64,
+            max_pending_partitions: 4096,
+            self_check: true,
+            schedule: DEFAULT_SCHEDULE,
+            pool_max_bytes: memory_limit / 8,
+            dealloc_queue: 64,
+            job_retention: Duration::from_secs(600),
+            trace_capacity: 4096,
+        }
+    }
+}
+
+impl EngineConfig {
+    /// Checks values that would make the engine unable to run.
+    pub fn validate(&self) -> Result<(), String> {
+        for (name, s) in [
+            ("reduce", self.reduce),
+            ("device", self.device),
+            ("tail", self.tail),
+        ] {
+            if s.workers == 0 || s.threads == 0 {
+                return Err(format!("{name}: workers and threads must be at least 1"));
+            }
+        }
+        if self.memory_limit == 0 {
+            return Err("memory limit must be positive".into());
+        }
+        if self.queue_depth == 0 || self.max_partitions_per_job == 0 {
+            return Err("queue_depth and max_partitions_per_job must be at least 1".into());
+        }
+        if self.max_pending_partitions < self.max_partitions_per_job {
+            return Err("max_pending_partitions must be at least max_partitions_per_job".into());
+        }
+        Ok(())
+    }
+}
+
+/// Total memory of this machine in bytes (`/proc/meminfo`), or 8 GiB where unknown.
+pub fn machine_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(8 << 30, |kb| kb * 1024)
+}
+
+/// Peak resident set size of this process in bytes (`VmHWM`), where known.
+pub fn peak_rss() -> Option<u64> {
+    proc_status_kb("VmHWM:")
+}
+
+/// Resident set size of this process in bytes (`VmRSS`), where known.
+pub fn current_rss() -> Option<u64> {
+    proc_status_kb("VmRSS:")
+}
+
+fn proc_status_kb(field: &str) -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb = s
+        .lines()
+        .find(|l| l.starts_with(field))?
+        .split_whitespace()
+        .nth(1)?
+        .parse::<u64>()
+        .ok()?;
+    Some(kb * 1024)
+}

@@ -1,0 +1,123 @@
+//! The engine's error type. Each variant is one kind of failure a client can act on; the
+//! server maps kinds to gRPC status codes in one place.
+
+use zkpipe_formats::CurveId;
+
+/// Why a request to the engine failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// No key with this id in the key directory.
+    #[error("unknown key id {0:?} (ids are file stems of .zkey files in the key directory)")]
+    UnknownKey(String),
+    /// A key id that is not a plain file stem.
+    #[error(
+        "invalid key id {0:?}: only letters, digits, '-', '_' and '.' (not leading) are allowed"
+    )]
+    InvalidKeyId(String),
+    /// A key file that cannot be read, parsed or validated.
+    #[error("key {id:?}: {message}")]
+    KeyLoad {
+        /// The key id.
+        id: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A witness that cannot be parsed.
+    #[error("partition {partition}: malformed witness: {message}")]
+    MalformedWitness {
+        /// Index of the partition in the job.
+        partition: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// A witness for a different curve than the key.
+    #[error("partition {partition}: witness is for {found}, key {key:?} is for {expected}")]
+    WrongCurve {
+        /// Index of the partition.
+        partition: usize,
+        /// The key id.
+        key: String,
+        /// The witness's curve.
+        found: CurveId,
+        /// The key's curve.
+        expected: CurveId,
+    },
+    /// A witness whose length is not the key's nVars.
+    #[error(
+        "partition {partition}: witness has {found} values, key {key:?} expects nVars = {expected}"
+    )]
+    WitnessMismatch {
+        /// Index of the partition.
+        partition: usize,
+        /// The key id.
+        key: String,
+        /// The key's nVars.
+        expected: usize,
+        /// The witness's length.
+        found: usize,
+    },
+    /// A request that breaks a configured limit (no partitions, too many partitions).
+    #[error("request rejected: {0}")]
+    InvalidRequest(String),
+    /// A job that can never fit in the memory budget.
+    #[error(
+        "job can never fit: {what} needs {needed} bytes, the {budget} budget is {limit} bytes"
+    )]
+    TooLarge {
+        /// What needs the memory.
+        what: String,
+        /// Bytes needed.
+        needed: u64,
+        /// Which budget ("host memory", "device 0 memory").
+        budget: String,
+        /// The budget's limit.
+        limit: u64,
+    },
+    /// Too much is queued already; try again later.
+    #[error("engine busy: {0}")]
+    Busy(String),
+    /// No job with this id (never submitted, or forgotten after its retention time).
+    #[error("unknown job {0}")]
+    UnknownJob(u64),
+    /// A cancel of a job that already finished; its outcome stands.
+    #[error("job {id} already finished ({state})")]
+    AlreadyFinished {
+        /// The job id.
+        id: u64,
+        /// Its final state.
+        state: &'static str,
+    },
+    /// An evict of a key that in-flight partitions still use.
+    #[error("key {id:?} is in use by {refs} partition(s) and cannot be evicted now")]
+    KeyInUse {
+        /// The key id.
+        id: String,
+        /// Its reference count.
+        refs: usize,
+    },
+    /// The engine is shutting down.
+    #[error("engine is shutting down")]
+    ShuttingDown,
+}
+
+impl EngineError {
+    /// A short machine-readable name of the kind, for logs and metrics labels.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            EngineError::UnknownKey(_) => "unknown_key",
+            EngineError::InvalidKeyId(_) => "invalid_key_id",
+            EngineError::KeyLoad { .. } => "key_load",
+            EngineError::MalformedWitness { .. } => "malformed_witness",
+            EngineError::WrongCurve { .. } => "wrong_curve",
+            EngineError::WitnessMismatch { .. } => "witness_mismatch",
+            EngineError::InvalidRequest(_) => "invalid_request",
+            EngineError::TooLarge { .. } => "too_large",
+            EngineError::Busy(_) => "busy",
+            EngineError::UnknownJob(_) => "unknown_job",
+            EngineError::AlreadyFinished { .. } => "already_finished",
+            EngineError::KeyInUse { .. } => "key_in_use",
+            EngineError::ShuttingDown => "shutting_down",
+        }
+    }
+}

@@ -1,0 +1,296 @@
+//! Jobs: one or more partitions (witnesses) proved with one key, a priority, a caller's
+//! request id, and a state that waiters can watch.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// A job's id, unique for the engine's lifetime.
+pub type JobId = u64;
+
+/// Scheduling priority; higher leaves every queue first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Priority {
+    /// Background work.
+    Low = 0,
+    /// The default.
+    #[default]
+    Normal = 1,
+    /// Ahead of normal work.
+    High = 2,
+    /// Ahead of everything.
+    Critical = 3,
+}
+
+impl Priority {
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Priority::Low => "low",
+            Priority::Normal => "normal",
+            Priority::High => "high",
+            Priority::Critical => "critical",
+        }
+    }
+}
+
+impl std::str::FromStr for Priority {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "low" => Ok(Priority::Low),
+            "normal" => Ok(Priority::Normal),
+            "high" => Ok(Priority::High),
+            "critical" => Ok(Priority::Critical),
+            _ => Err(format!(
+                "priority {s:?} is not low, normal, high or critical"
+            )),
+        }
+    }
+}
+
+/// Where a job is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobState {
+    /// Accepted; no partition has been admitted yet.
+    Queued,
+    /// At least one partition is in the pipeline.
+    Running,
+    /// Every partition was proved.
+    Done,
+    /// A partition failed; the others were cancelled.
+    Failed,
+    /// Cancelled by the caller.
+    Cancelled,
+}
+
+impl JobState {
+    /// Whether the job will not change any more.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            JobState::Done | JobState::Failed | JobState::Cancelled
+        )
+    }
+
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            JobState::Queued => "queued",
+            JobState::Running => "running",
+            JobState::Done => "done",
+            JobState::Failed => "failed",
+            JobState::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Per-proof timings, as returned to the caller.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ProofTimings {
+    /// Submit → admitted into the pipeline (memory admission and priority queue).
+    pub queue_wait: Duration,
+    /// Waiting for the key to be loaded (zero when it was resident).
+    pub key_load: Duration,
+    /// The reduce stage.
+    pub reduce: Duration,
+    /// Waiting for the device (its queue, memory and lock).
+    pub device_wait: Duration,
+    /// Device work with the lock held (quotient and G1 MSMs).
+    pub device: Duration,
+    /// The tail stage (G2 MSM on CPU, assemble, self-check, serialize).
+    pub tail: Duration,
+    /// Submit → proof ready.
+    pub total: Duration,
+}
+
+/// One proved partition.
+#[derive(Debug, Clone)]
+pub struct PartitionProof {
+    /// snarkjs's `proof.json`.
+    pub proof_json: String,
+    /// snarkjs's `public.json`.
+    pub public_json: String,
+    /// Where the time went.
+    pub timings: ProofTimings,
+}
+
+/// A job's state and, once final, its outcome.
+#[derive(Debug, Clone)]
+pub struct JobSnapshot {
+    /// The job id.
+    pub id: JobId,
+    /// The key it proves with.
+    pub key_id: String,
+    /// Its priority.
+    pub priority: Priority,
+    /// Its state.
+    pub state: JobState,
+    /// Partitions in the job.
+    pub partitions: usize,
+    /// Partitions proved so far.
+    pub partitions_done: usize,
+    /// Proofs in partition order, when the job is done.
+    pub proofs: Vec<PartitionProof>,
+    /// Why it failed, when it failed.
+    pub error: Option<String>,
+    /// The caller's request id ("" if none).
+    pub request_id: String,
+}
+
+struct Inner {
+    state: JobState,
+    proofs: Vec<Option<PartitionProof>>,
+    error: Option<String>,
+    finished_at: Option<Instant>,
+}
+
+/// A job shared by the engine's stages and its waiters.
+pub(crate) struct Job {
+    pub id: JobId,
+    pub key_id: String,
+    pub priority: Priority,
+    pub request_id: String,
+    pub submitted: Instant,
+    cancelled: AtomicBool,
+    remaining: AtomicUsize,
+    inner: Mutex<Inner>,
+    cond: Condvar,
+    watch: tokio::sync::watch::Sender<JobState>,
+}
+
+impl Job {
+    pub fn new(
+        id: JobId,
+        key_id: String,
+        priority: Priority,
+        request_id: String,
+        partitions: usize,
+    ) -> Self {
+        Self {
+            id,
+            key_id,
+            priority,
+            request_id,
+            submitted: Instant::now(),
+            cancelled: AtomicBool::new(false),
+            remaining: AtomicUsize::new(partitions),
+            inner: Mutex::new(Inner {
+                state: JobState::Queued,
+                proofs: vec![None; partitions],
+                error: None,
+                finished_at: None,
+            }),
+            cond: Condvar::new(),
+            watch: tokio::sync::watch::channel(JobState::Queued).0,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn set(&self, inner: &mut Inner, state: JobState) {
+        inner.state = state;
+        if state.is_final() {
+            inner.finished_at = Some(Instant::now());
+        }
+        self.watch.send_replace(state);
+        self.cond.notify_all();
+    }
+
+    /// Whether stages should drop this job's partitions at their next boundary.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Acquire)
+    }
+
+    /// Marks the job running (first partition admitted).
+    pub fn mark_running(&self) {
+        let mut i = self.lock();
+        if i.state == JobState::Queued {
+            self.set(&mut i, JobState::Running);
+        }
+    }
+
+    /// Records a proved partition; returns true when it was the last one.
+    pub fn partition_done(&self, index: usize, proof: PartitionProof) -> bool {
+        let mut i = self.lock();
+        if i.state.is_final() {
+            return false;
+        }
+        if let Some(slot) = i.proofs.get_mut(index) {
+            *slot = Some(proof);
+        }
+        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.set(&mut i, JobState::Done);
+            return true;
+        }
+        false
+    }
+
+    /// Fails the job (first failure wins) and cancels its other partitions.
+    pub fn fail(&self, error: String) -> bool {
+        self.cancelled.store(true, Ordering::Release);
+        let mut i = self.lock();
+        if i.state.is_final() {
+            return false;
+        }
+        i.error = Some(error);
+        self.set(&mut i, JobState::Failed);
+        true
+    }
+
+    /// Cancels the job; `Err(state)` if it had already finished.
+    pub fn cancel(&self) -> Result<(), JobState> {
+        let mut i = self.lock();
+        if i.state.is_final() {
+            return Err(i.state);
+        }
+        self.cancelled.store(true, Ordering::Release);
+        self.set(&mut i, JobState::Cancelled);
+        Ok(())
+    }
+
+    /// When it reached a final state.
+    pub fn finished_at(&self) -> Option<Instant> {
+        self.lock().finished_at
+    }
+
+    pub fn snapshot(&self) -> JobSnapshot {
+        let i = self.lock();
+        let done = i.proofs.iter().filter(|p| p.is_some()).count();
+        JobSnapshot {
+            id: self.id,
+            key_id: self.key_id.clone(),
+            priority: self.priority,
+            state: i.state,
+            partitions: i.proofs.len(),
+            partitions_done: done,
+            proofs: if i.state == JobState::Done {
+                i.proofs.iter().flatten().cloned().collect()
+            } else {
+                Vec::new()
+            },
+            error: i.error.clone(),
+            request_id: self.request_id.clone(),
+        }
+    }
+
+    /// Blocks until the job is final or `timeout` passes.
+    pub fn wait(&self, timeout: Duration) -> JobSnapshot {
+        let i = self.lock();
+        drop(
+            self.cond
+                .wait_timeout_while(i, timeout, |i| !i.state.is_final()),
+        );
+        self.snapshot()
+    }
+
+    /// Waits (async) until the job is final or `timeout` passes.
+    pub async fn wait_async(&self, timeout: Duration) -> JobSnapshot {
+        let mut rx = self.watch.subscribe();
+        let _ = tokio::time::timeout(timeout, rx.wait_for(|s| s.is_final())).await;
+        self.snapshot()
+    }
+}

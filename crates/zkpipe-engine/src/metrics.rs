@@ -1,0 +1,183 @@
+//! Prometheus metrics of the engine, in its own registry: queue depths, stage latency
+//! histograms, proofs completed and failed, device busy fraction, memory reserved.
+
+use prometheus::{
+    Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
+};
+
+/// The engine's metrics.
+pub struct Metrics {
+    registry: Registry,
+    /// Items waiting per queue (`admission`, `reduce`, `device`, `tail`).
+    pub queue_depth: IntGaugeVec,
+    /// Seconds per stage (`queue_wait`, `key_load`, `reduce`, `device_wait`, `device`,
+    /// `tail`, `total`), per proof.
+    pub stage_seconds: HistogramVec,
+    /// Proofs (partitions) completed.
+    pub proofs_completed: IntCounter,
+    /// Proofs (partitions) failed, by error kind.
+    pub proofs_failed: IntCounterVec,
+    /// Jobs accepted.
+    pub jobs_submitted: IntCounter,
+    /// Jobs cancelled.
+    pub jobs_cancelled: IntCounter,
+    /// Submissions rejected, by error kind.
+    pub rejected: IntCounterVec,
+    /// Fraction of wall time each device's lock was held since start.
+    pub device_busy_fraction: GaugeVec,
+    /// Seconds each device's lock was held since start.
+    pub device_busy_seconds: GaugeVec,
+    /// Host bytes reserved (keys and partitions).
+    pub memory_reserved: IntGauge,
+    /// Host-memory budget.
+    pub memory_limit: IntGauge,
+    /// Device bytes reserved, per device.
+    pub device_memory_reserved: IntGaugeVec,
+    /// Keys resident.
+    pub keys_resident: IntGauge,
+    /// Idle bytes held by the buffer pool.
+    pub pool_bytes: IntGauge,
+    /// Buffers recycled, allocated, and sent to the deallocation worker.
+    pub pool_buffers: IntGaugeVec,
+    /// Peak resident set size of this process.
+    pub peak_rss: IntGauge,
+}
+
+fn must<T>(r: prometheus::Result<T>) -> T {
+    // Only fails on a malformed metric definition, which is a bug caught by the tests.
+    r.unwrap_or_else(|e| panic!("metric definition: {e}"))
+}
+
+impl Metrics {
+    /// Registers every metric.
+    pub fn new() -> Self {
+        let registry = Registry::new();
+        let buckets = vec![
+            0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+            60.0, 120.0,
+        ];
+        let m = Self {
+            queue_depth: must(IntGaugeVec::new(
+                Opts::new("zkpipe_queue_depth", "Items waiting per queue"),
+                &["queue"],
+            )),
+            stage_seconds: must(HistogramVec::new(
+                HistogramOpts::new("zkpipe_stage_seconds", "Seconds per stage per proof")
+                    .buckets(buckets),
+                &["stage"],
+            )),
+            proofs_completed: must(IntCounter::new(
+                "zkpipe_proofs_completed_total",
+                "Proofs (partitions) completed",
+            )),
+            proofs_failed: must(IntCounterVec::new(
+                Opts::new("zkpipe_proofs_failed_total", "Proofs (partitions) failed"),
+                &["kind"],
+            )),
+            jobs_submitted: must(IntCounter::new(
+                "zkpipe_jobs_submitted_total",
+                "Jobs accepted",
+            )),
+            jobs_cancelled: must(IntCounter::new(
+                "zkpipe_jobs_cancelled_total",
+                "Jobs cancelled",
+            )),
+            rejected: must(IntCounterVec::new(
+                Opts::new("zkpipe_requests_rejected_total", "Submissions rejected"),
+                &["kind"],
+            )),
+            device_busy_fraction: must(GaugeVec::new(
+                Opts::new(
+                    "zkpipe_device_busy_fraction",
+                    "Fraction of wall time the device lock was held since start",
+                ),
+                &["device"],
+            )),
+            device_busy_seconds: must(GaugeVec::new(
+                Opts::new(
+                    "zkpipe_device_busy_seconds",
+                    "Seconds the device lock was held",
+                ),
+                &["device"],
+            )),
+            memory_reserved: must(IntGauge::new(
+                "zkpipe_memory_reserved_bytes",
+                "Host bytes reserved by resident keys and in-flight partitions",
+            )),
+            memory_limit: must(IntGauge::new(
+                "zkpipe_memory_limit_bytes",
+                "Host-memory budget",
+            )),
+            device_memory_reserved: must(IntGaugeVec::new(
+                Opts::new(
+                    "zkpipe_device_memory_reserved_bytes",
+                    "Device bytes reserved",
+                ),
+                &["device"],
+            )),
+            keys_resident: must(IntGauge::new("zkpipe_keys_resident", "Keys resident (hot)")),
+            pool_bytes: must(IntGauge::new(
+                "zkpipe_buffer_pool_bytes",
+                "Idle bytes held by the buffer pool",
+            )),
+            pool_buffers: must(IntGaugeVec::new(
+                Opts::new("zkpipe_buffer_pool_buffers", "Buffers by fate"),
+                &["fate"],
+            )),
+            peak_rss: must(IntGauge::new(
+                "zkpipe_process_peak_rss_bytes",
+                "Peak resident set size of the process",
+            )),
+            registry,
+        };
+        let r = &m.registry;
+        must(r.register(Box::new(m.queue_depth.clone())));
+        must(r.register(Box::new(m.stage_seconds.clone())));
+        must(r.register(Box::new(m.proofs_completed.clone())));
+        must(r.register(Box::new(m.proofs_failed.clone())));
+        must(r.register(Box::new(m.jobs_submitted.clone())));
+        must(r.register(Box::new(m.jobs_cancelled.clone())));
+        must(r.register(Box::new(m.rejected.clone())));
+        must(r.register(Box::new(m.device_busy_fraction.clone())));
+        must(r.register(Box::new(m.device_busy_seconds.clone())));
+        must(r.register(Box::new(m.memory_reserved.clone())));
+        must(r.register(Box::new(m.memory_limit.clone())));
+        must(r.register(Box::new(m.device_memory_reserved.clone())));
+        must(r.register(Box::new(m.keys_resident.clone())));
+        must(r.register(Box::new(m.pool_bytes.clone())));
+        must(r.register(Box::new(m.pool_buffers.clone())));
+        must(r.register(Box::new(m.peak_rss.clone())));
+        m
+    }
+
+    /// Records one proof's timings.
+    pub fn observe(&self, t: &crate::job::ProofTimings) {
+        for (stage, d) in [
+            ("queue_wait", t.queue_wait),
+            ("key_load", t.key_load),
+            ("reduce", t.reduce),
+            ("device_wait", t.device_wait),
+            ("device", t.device),
+            ("tail", t.tail),
+            ("total", t.total),
+        ] {
+            self.stage_seconds
+                .with_label_values(&[stage])
+                .observe(d.as_secs_f64());
+        }
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn text(&self) -> String {
+        let mut buf = Vec::new();
+        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buf);
+        String::from_utf8_lossy(&buf).into_owned()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}

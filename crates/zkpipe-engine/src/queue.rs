@@ -1,0 +1,196 @@
+//! A bounded, closable priority queue between two pipeline stages: producers block while
+//! it is full (back-pressure), consumers block while it is empty, and the highest-priority
+//! item (earliest job first among equals) leaves first, so priorities act at every queue.
+
+use std::collections::BinaryHeap;
+use std::sync::{Condvar, Mutex};
+
+/// The ordering key of a queued item: higher priority first, then lower sequence number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Order {
+    /// Priority (higher leaves first).
+    pub priority: u8,
+    /// Arrival order (lower leaves first among equal priorities).
+    pub seq: u64,
+}
+
+impl Ord for Order {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.priority
+            .cmp(&other.priority)
+            .then(other.seq.cmp(&self.seq))
+    }
+}
+
+impl PartialOrd for Order {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+struct Entry<T> {
+    order: Order,
+    item: T,
+}
+
+impl<T> PartialEq for Entry<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.order == other.order
+    }
+}
+impl<T> Eq for Entry<T> {}
+impl<T> PartialOrd for Entry<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<T> Ord for Entry<T> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.order.cmp(&other.order)
+    }
+}
+
+struct State<T> {
+    heap: BinaryHeap<Entry<T>>,
+    closed: bool,
+}
+
+/// A bounded priority queue (see the module doc).
+pub struct PriorityQueue<T> {
+    capacity: usize,
+    state: Mutex<State<T>>,
+    not_empty: Condvar,
+    not_full: Condvar,
+}
+
+impl<T> PriorityQueue<T> {
+    /// An empty queue holding at most `capacity` items (at least 1).
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            capacity: capacity.max(1),
+            state: Mutex::new(State {
+                heap: BinaryHeap::new(),
+                closed: false,
+            }),
+            not_empty: Condvar::new(),
+            not_full: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State<T>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds an item, waiting while the queue is full. Gives the item back if it is closed.
+    pub fn push(&self, order: Order, item: T) -> Result<(), T> {
+        let mut s = self.lock();
+        while s.heap.len() >= self.capacity && !s.closed {
+            s = self.not_full.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        if s.closed {
+            return Err(item);
+        }
+        s.heap.push(Entry { order, item });
+        self.not_empty.notify_one();
+        Ok(())
+    }
+
+    /// Takes the first item, waiting while the queue is empty; `None` once closed and empty.
+    pub fn pop(&self) -> Option<T> {
+        let mut s = self.lock();
+        loop {
+            if let Some(e) = s.heap.pop() {
+                self.not_full.notify_one();
+                return Some(e.item);
+            }
+            if s.closed {
+                return None;
+            }
+            s = self.not_empty.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Takes the first item if `admit` says yes (it may change the item either way);
+    /// never waits.
+    pub fn pop_if(&self, admit: impl FnOnce(&mut T) -> bool) -> Option<T> {
+        let mut s = self.lock();
+        let mut head = s.heap.peek_mut()?;
+        if admit(&mut head.item) {
+            let e = std::collections::binary_heap::PeekMut::pop(head);
+            self.not_full.notify_one();
+            Some(e.item)
+        } else {
+            None
+        }
+    }
+
+    /// Removes (and returns) every item for which `remove` is true.
+    pub fn remove_where(&self, mut remove: impl FnMut(&T) -> bool) -> Vec<T> {
+        let mut s = self.lock();
+        let (out, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut s.heap)
+            .into_vec()
+            .into_iter()
+            .partition(|e| remove(&e.item));
+        s.heap = keep.into();
+        if !out.is_empty() {
+            self.not_full.notify_all();
+        }
+        out.into_iter().map(|e| e.item).collect()
+    }
+
+    /// Items queued now.
+    pub fn len(&self) -> usize {
+        self.lock().heap.len()
+    }
+
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Refuses further pushes and wakes every waiter; queued items can still be popped.
+    pub fn close(&self) {
+        self.lock().closed = true;
+        self.not_empty.notify_all();
+        self.not_full.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn o(priority: u8, seq: u64) -> Order {
+        Order { priority, seq }
+    }
+
+    #[test]
+    fn highest_priority_then_oldest_leaves_first() {
+        let q = PriorityQueue::new(10);
+        q.push(o(1, 1), "normal-1").unwrap();
+        q.push(o(0, 0), "low-0").unwrap();
+        q.push(o(3, 5), "critical-5").unwrap();
+        q.push(o(1, 0), "normal-0").unwrap();
+        let got: Vec<_> = (0..4).map(|_| q.pop().unwrap()).collect();
+        assert_eq!(got, ["critical-5", "normal-0", "normal-1", "low-0"]);
+    }
+
+    #[test]
+    fn a_full_queue_blocks_until_popped_and_close_wakes_everyone() {
+        let q = Arc::new(PriorityQueue::new(1));
+        q.push(o(0, 0), 0).unwrap();
+        let q2 = Arc::clone(&q);
+        let producer = std::thread::spawn(move || q2.push(o(0, 1), 1));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(q.pop(), Some(0));
+        producer.join().unwrap().unwrap();
+        assert_eq!(q.remove_where(|&x| x == 1), vec![1]);
+        let q3 = Arc::clone(&q);
+        let consumer = std::thread::spawn(move || q3.pop());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        q.close();
+        assert_eq!(consumer.join().unwrap(), None);
+        assert_eq!(q.push(o(0, 2), 2), Err(2));
+    }
+}

@@ -1,0 +1,250 @@
+//! The waterfall: every partition's stage spans and waits, plus each device's lock-held
+//! spans, kept for the last N partitions and exported as Chrome-trace JSON (open it in
+//! Perfetto, ui.perfetto.dev, or chrome://tracing).
+//!
+//! Layout of the export: process 1 "partitions" has one track per partition, named
+//! "job J part P (key)", with spans `queued`, `key_load`, `reduce`, `device_wait`,
+//! `device`, `tail_wait`, `tail`; process 2 "devices" has one track per device with a span
+//! for every time its lock was held. Waits have category `wait`, work has `stage`.
+
+use crate::job::{JobId, ProofTimings};
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// A named span of one partition.
+#[derive(Debug, Clone, Copy)]
+pub struct SpanRec {
+    /// Span name (see the module doc).
+    pub name: &'static str,
+    /// Start.
+    pub start: Instant,
+    /// End.
+    pub end: Instant,
+}
+
+/// One partition's waterfall.
+#[derive(Debug, Clone)]
+pub struct PartitionTrace {
+    /// Its job.
+    pub job: JobId,
+    /// Its index in the job.
+    pub index: usize,
+    /// Its key.
+    pub key_id: String,
+    /// When the job was submitted.
+    pub submitted: Instant,
+    /// Spans in the order they were recorded.
+    pub spans: Vec<SpanRec>,
+}
+
+impl PartitionTrace {
+    /// A trace starting at `submitted`.
+    pub fn new(job: JobId, index: usize, key_id: String, submitted: Instant) -> Self {
+        Self {
+            job,
+            index,
+            key_id,
+            submitted,
+            spans: Vec::new(),
+        }
+    }
+
+    /// Records a span.
+    pub fn span(&mut self, name: &'static str, start: Instant, end: Instant) {
+        self.spans.push(SpanRec { name, start, end });
+    }
+
+    fn total(&self, name: &str) -> Duration {
+        self.spans
+            .iter()
+            .filter(|s| s.name == name)
+            .map(|s| s.end.saturating_duration_since(s.start))
+            .sum()
+    }
+
+    /// The per-proof timings these spans add up to, `total` measured to `end`.
+    pub fn timings(&self, end: Instant) -> ProofTimings {
+        ProofTimings {
+            queue_wait: self.total("queued"),
+            key_load: self.total("key_load"),
+            reduce: self.total("reduce"),
+            device_wait: self.total("device_wait"),
+            device: self.total("device"),
+            tail: self.total("tail"),
+            total: end.saturating_duration_since(self.submitted),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct DeviceSpan {
+    device: usize,
+    job: JobId,
+    index: usize,
+    start: Instant,
+    end: Instant,
+}
+
+/// Keeps recent waterfalls (see the module doc).
+pub struct Tracer {
+    epoch: Instant,
+    capacity: usize,
+    partitions: Mutex<VecDeque<PartitionTrace>>,
+    devices: Mutex<VecDeque<DeviceSpan>>,
+    device_names: Vec<String>,
+}
+
+impl Tracer {
+    /// Keeps the last `capacity` partitions (and as many device spans).
+    pub fn new(capacity: usize, device_names: Vec<String>) -> Self {
+        Self {
+            epoch: Instant::now(),
+            capacity,
+            partitions: Mutex::new(VecDeque::new()),
+            devices: Mutex::new(VecDeque::new()),
+            device_names,
+        }
+    }
+
+    /// Records a finished (or abandoned) partition.
+    pub fn record(&self, t: PartitionTrace) {
+        if self.capacity == 0 {
+            return;
+        }
+        let mut q = self.partitions.lock().unwrap_or_else(|e| e.into_inner());
+        if q.len() == self.capacity {
+            q.pop_front();
+        }
+        q.push_back(t);
+    }
+
+    /// Records a span with a device's lock held.
+    pub fn device_span(
+        &self,
+        device: usize,
+        job: JobId,
+        index: usize,
+        start: Instant,
+        end: Instant,
+    ) {
+        if self.capacity == 0 {
+            return;
+        }
+        let mut q = self.devices.lock().unwrap_or_else(|e| e.into_inner());
+        if q.len() == self.capacity {
+            q.pop_front();
+        }
+        q.push_back(DeviceSpan {
+            device,
+            job,
+            index,
+            start,
+            end,
+        });
+    }
+
+    /// Forgets everything recorded so far.
+    pub fn clear(&self) {
+        self.partitions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        self.devices
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
+    fn us(&self, t: Instant) -> f64 {
+        t.saturating_duration_since(self.epoch).as_secs_f64() * 1e6
+    }
+
+    /// The Chrome-trace JSON document (`{"traceEvents": [...]}`).
+    pub fn chrome_json(&self) -> String {
+        let mut ev: Vec<Value> = vec![
+            json!({"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "partitions"}}),
+            json!({"ph": "M", "pid": 2, "name": "process_name", "args": {"name": "devices"}}),
+        ];
+        for (i, name) in self.device_names.iter().enumerate() {
+            ev.push(json!({"ph": "M", "pid": 2, "tid": i, "name": "thread_name", "args": {"name": name}}));
+        }
+        let parts = self
+            .partitions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        for (tid, p) in parts.iter().enumerate() {
+            ev.push(
+                json!({"ph": "M", "pid": 1, "tid": tid, "name": "thread_name",
+                "args": {"name": format!("job {} part {} ({})", p.job, p.index, p.key_id)}}),
+            );
+            for s in &p.spans {
+                let cat = if s.name.ends_with("wait") || s.name == "queued" {
+                    "wait"
+                } else {
+                    "stage"
+                };
+                ev.push(
+                    json!({"ph": "X", "pid": 1, "tid": tid, "name": s.name, "cat": cat,
+                    "ts": self.us(s.start), "dur": self.us(s.end) - self.us(s.start),
+                    "args": {"job": p.job, "partition": p.index, "key": p.key_id}}),
+                );
+            }
+        }
+        let devs = self
+            .devices
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        for d in devs {
+            ev.push(json!({"ph": "X", "pid": 2, "tid": d.device, "name": format!("job {} part {}", d.job, d.index),
+                "cat": "device", "ts": self.us(d.start), "dur": self.us(d.end) - self.us(d.start)}));
+        }
+        json!({"traceEvents": ev, "displayTimeUnit": "ms"}).to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_export_is_chrome_trace_json_with_one_track_per_partition() {
+        let tr = Tracer::new(2, vec!["cpu".into()]);
+        let t0 = Instant::now();
+        for job in 0..3 {
+            let mut p = PartitionTrace::new(job, 0, "k".into(), t0);
+            p.span("queued", t0, t0 + Duration::from_millis(1));
+            p.span(
+                "reduce",
+                t0 + Duration::from_millis(1),
+                t0 + Duration::from_millis(3),
+            );
+            tr.record(p);
+        }
+        tr.device_span(0, 2, 0, t0, t0 + Duration::from_millis(2));
+        let v: Value = serde_json::from_str(&tr.chrome_json()).unwrap();
+        let ev = v["traceEvents"].as_array().unwrap();
+        let spans: Vec<_> = ev.iter().filter(|e| e["ph"] == "X").collect();
+        assert_eq!(
+            spans.len(),
+            2 * 2 + 1,
+            "capacity 2 keeps the last two partitions"
+        );
+        assert!(spans.iter().all(|e| e["dur"].as_f64().unwrap() >= 0.0));
+        let p = PartitionTrace {
+            spans: vec![SpanRec {
+                name: "reduce",
+                start: t0,
+                end: t0 + Duration::from_millis(5),
+            }],
+            ..PartitionTrace::new(1, 0, "k".into(), t0)
+        };
+        assert_eq!(
+            p.timings(t0 + Duration::from_millis(9)).reduce,
+            Duration::from_millis(5)
+        );
+    }
+}

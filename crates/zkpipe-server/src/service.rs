@@ -1,0 +1,310 @@
+//! The gRPC service: a thin adapter from protobuf to the engine. Engine errors map to
+//! status codes in one place, [`status`].
+// tonic's `Status` is the error type of every gRPC method; boxing it here buys nothing.
+#![allow(clippy::result_large_err)]
+
+use crate::pb;
+use crate::pb::prover_server::Prover;
+use std::time::Duration;
+use tonic::{Request, Response, Status};
+use zkpipe_engine::{
+    Engine, EngineError, EngineStatus, JobSnapshot, JobState, Priority, ProofTimings, SubmitRequest,
+};
+
+/// The service over one engine.
+pub struct ProverService {
+    engine: Engine,
+    max_await: Duration,
+}
+
+impl ProverService {
+    /// Serves `engine`; waits are capped at `max_await`.
+    pub fn new(engine: Engine, max_await: Duration) -> Self {
+        Self { engine, max_await }
+    }
+}
+
+/// The gRPC status of an engine error.
+pub fn status(e: EngineError) -> Status {
+    let msg = e.to_string();
+    match e {
+        EngineError::UnknownKey(_) | EngineError::UnknownJob(_) => Status::not_found(msg),
+        EngineError::InvalidKeyId(_)
+        | EngineError::MalformedWitness { .. }
+        | EngineError::WrongCurve { .. }
+        | EngineError::WitnessMismatch { .. }
+        | EngineError::InvalidRequest(_) => Status::invalid_argument(msg),
+        EngineError::TooLarge { .. } => Status::resource_exhausted(msg),
+        EngineError::Busy(_) | EngineError::ShuttingDown => Status::unavailable(msg),
+        EngineError::AlreadyFinished { .. }
+        | EngineError::KeyInUse { .. }
+        | EngineError::KeyLoad { .. } => Status::failed_precondition(msg),
+        _ => Status::internal(msg),
+    }
+}
+
+fn priority_from(p: i32) -> Result<Priority, Status> {
+    match pb::Priority::try_from(p) {
+        Ok(pb::Priority::Unspecified | pb::Priority::Normal) => Ok(Priority::Normal),
+        Ok(pb::Priority::Low) => Ok(Priority::Low),
+        Ok(pb::Priority::High) => Ok(Priority::High),
+        Ok(pb::Priority::Critical) => Ok(Priority::Critical),
+        Err(_) => Err(Status::invalid_argument(format!("unknown priority {p}"))),
+    }
+}
+
+fn priority_to(p: Priority) -> pb::Priority {
+    match p {
+        Priority::Low => pb::Priority::Low,
+        Priority::Normal => pb::Priority::Normal,
+        Priority::High => pb::Priority::High,
+        Priority::Critical => pb::Priority::Critical,
+    }
+}
+
+fn state_to(s: JobState) -> pb::JobState {
+    match s {
+        JobState::Queued => pb::JobState::Queued,
+        JobState::Running => pb::JobState::Running,
+        JobState::Done => pb::JobState::Done,
+        JobState::Failed => pb::JobState::Failed,
+        JobState::Cancelled => pb::JobState::Cancelled,
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn timings(t: &ProofTimings) -> pb::ProofTimings {
+    pb::ProofTimings {
+        queue_wait_ms: ms(t.queue_wait),
+        key_load_ms: ms(t.key_load),
+        reduce_ms: ms(t.reduce),
+        device_wait_ms: ms(t.device_wait),
+        device_ms: ms(t.device),
+        tail_ms: ms(t.tail),
+        total_ms: ms(t.total),
+    }
+}
+
+fn job_result(s: JobSnapshot) -> pb::JobResult {
+    pb::JobResult {
+        job_id: s.id,
+        state: state_to(s.state) as i32,
+        key_id: s.key_id,
+        proofs: s
+            .proofs
+            .into_iter()
+            .map(|p| pb::PartitionProof {
+                timings: Some(timings(&p.timings)),
+                proof_json: p.proof_json,
+                public_json: p.public_json,
+            })
+            .collect(),
+        error: s.error.unwrap_or_default(),
+        partitions: s.partitions as u32,
+        partitions_done: s.partitions_done as u32,
+    }
+}
+
+fn status_response(s: EngineStatus) -> pb::StatusResponse {
+    pb::StatusResponse {
+        queues: Some(pb::Queues {
+            admission: s.queues.admission as u32,
+            reduce: s.queues.reduce as u32,
+            device: s.queues.device.iter().map(|&d| d as u32).collect(),
+            tail: s.queues.tail as u32,
+        }),
+        jobs: s
+            .jobs
+            .into_iter()
+            .map(|j| pb::JobInfo {
+                job_id: j.id,
+                key_id: j.key_id,
+                priority: priority_to(j.priority) as i32,
+                state: state_to(j.state) as i32,
+                partitions: j.partitions as u32,
+                partitions_done: j.partitions_done as u32,
+                request_id: j.request_id,
+                error: j.error.unwrap_or_default(),
+            })
+            .collect(),
+        keys: s
+            .keys
+            .into_iter()
+            .map(|k| pb::KeyInfo {
+                id: k.meta.id,
+                curve: k.meta.curve.snarkjs_name().into(),
+                residency: k.residency.name().into(),
+                refs: k.refs as u32,
+                host_bytes: k.meta.host_bytes,
+                partition_bytes: k.meta.partition_bytes,
+                n_vars: k.meta.n_vars as u32,
+                domain_size: k.meta.domain_size as u32,
+                device: k.device.map_or(-1, |d| d as i32),
+                loads: k.loads,
+                idle_s: k.idle.as_secs_f64(),
+            })
+            .collect(),
+        devices: s
+            .devices
+            .into_iter()
+            .map(|d| pb::DeviceInfo {
+                name: d.name,
+                has_memory: d.memory_total.is_some(),
+                memory_total: d.memory_total.unwrap_or(0),
+                memory_reserved: d.memory_reserved,
+                memory_free: d
+                    .memory_total
+                    .unwrap_or(0)
+                    .saturating_sub(d.memory_reserved),
+                busy_fraction: d.busy_fraction,
+                keys: d.keys as u32,
+            })
+            .collect(),
+        memory_used: s.memory_used,
+        memory_limit: s.memory_limit,
+        pending_partitions: s.pending_partitions as u64,
+        uptime_s: s.uptime.as_secs_f64(),
+    }
+}
+
+impl ProverService {
+    fn submit(&self, r: pb::SubmitProofRequest) -> Result<zkpipe_engine::Submitted, Status> {
+        self.engine
+            .submit(SubmitRequest {
+                priority: priority_from(r.priority)?,
+                key_id: r.key_id,
+                witnesses: r.witnesses,
+                request_id: r.request_id,
+            })
+            .map_err(status)
+    }
+
+    async fn wait(&self, job: u64, timeout_ms: u64) -> Result<pb::JobResult, Status> {
+        let timeout = Duration::from_millis(timeout_ms).min(self.max_await);
+        let s = self.engine.wait_async(job, timeout).await.map_err(status)?;
+        Ok(job_result(s))
+    }
+}
+
+#[tonic::async_trait]
+impl Prover for ProverService {
+    async fn submit_proof(
+        &self,
+        req: Request<pb::SubmitProofRequest>,
+    ) -> Result<Response<pb::SubmitProofResponse>, Status> {
+        let s = self.submit(req.into_inner())?;
+        Ok(Response::new(pb::SubmitProofResponse {
+            job_id: s.job_id,
+            existing: s.existing,
+        }))
+    }
+
+    async fn await_proof(
+        &self,
+        req: Request<pb::AwaitProofRequest>,
+    ) -> Result<Response<pb::JobResult>, Status> {
+        let r = req.into_inner();
+        Ok(Response::new(self.wait(r.job_id, r.timeout_ms).await?))
+    }
+
+    async fn prove(
+        &self,
+        req: Request<pb::ProveRequest>,
+    ) -> Result<Response<pb::JobResult>, Status> {
+        let r = req.into_inner();
+        let submit = r
+            .submit
+            .ok_or_else(|| Status::invalid_argument("ProveRequest.submit is missing"))?;
+        let s = self.submit(submit)?;
+        Ok(Response::new(self.wait(s.job_id, r.timeout_ms).await?))
+    }
+
+    async fn cancel_proof(
+        &self,
+        req: Request<pb::CancelProofRequest>,
+    ) -> Result<Response<pb::CancelProofResponse>, Status> {
+        let id = req.into_inner().job_id;
+        self.engine.cancel(id).map_err(status)?;
+        let state = self.engine.job_status(id).map_err(status)?.state;
+        Ok(Response::new(pb::CancelProofResponse {
+            state: state_to(state) as i32,
+        }))
+    }
+
+    async fn get_status(
+        &self,
+        _req: Request<pb::GetStatusRequest>,
+    ) -> Result<Response<pb::StatusResponse>, Status> {
+        let engine = self.engine.clone();
+        let s = tokio::task::spawn_blocking(move || engine.status())
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?;
+        Ok(Response::new(status_response(s)))
+    }
+
+    async fn get_metrics(
+        &self,
+        _req: Request<pb::GetMetricsRequest>,
+    ) -> Result<Response<pb::MetricsResponse>, Status> {
+        Ok(Response::new(pb::MetricsResponse {
+            text: self.engine.metrics_text(),
+        }))
+    }
+
+    async fn preload_key(
+        &self,
+        req: Request<pb::KeyRequest>,
+    ) -> Result<Response<pb::KeyResponse>, Status> {
+        let r = req.into_inner();
+        let timeout = match r.timeout_ms {
+            0 => Duration::from_secs(60),
+            t => Duration::from_millis(t).min(self.max_await),
+        };
+        let engine = self.engine.clone();
+        let id = r.key_id.clone();
+        let before = self.residency(&r.key_id);
+        tokio::task::spawn_blocking(move || engine.preload(&id, timeout))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(status)?;
+        Ok(Response::new(pb::KeyResponse {
+            residency: self.residency(&r.key_id),
+            changed: before != "hot",
+        }))
+    }
+
+    async fn evict_key(
+        &self,
+        req: Request<pb::KeyRequest>,
+    ) -> Result<Response<pb::KeyResponse>, Status> {
+        let id = req.into_inner().key_id;
+        let changed = self.engine.evict(&id).map_err(status)?;
+        Ok(Response::new(pb::KeyResponse {
+            residency: self.residency(&id),
+            changed,
+        }))
+    }
+
+    async fn get_trace(
+        &self,
+        _req: Request<pb::GetTraceRequest>,
+    ) -> Result<Response<pb::TraceResponse>, Status> {
+        Ok(Response::new(pb::TraceResponse {
+            chrome_json: self.engine.trace_json(),
+        }))
+    }
+}
+
+impl ProverService {
+    fn residency(&self, id: &str) -> String {
+        self.engine
+            .status()
+            .keys
+            .into_iter()
+            .find(|k| k.meta.id == id)
+            .map_or_else(|| "unknown".into(), |k| k.residency.name().into())
+    }
+}
