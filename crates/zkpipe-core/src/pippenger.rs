@@ -1,0 +1,591 @@
+//! CPU multi-scalar multiplication: signed-digit Pippenger with batch-affine buckets.
+//!
+//! Why hand-written: arkworks 0.5's `VariableBaseMSM::msm_bigint` accumulates buckets in
+//! Jacobian coordinates (7M + 4S per mixed addition), and no maintained crate offers a
+//! batch-affine Pippenger over arkworks 0.5 types for both BN254 and BLS12-381, G1 and G2.
+//! This module is generic over [`SWCurveConfig`] and returns exactly the group element
+//! arkworks returns.
+//!
+//! ```text
+//!  scalars ──signed c-bit digits──► per window w, per bucket b: the points whose digit is ±(b+1)
+//!  per window: counting sort by bucket → pairwise tree sums in affine coordinates,
+//!              each round's additions sharing one inversion per batch (Montgomery's trick)
+//!              → Σ (b+1)·bucket_b by running sums → S_w
+//!  result = Σ 2^{cw}·S_w (Horner over windows)
+//! ```
+//!
+//! An affine addition costs 5M + 1S plus a share of one inversion, against 7M + 4S in
+//! Jacobian coordinates. Sorting points by bucket before adding makes every addition of a
+//! round independent of the others (no bucket appears twice in a pair list), so collisions
+//! (the same bucket hit many times, as circuits' 0/1-heavy witnesses do) cost extra rounds,
+//! never extra inversions per point. P + P, P + (−P) and the point at infinity are handled
+//! exactly.
+
+use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
+use ark_ec::{AdditiveGroup, AffineRepr, CurveConfig};
+use ark_ff::{BigInteger, Field, PrimeField, Zero};
+use rayon::prelude::*;
+
+/// Scalars in the form [`msm`] takes: standard-form integers of the curve's scalar field.
+pub type BigIntOf<P> = <<P as CurveConfig>::ScalarField as PrimeField>::BigInt;
+
+/// Affine point types that have a batch-affine MSM (every short-Weierstrass curve).
+pub trait BatchAffineMsm: AffineRepr {
+    /// Σ scalarsᵢ·basesᵢ over the common prefix of both slices (as arkworks' `msm_bigint`).
+    fn msm_batch_affine(
+        bases: &[Self],
+        scalars: &[<Self::ScalarField as PrimeField>::BigInt],
+    ) -> Self::Group;
+}
+
+impl<P: SWCurveConfig> BatchAffineMsm for Affine<P> {
+    fn msm_batch_affine(bases: &[Self], scalars: &[BigIntOf<P>]) -> Projective<P> {
+        msm(bases, scalars)
+    }
+}
+
+/// How one MSM is cut into work: window width and point groups per window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MsmPlan {
+    /// Window width c in bits; digits lie in [−2^{c−1}, 2^{c−1}], so 2^{c−1} buckets.
+    pub window_bits: usize,
+    /// Each window's points are split into this many groups, each its own parallel task
+    /// with its own buckets (more parallelism, more bucket reductions).
+    pub groups: usize,
+    /// Points per sorting pass; buckets carry over from one pass to the next.
+    pub chunk: usize,
+}
+
+/// Relative cost of reducing one bucket (two projective additions) against accumulating
+/// one point (one batch-affine addition plus sorting); measured, see experiment 005.
+const REDUCE_COST: f64 = 3.0;
+
+impl MsmPlan {
+    /// The plan with the least modelled time for `n` points of curve `P`, scalars of `bits`
+    /// bits and `threads` workers.
+    pub fn choose<P: SWCurveConfig>(n: usize, bits: usize, threads: usize) -> Self {
+        let threads = threads.max(1);
+        let chunk = chunk_len::<P>();
+        let mut best = (
+            f64::INFINITY,
+            MsmPlan {
+                window_bits: 2,
+                groups: 1,
+                chunk,
+            },
+        );
+        for c in 2..=20usize {
+            let windows = (bits + 1).div_ceil(c);
+            for groups in 1..=threads.div_ceil(windows).max(1) {
+                let tasks = windows * groups;
+                let rounds = tasks.div_ceil(threads) as f64;
+                let per_task = n.div_ceil(groups) as f64 + (1u64 << (c - 1)) as f64 * REDUCE_COST;
+                let t = rounds * per_task;
+                if t < best.0 {
+                    best = (
+                        t,
+                        MsmPlan {
+                            window_bits: c,
+                            groups,
+                            chunk,
+                        },
+                    );
+                }
+            }
+        }
+        best.1
+    }
+}
+
+/// Σ scalarsᵢ·basesᵢ over the common prefix of both slices, on the current rayon pool.
+///
+/// Any scalar integers are accepted (not only those below the group order); the result
+/// equals arkworks' `VariableBaseMSM::msm_bigint` for scalars below 2^`MODULUS_BIT_SIZE`,
+/// which every canonical field element is.
+pub fn msm<P: SWCurveConfig>(bases: &[Affine<P>], scalars: &[BigIntOf<P>]) -> Projective<P> {
+    let n = bases.len().min(scalars.len());
+    let bits = max_bits(&scalars[..n]);
+    let plan = MsmPlan::choose::<P>(n, bits, rayon::current_num_threads());
+    msm_with_plan(&bases[..n], &scalars[..n], plan)
+}
+
+/// [`msm`] with an explicit plan (for measurements and tests).
+pub fn msm_with_plan<P: SWCurveConfig>(
+    bases: &[Affine<P>],
+    scalars: &[BigIntOf<P>],
+    plan: MsmPlan,
+) -> Projective<P> {
+    let n = bases.len().min(scalars.len());
+    let (bases, scalars) = (&bases[..n], &scalars[..n]);
+    let bits = max_bits(scalars);
+    if n == 0 || bits == 0 {
+        return Projective::zero();
+    }
+    let c = plan.window_bits.clamp(2, 24);
+    let windows = (bits + 1).div_ceil(c);
+    let groups = plan.groups.clamp(1, n);
+    let group_len = n.div_ceil(groups);
+    let chunk = plan.chunk.max(1);
+
+    let sums: Vec<Projective<P>> = (0..windows * groups)
+        .into_par_iter()
+        .map(|task| {
+            let (w, g) = (task / groups, task % groups);
+            let lo = (g * group_len).min(n);
+            let hi = ((g + 1) * group_len).min(n);
+            let buckets = window_buckets(&bases[lo..hi], &scalars[lo..hi], w, c, chunk);
+            reduce_buckets(&buckets)
+        })
+        .collect();
+
+    let mut total = Projective::<P>::zero();
+    for w in (0..windows).rev() {
+        for _ in 0..c {
+            total.double_in_place();
+        }
+        for s in &sums[w * groups..(w + 1) * groups] {
+            total += s;
+        }
+    }
+    total
+}
+
+/// The largest bit length among the scalars.
+fn max_bits<B: BigInteger>(scalars: &[B]) -> usize {
+    scalars
+        .par_iter()
+        .map(|s| s.num_bits() as usize)
+        .max()
+        .unwrap_or(0)
+}
+
+/// `len` (≤ 32) bits of `limbs` starting at bit `lo`; bits past the end read as zero.
+#[inline]
+fn bits_at(limbs: &[u64], lo: usize, len: usize) -> u64 {
+    let (i, sh) = (lo / 64, lo % 64);
+    let Some(&first) = limbs.get(i) else {
+        return 0;
+    };
+    let mut v = first >> sh;
+    if sh + len > 64 {
+        if let Some(&next) = limbs.get(i + 1) {
+            v |= next << (64 - sh);
+        }
+    }
+    v & ((1u64 << len) - 1)
+}
+
+/// The signed digit of window `w`: s = Σ_w d_w·2^{cw} with d_w ∈ [−2^{c−1}, 2^{c−1}].
+///
+/// The carry into window w is bit cw − 1 of s, so each digit is computed on its own:
+/// d_w = bits[cw, cw + c) + bit(cw − 1) − 2^c·bit(cw + c − 1).
+#[inline]
+fn digit(limbs: &[u64], w: usize, c: usize) -> i64 {
+    let lo = w * c;
+    let carry_in = if lo == 0 {
+        0
+    } else {
+        bits_at(limbs, lo - 1, 1)
+    };
+    let carry_out = bits_at(limbs, lo + c - 1, 1);
+    (bits_at(limbs, lo, c) + carry_in) as i64 - ((carry_out as i64) << c)
+}
+
+/// Points per sorting pass: about 8 MiB of affine points, so the working set stays bounded
+/// for any input size; buckets carry over from one pass to the next.
+fn chunk_len<P: SWCurveConfig>() -> usize {
+    ((8 << 20) / std::mem::size_of::<Affine<P>>()).max(4096)
+}
+
+/// A run of `work` holding the summands of one bucket.
+#[derive(Clone, Copy)]
+struct Segment {
+    start: u32,
+    len: u32,
+    bucket: u32,
+}
+
+/// The 2^{c−1} bucket sums of window `w` (infinity marks an empty bucket).
+fn window_buckets<P: SWCurveConfig>(
+    bases: &[Affine<P>],
+    scalars: &[BigIntOf<P>],
+    w: usize,
+    c: usize,
+    chunk: usize,
+) -> Vec<Affine<P>> {
+    let nb = 1usize << (c - 1);
+    let mut buckets = vec![Affine::<P>::identity(); nb];
+    let mut codes: Vec<u32> = Vec::with_capacity(chunk.min(bases.len()));
+    let mut offsets = vec![0u32; nb + 1];
+    let mut sorted: Vec<u32> = Vec::new();
+    let mut work: Vec<Affine<P>> = Vec::new();
+    let mut segments: Vec<Segment> = Vec::new();
+    let mut pairs: Vec<(u32, u32)> = Vec::new();
+    let mut scratch: Vec<P::BaseField> = Vec::new();
+
+    for (bases, scalars) in bases.chunks(chunk).zip(scalars.chunks(chunk)) {
+        // Digits → code (bucket << 1 | negative), u32::MAX for nothing to add; histogram.
+        codes.clear();
+        offsets.fill(0);
+        for (s, p) in scalars.iter().zip(bases) {
+            let d = digit(s.as_ref(), w, c);
+            if d == 0 || p.infinity {
+                codes.push(u32::MAX);
+            } else {
+                let b = (d.unsigned_abs() - 1) as u32;
+                offsets[b as usize + 1] += 1;
+                codes.push(b << 1 | (d < 0) as u32);
+            }
+        }
+        for b in 0..nb {
+            offsets[b + 1] += offsets[b];
+        }
+        // Counting sort of point indices by bucket (stable; the sign rides in bit 0).
+        sorted.clear();
+        sorted.resize(offsets[nb] as usize, 0);
+        let mut next = offsets.clone();
+        for (i, &code) in codes.iter().enumerate() {
+            if code != u32::MAX {
+                let b = (code >> 1) as usize;
+                sorted[next[b] as usize] = (i as u32) << 1 | (code & 1);
+                next[b] += 1;
+            }
+        }
+        // Lay out each bucket's summands (its current value, then its new points).
+        work.clear();
+        segments.clear();
+        for b in 0..nb {
+            let new = &sorted[offsets[b] as usize..offsets[b + 1] as usize];
+            if new.is_empty() {
+                continue;
+            }
+            let start = work.len();
+            if !buckets[b].infinity {
+                work.push(buckets[b]);
+            }
+            for &e in new {
+                let p = bases[(e >> 1) as usize];
+                work.push(if e & 1 == 1 { -p } else { p });
+            }
+            let len = work.len() - start;
+            if len == 1 {
+                buckets[b] = work[start];
+            } else {
+                segments.push(Segment {
+                    start: start as u32,
+                    len: len as u32,
+                    bucket: b as u32,
+                });
+            }
+        }
+        // Pairwise tree sums, in place: round r adds element i + 2^r into element i.
+        let mut stride = 1u32;
+        while !segments.is_empty() {
+            pairs.clear();
+            for s in &segments {
+                let mut i = 0;
+                while i + stride < s.len {
+                    pairs.push((s.start + i, s.start + i + stride));
+                    i += 2 * stride;
+                }
+            }
+            for batch in pairs.chunks(BATCH) {
+                add_pairs_in_place(&mut work, batch, &mut scratch);
+            }
+            stride *= 2;
+            segments.retain(|s| {
+                if s.len <= stride {
+                    buckets[s.bucket as usize] = work[s.start as usize];
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+    }
+    buckets
+}
+
+/// Additions sharing one field inversion.
+const BATCH: usize = 1024;
+
+/// How one affine pair p + q is computed.
+enum PairKind {
+    /// The sum is q (p is infinity).
+    TakeQ,
+    /// The sum is p (q is infinity).
+    KeepP,
+    /// The sum is infinity (q = −p).
+    Infinity,
+    /// Chord: λ = (y_q − y_p)/(x_q − x_p).
+    Add,
+    /// Tangent (q = p): λ = (3x_p² + a)/(2y_p).
+    Double,
+}
+
+#[inline]
+fn pair_kind<P: SWCurveConfig>(p: &Affine<P>, q: &Affine<P>) -> PairKind {
+    if p.infinity {
+        PairKind::TakeQ
+    } else if q.infinity {
+        PairKind::KeepP
+    } else if p.x != q.x {
+        PairKind::Add
+    } else if p.y == q.y && !p.y.is_zero() {
+        PairKind::Double
+    } else {
+        PairKind::Infinity
+    }
+}
+
+/// work[i] ← work[i] + work[j] for every (i, j) in `pairs` (all indices distinct), with a
+/// single inversion for the batch.
+fn add_pairs_in_place<P: SWCurveConfig>(
+    work: &mut [Affine<P>],
+    pairs: &[(u32, u32)],
+    prefix: &mut Vec<P::BaseField>,
+) {
+    // Forward: prefix products of the denominators.
+    prefix.clear();
+    let mut acc = P::BaseField::ONE;
+    for &(i, j) in pairs {
+        let (p, q) = (&work[i as usize], &work[j as usize]);
+        match pair_kind(p, q) {
+            PairKind::Add => acc *= q.x - p.x,
+            PairKind::Double => acc *= p.y.double(),
+            _ => {}
+        }
+        prefix.push(acc);
+    }
+    // Every denominator is non-zero, so the product is.
+    let Some(mut inv) = acc.inverse() else {
+        unreachable!("a product of non-zero field elements is non-zero")
+    };
+    // Backward: peel one inverse off per pair and finish its addition.
+    for (k, &(i, j)) in pairs.iter().enumerate().rev() {
+        let (p, q) = (work[i as usize], work[j as usize]);
+        let kind = pair_kind(&p, &q);
+        let (num, den) = match kind {
+            PairKind::TakeQ => {
+                work[i as usize] = q;
+                continue;
+            }
+            PairKind::KeepP => continue,
+            PairKind::Infinity => {
+                work[i as usize] = Affine::identity();
+                continue;
+            }
+            PairKind::Add => (q.y - p.y, q.x - p.x),
+            PairKind::Double => {
+                let xx = p.x.square();
+                let mut num = xx.double() + xx;
+                if !P::COEFF_A.is_zero() {
+                    num += P::COEFF_A;
+                }
+                (num, p.y.double())
+            }
+        };
+        let den_inv = if k == 0 { inv } else { inv * prefix[k - 1] };
+        inv *= den;
+        let lambda = num * den_inv;
+        let x3 = lambda.square() - p.x - q.x;
+        let y3 = lambda * (p.x - x3) - p.y;
+        work[i as usize] = Affine::new_unchecked(x3, y3);
+    }
+}
+
+/// Σ (b + 1)·buckets[b] by running sums from the top bucket down.
+fn reduce_buckets<P: SWCurveConfig>(buckets: &[Affine<P>]) -> Projective<P> {
+    let mut running = Projective::<P>::zero();
+    let mut sum = Projective::<P>::zero();
+    let top = buckets.iter().rposition(|b| !b.infinity);
+    let Some(top) = top else {
+        return sum;
+    };
+    for b in buckets[..=top].iter().rev() {
+        running += b;
+        sum += &running;
+    }
+    sum
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ark_ec::{CurveGroup, VariableBaseMSM};
+    use ark_ff::UniformRand;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha20Rng;
+
+    /// `n` distinct-ish points cheaply: running sums of a few random points.
+    fn points<P: SWCurveConfig>(n: usize, rng: &mut ChaCha20Rng) -> Vec<Affine<P>> {
+        let seeds: Vec<Projective<P>> = (0..7).map(|_| Projective::rand(rng)).collect();
+        let mut acc = Projective::<P>::rand(rng);
+        let proj: Vec<Projective<P>> = (0..n)
+            .map(|i| {
+                acc += seeds[i % seeds.len()];
+                acc
+            })
+            .collect();
+        Projective::normalize_batch(&proj)
+    }
+
+    fn scalars<P: SWCurveConfig>(n: usize, rng: &mut ChaCha20Rng) -> Vec<BigIntOf<P>> {
+        (0..n)
+            .map(|_| P::ScalarField::rand(rng).into_bigint())
+            .collect()
+    }
+
+    fn r_minus_one<P: SWCurveConfig>() -> BigIntOf<P> {
+        (-P::ScalarField::ONE).into_bigint()
+    }
+
+    fn same<P: SWCurveConfig>(bases: &[Affine<P>], scalars: &[BigIntOf<P>], what: &str) {
+        let want = Projective::<P>::msm_bigint(bases, scalars);
+        assert_eq!(msm(bases, scalars), want, "{what}: default plan");
+        let bits = max_bits(scalars);
+        for (c, groups, chunk) in [(2, 1, 5), (3, 3, 64), (5, 2, 1000), (9, 1, 4096)] {
+            let plan = MsmPlan {
+                window_bits: c,
+                groups,
+                chunk,
+            };
+            if bits > 0 && bits.div_ceil(c) * bases.len().max(1) > 400_000 {
+                continue; // small windows on big inputs: slow and already covered
+            }
+            let got = msm_with_plan(bases, scalars, plan);
+            assert_eq!(got, want, "{what}: {plan:?}");
+        }
+    }
+
+    fn random_sizes<P: SWCurveConfig>(seed: u64, big: usize) {
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        let all = points::<P>(big, &mut rng);
+        let s = scalars::<P>(big, &mut rng);
+        for n in [0, 1, 2, 3, 5, 7, 13, 31, 33, 100, 257, (1 << 10) + 17, big] {
+            same(&all[..n], &s[..n], &format!("random n={n}"));
+        }
+    }
+
+    fn edge_cases<P: SWCurveConfig>(seed: u64) {
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        let n = 600;
+        let pts = points::<P>(n, &mut rng);
+        let mut s = scalars::<P>(n, &mut rng);
+        let zero = BigIntOf::<P>::from(0u64);
+        let one = BigIntOf::<P>::from(1u64);
+        let big = r_minus_one::<P>();
+
+        same(&pts, &vec![zero; n], "all scalars zero");
+        for (i, x) in s.iter_mut().enumerate() {
+            match i % 5 {
+                0 => *x = zero,
+                1 => *x = big,
+                2 => *x = one,
+                _ => {}
+            }
+        }
+        same(&pts, &s, "zeros, ones and r-1 mixed in");
+        same(&pts, &vec![big; n], "all scalars r-1");
+        same(&pts, &vec![s[3]; n], "all scalars equal");
+
+        let mut with_inf = pts.clone();
+        for p in with_inf.iter_mut().step_by(3) {
+            *p = Affine::identity();
+        }
+        same(&with_inf, &s, "points at infinity");
+        same(
+            &vec![Affine::<P>::identity(); n],
+            &s,
+            "all points at infinity",
+        );
+
+        // One point many times: equal digits in a bucket force P + P.
+        let p0 = pts[0];
+        same(&vec![p0; n], &s, "one point, random scalars");
+        same(&vec![p0; n], &vec![s[4]; n], "one point, one scalar");
+        // P and −P side by side with equal scalars: sums cancel to infinity, then refill.
+        let pm: Vec<Affine<P>> = (0..n).map(|i| if i % 2 == 0 { p0 } else { -p0 }).collect();
+        same(&pm, &vec![s[4]; n], "P and -P, one scalar");
+        let pm: Vec<Affine<P>> = (0..n)
+            .map(|i| if i % 3 == 0 { pts[i] } else { -pts[i - 1] })
+            .collect();
+        same(&pm, &vec![s[5]; n], "P, -P, -P runs");
+        let few: Vec<Affine<P>> = (0..n).map(|i| pts[i % 3]).collect();
+        let sc: Vec<BigIntOf<P>> = (0..n)
+            .map(|i| BigIntOf::<P>::from((i % 4) as u64))
+            .collect();
+        same(&few, &sc, "three points, tiny scalars");
+    }
+
+    /// Scalars above the group order (all 256 bits set) still give Σ sᵢ·Pᵢ exactly.
+    fn oversized_scalars<P: SWCurveConfig>(seed: u64) {
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        let pts = points::<P>(20, &mut rng);
+        let mut s = scalars::<P>(20, &mut rng);
+        for x in s.iter_mut().step_by(2) {
+            for limb in x.as_mut() {
+                *limb = rng.gen::<u64>() | (1 << 63);
+            }
+        }
+        let want: Projective<P> = pts.iter().zip(&s).map(|(p, k)| p.mul_bigint(k)).sum();
+        assert_eq!(msm(&pts, &s), want);
+    }
+
+    #[test]
+    fn digits_recompose() {
+        let mut rng = ChaCha20Rng::seed_from_u64(1);
+        for c in 2..=17 {
+            for _ in 0..50 {
+                let s = ark_bn254::Fr::rand(&mut rng).into_bigint();
+                let windows = (s.num_bits() as usize + 1).div_ceil(c);
+                let mut acc = num_bigint::BigInt::from(0);
+                for w in (0..windows).rev() {
+                    let d = digit(s.as_ref(), w, c);
+                    assert!(d.unsigned_abs() <= 1 << (c - 1));
+                    acc = (acc << c) + d;
+                }
+                assert_eq!(acc, num_bigint::BigInt::from(num_bigint::BigUint::from(s)));
+            }
+        }
+    }
+
+    #[test]
+    fn bn254_g1() {
+        random_sizes::<ark_bn254::g1::Config>(11, 1 << 14);
+        edge_cases::<ark_bn254::g1::Config>(12);
+        oversized_scalars::<ark_bn254::g1::Config>(13);
+    }
+
+    #[test]
+    fn bn254_g2() {
+        random_sizes::<ark_bn254::g2::Config>(21, 1 << 13);
+        edge_cases::<ark_bn254::g2::Config>(22);
+        oversized_scalars::<ark_bn254::g2::Config>(23);
+    }
+
+    #[test]
+    fn bls12_381_g1() {
+        random_sizes::<ark_bls12_381::g1::Config>(31, 1 << 14);
+        edge_cases::<ark_bls12_381::g1::Config>(32);
+        oversized_scalars::<ark_bls12_381::g1::Config>(33);
+    }
+
+    #[test]
+    fn bls12_381_g2() {
+        random_sizes::<ark_bls12_381::g2::Config>(41, 1 << 13);
+        edge_cases::<ark_bls12_381::g2::Config>(42);
+        oversized_scalars::<ark_bls12_381::g2::Config>(43);
+    }
+
+    #[test]
+    fn plan_is_sane() {
+        for threads in [1, 2, 16, 64] {
+            for n in [0, 1, 100, 1 << 16, 1 << 20] {
+                let p = MsmPlan::choose::<ark_bn254::g1::Config>(n, 254, threads);
+                assert!((2..=20).contains(&p.window_bits), "{p:?}");
+                assert!(p.groups >= 1 && p.groups <= threads.max(1), "{p:?}");
+            }
+        }
+    }
+}
