@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Experiment 005: whole proofs with arkworks' MSM (ZKPIPE_CPU_MSM=arkworks, a temporary
-# switch in the measured build) against the batch-affine Pippenger, interleaved A B A B.
-#   bench/exp005_prove_ab.sh DIR ROUNDS THREADS   (DIR holds bn254.{zkey,wtns}, bls.{zkey,wtns})
+# Experiment 005: whole proofs with arkworks' MSM (ZKPIPE_CPU_MSM=arkworks) against the
+# batch-affine Pippenger, interleaved A B A B. The switch was temporary: build the binary
+# at commit b498f14 (branch cpu-msm) and pass it as ZKPIPE=path.
+#   ZKPIPE=... bench/exp005_prove_ab.sh DIR ROUNDS THREADS [TAG]
+#   (DIR holds bn254.{zkey,wtns} and bls.{zkey,wtns})
 # Keys: zkpipe synth X.r1cs X.wtns --domain 2^16 --curve C; zkpipe setup --dev X.r1cs X.zkey --seed 1
 set -euo pipefail
-dir=$1; rounds=${2:-3}; threads=${3:-2}
+dir=$1; rounds=${2:-3}; threads=${3:-2}; tag=${4:-}
 z=${ZKPIPE:-target/release/zkpipe}
-out=bench/results/exp005-prove-t${threads}.md
+out=bench/results/exp005-prove-t${threads}${tag}.md
 : > "$out"
 for round in $(seq 1 "$rounds"); do
   for curve in bn254 bls; do

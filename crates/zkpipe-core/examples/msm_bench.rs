@@ -71,7 +71,16 @@ fn bench<P: SWCurveConfig>(
         let (mut ark_cpu, mut ours_cpu) = (Vec::new(), Vec::new());
         // MSM_BENCH_ONLY=ours (or ark) runs one side only, for profiling.
         let only = std::env::var("MSM_BENCH_ONLY").unwrap_or_default();
-        for _ in 0..runs {
+        // One unmeasured round: warms caches and lets the previous pool's threads exit
+        // (a thread that exits mid-measurement would take its CPU time with it).
+        for round in 0..=runs {
+            if round == 0 {
+                let _ = pool
+                    .install(|| Projective::<P>::msm_bigint(&bases[..n / 8], &scalars[..n / 8]));
+                let _ = pool
+                    .install(|| pippenger::msm_with_plan(&bases[..n / 8], &scalars[..n / 8], plan));
+                continue;
+            }
             let (t0, c0) = (Instant::now(), cpu_ms());
             let a = (only != "ours")
                 .then(|| pool.install(|| Projective::<P>::msm_bigint(&bases, &scalars)));

@@ -6,7 +6,6 @@ use crate::error::Error;
 use crate::pippenger::BatchAffineMsm;
 use crate::quotient::{self, QuotientDomain};
 use crate::reduce::QapEvals;
-use ark_ec::VariableBaseMSM;
 use ark_ff::PrimeField;
 
 /// Scalars as the MSM wants them: standard-form integers.
@@ -35,12 +34,6 @@ pub trait Backend<E: Curve>: Send + Sync {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CpuBackend;
 
-/// TEMPORARY (experiment 005 A/B only, to be removed): ZKPIPE_CPU_MSM=arkworks selects
-/// arkworks' `msm_bigint`.
-fn arkworks_msm() -> bool {
-    std::env::var("ZKPIPE_CPU_MSM").is_ok_and(|v| v == "arkworks")
-}
-
 fn check_lengths(bases: usize, scalars: usize) -> Result<(), Error> {
     if bases != scalars {
         return Err(Error::Backend {
@@ -67,17 +60,11 @@ impl<E: Curve> Backend<E> for CpuBackend {
 
     fn msm_g1(&self, bases: &[E::G1Affine], scalars: &[ScalarInt<E>]) -> Result<E::G1, Error> {
         check_lengths(bases.len(), scalars.len())?;
-        if arkworks_msm() {
-            return Ok(E::G1::msm_bigint(bases, scalars));
-        }
         Ok(E::G1Affine::msm_batch_affine(bases, scalars))
     }
 
     fn msm_g2(&self, bases: &[E::G2Affine], scalars: &[ScalarInt<E>]) -> Result<E::G2, Error> {
         check_lengths(bases.len(), scalars.len())?;
-        if arkworks_msm() {
-            return Ok(E::G2::msm_bigint(bases, scalars));
-        }
         Ok(E::G2Affine::msm_batch_affine(bases, scalars))
     }
 }
