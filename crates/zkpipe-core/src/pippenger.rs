@@ -47,7 +47,8 @@ impl<P: SWCurveConfig> BatchAffineMsm for Affine<P> {
 /// How one MSM is cut into work: window width and point groups per window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MsmPlan {
-    /// Window width c in bits; digits lie in [−2^{c−1}, 2^{c−1}], so 2^{c−1} buckets.
+    /// Window width c in bits (2..=[`MAX_WINDOW_BITS`]); digits lie in [−2^{c−1}, 2^{c−1}],
+    /// so 2^{c−1} buckets.
     pub window_bits: usize,
     /// Each window's points are split into this many groups, each its own parallel task
     /// with its own buckets (more parallelism, more bucket reductions).
@@ -55,6 +56,13 @@ pub struct MsmPlan {
     /// Points per sorting pass; buckets carry over from one pass to the next.
     pub chunk: usize,
 }
+
+/// Widest window: 2^19 buckets per task (about 38 MiB of BLS12-381 G2 points).
+pub const MAX_WINDOW_BITS: usize = 20;
+
+/// The planner's bound on one task's buckets (2^{c−1} affine points): c ≤ 16 for every
+/// group here, c ≤ 17 for G1.
+const MAX_BUCKET_BYTES: usize = 8 << 20;
 
 /// Relative cost of reducing one bucket (two projective additions) against accumulating
 /// one point (one batch-affine addition plus sorting); measured, see experiment 005.
@@ -74,7 +82,11 @@ impl MsmPlan {
                 chunk,
             },
         );
-        for c in 2..=20usize {
+        for c in 2..=MAX_WINDOW_BITS {
+            // Each task holds its buckets twice during the reduction: bound the memory.
+            if c > 2 && (1usize << (c - 1)) * std::mem::size_of::<Affine<P>>() > MAX_BUCKET_BYTES {
+                break;
+            }
             let windows = (bits + 1).div_ceil(c);
             for groups in 1..=threads.div_ceil(windows).max(1) {
                 let tasks = windows * groups;
@@ -138,7 +150,7 @@ pub fn msm_with_plan<P: SWCurveConfig>(
     if n == 0 || bits == 0 {
         return Projective::zero();
     }
-    let c = plan.window_bits.clamp(2, 24);
+    let c = plan.window_bits.clamp(2, MAX_WINDOW_BITS);
     let windows = (bits + 1).div_ceil(c);
     let groups = plan.groups.clamp(1, n);
     let group_len = n.div_ceil(groups);
@@ -152,7 +164,7 @@ pub fn msm_with_plan<P: SWCurveConfig>(
             let hi = ((g + 1) * group_len).min(n);
             let mut adder = TreeAdder::new();
             let buckets = window_buckets(&bases[lo..hi], &scalars[lo..hi], w, c, chunk, &mut adder);
-            reduce_buckets(&buckets, &mut adder)
+            reduce_buckets(buckets, &mut adder)
         })
         .collect();
 
@@ -442,7 +454,7 @@ fn add_pairs_in_place<P: SWCurveConfig>(
 /// two weighted sums are short running sums in projective coordinates (2·(rows + columns)
 /// additions instead of 2·m).
 fn reduce_buckets<P: SWCurveConfig>(
-    buckets: &[Affine<P>],
+    mut buckets: Vec<Affine<P>>,
     adder: &mut TreeAdder<P>,
 ) -> Projective<P> {
     let m = buckets.len();
@@ -456,24 +468,23 @@ fn reduce_buckets<P: SWCurveConfig>(
     let log_m = m.trailing_zeros();
     let k = log_m.div_ceil(2);
     let (rows, cols) = (m >> k, 1usize << k);
-    let mut work = Vec::with_capacity(2 * m);
-    work.extend_from_slice(buckets);
+    // Columns from a transposed copy, rows in place (the buckets are not needed after).
+    let mut by_column: Vec<Affine<P>> = Vec::with_capacity(m);
     for lo in 0..cols {
-        work.extend((0..rows).map(|hi| buckets[hi * cols + lo]));
+        by_column.extend((0..rows).map(|hi| buckets[hi * cols + lo]));
     }
-    let mut segments: Vec<Segment> = (0..rows)
-        .map(|hi| Segment {
-            start: (hi * cols) as u32,
-            len: cols as u32,
-        })
-        .collect();
-    segments.extend((0..cols).map(|lo| Segment {
-        start: (m + lo * rows) as u32,
-        len: rows as u32,
-    }));
-    adder.sum_segments(&mut work, &segments);
-    let row_sums: Vec<Affine<P>> = (0..rows).map(|hi| work[hi * cols]).collect();
-    let col_sums: Vec<Affine<P>> = (0..cols).map(|lo| work[m + lo * rows]).collect();
+    let runs = |count: usize, len: usize| -> Vec<Segment> {
+        (0..count)
+            .map(|r| Segment {
+                start: (r * len) as u32,
+                len: len as u32,
+            })
+            .collect()
+    };
+    adder.sum_segments(&mut by_column, &runs(cols, rows));
+    adder.sum_segments(&mut buckets, &runs(rows, cols));
+    let row_sums: Vec<Affine<P>> = (0..rows).map(|hi| buckets[hi * cols]).collect();
+    let col_sums: Vec<Affine<P>> = (0..cols).map(|lo| by_column[lo * rows]).collect();
     let (mut by_row, total) = running_sums(&row_sums);
     let (by_col, _) = running_sums(&col_sums);
     for _ in 0..k {
@@ -670,8 +681,12 @@ mod tests {
         for threads in [1, 2, 16, 64] {
             for n in [0, 1, 100, 1 << 16, 1 << 20] {
                 let p = MsmPlan::choose::<ark_bn254::g1::Config>(n, 254, threads);
-                assert!((2..=20).contains(&p.window_bits), "{p:?}");
+                assert!((2..=MAX_WINDOW_BITS).contains(&p.window_bits), "{p:?}");
                 assert!(p.groups >= 1 && p.groups <= threads.max(1), "{p:?}");
+                let q = MsmPlan::choose::<ark_bls12_381::g2::Config>(n, 255, threads);
+                let bucket_bytes = (1usize << (q.window_bits - 1))
+                    * std::mem::size_of::<Affine<ark_bls12_381::g2::Config>>();
+                assert!(bucket_bytes <= MAX_BUCKET_BYTES, "{q:?}");
             }
         }
     }
