@@ -10,9 +10,12 @@
 //!  scalars ──signed c-bit digits──► per window w, per bucket b: the points whose digit is ±(b+1)
 //!  per window: counting sort by bucket → pairwise tree sums in affine coordinates,
 //!              each round's additions sharing one inversion per batch (Montgomery's trick)
-//!              → Σ (b+1)·bucket_b by running sums → S_w
-//!  result = Σ 2^{cw}·S_w (Horner over windows)
+//!              → S_w = Σ (b+1)·bucket_b: row and column tree sums of the buckets laid
+//!                on a grid (affine again), then two short projective running sums
+//!  result = Σ 2^{cw}·S_w (Horner over windows); one rayon task per (window, point group)
 //! ```
+//!
+//! Measurements and the choices they led to: `docs/experiments/005-batch-affine-msm.md`.
 //!
 //! An affine addition costs 5M + 1S plus a share of one inversion, against 7M + 4S in
 //! Jacobian coordinates. Sorting points by bucket before adding makes every addition of a
