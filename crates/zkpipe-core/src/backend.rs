@@ -3,9 +3,9 @@
 
 use crate::curve::Curve;
 use crate::error::Error;
+use crate::pippenger::BatchAffineMsm;
 use crate::quotient::{self, QuotientDomain};
 use crate::reduce::QapEvals;
-use ark_ec::VariableBaseMSM;
 use ark_ff::PrimeField;
 
 /// Scalars as the MSM wants them: standard-form integers.
@@ -30,7 +30,7 @@ pub trait Backend<E: Curve>: Send + Sync {
     fn msm_g2(&self, bases: &[E::G2Affine], scalars: &[ScalarInt<E>]) -> Result<E::G2, Error>;
 }
 
-/// arkworks on the current rayon pool.
+/// arkworks for NTTs and [`crate::pippenger`]'s batch-affine MSM, on the current rayon pool.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CpuBackend;
 
@@ -60,11 +60,11 @@ impl<E: Curve> Backend<E> for CpuBackend {
 
     fn msm_g1(&self, bases: &[E::G1Affine], scalars: &[ScalarInt<E>]) -> Result<E::G1, Error> {
         check_lengths(bases.len(), scalars.len())?;
-        Ok(E::G1::msm_bigint(bases, scalars))
+        Ok(E::G1Affine::msm_batch_affine(bases, scalars))
     }
 
     fn msm_g2(&self, bases: &[E::G2Affine], scalars: &[ScalarInt<E>]) -> Result<E::G2, Error> {
         check_lengths(bases.len(), scalars.len())?;
-        Ok(E::G2::msm_bigint(bases, scalars))
+        Ok(E::G2Affine::msm_batch_affine(bases, scalars))
     }
 }

@@ -5,6 +5,7 @@
 //! only in the arkworks types they name, so one macro writes both.
 
 use crate::error::PointError;
+use crate::pippenger::BatchAffineMsm;
 use ark_ec::pairing::{Pairing, PairingOutput};
 use ark_ec::AdditiveGroup;
 use ark_ec::AffineRepr;
@@ -12,8 +13,9 @@ use ark_ff::{BigInteger, Field, Fp, MontBackend, MontConfig, PrimeField};
 use num_bigint::BigUint;
 use zkpipe_formats::CurveId;
 
-/// A pairing-friendly curve in snarkjs's conventions.
-pub trait Curve: Pairing {
+/// A pairing-friendly curve in snarkjs's conventions (both groups short Weierstrass, so
+/// the CPU backend's batch-affine MSM serves them).
+pub trait Curve: Pairing<G1Affine: BatchAffineMsm, G2Affine: BatchAffineMsm> {
     /// Which curve this is in file headers.
     const ID: CurveId;
 

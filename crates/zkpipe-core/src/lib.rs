@@ -31,6 +31,7 @@ pub mod verify;
 
 pub mod backend;
 pub mod check;
+pub mod pippenger;
 pub mod proof;
 pub mod timings;
 
