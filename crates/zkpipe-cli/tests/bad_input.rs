@@ -250,3 +250,38 @@ fn existing_outputs_survive_a_failed_prove() {
     assert!(!o.status.success());
     assert_eq!(std::fs::read_to_string(&proof).unwrap(), "previous");
 }
+
+#[test]
+fn cuda_backend_without_cuda_is_a_clear_error() {
+    // CI's binary is built without the `cuda` feature: asking for the GPU must say so,
+    // write nothing, and `--backend cpu` / `auto` must still prove.
+    let c = Case::new();
+    let (proof, public) = (c.path("proof.json"), c.path("public.json"));
+    let (zkey, wtns) = (bn().join("circuit.zkey"), bn().join("witness.wtns"));
+    let o = zkpipe(&[
+        "prove".as_ref(),
+        "--backend".as_ref(),
+        "cuda".as_ref(),
+        zkey.as_ref(),
+        wtns.as_ref(),
+        proof.as_ref(),
+        public.as_ref(),
+    ]);
+    assert_one_line_error(&o, &["--backend cuda", "without CUDA support"]);
+    assert!(
+        !proof.exists() && !public.exists(),
+        "no output may be left behind"
+    );
+    for backend in ["cpu", "auto"] {
+        let o = zkpipe(&[
+            "prove".as_ref(),
+            "--backend".as_ref(),
+            backend.as_ref(),
+            zkey.as_ref(),
+            wtns.as_ref(),
+            proof.as_ref(),
+            public.as_ref(),
+        ]);
+        assert!(o.status.success(), "--backend {backend} failed: {o:?}");
+    }
+}
