@@ -6,6 +6,7 @@
 mod backend;
 mod bench;
 mod commands;
+mod gpu_factory;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;

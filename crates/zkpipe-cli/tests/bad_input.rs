@@ -285,3 +285,23 @@ fn cuda_backend_without_cuda_is_a_clear_error() {
         assert!(o.status.success(), "--backend {backend} failed: {o:?}");
     }
 }
+
+#[test]
+fn daemon_on_cuda_without_cuda_is_a_clear_error() {
+    let c = Case::new();
+    std::fs::create_dir(c.path("keys")).unwrap();
+    let cfg = c.path("zkpipe.toml");
+    std::fs::write(
+        &cfg,
+        "[server]\ngrpc_listen = \"127.0.0.1:0\"\nhttp_listen = \"127.0.0.1:0\"\n[keys]\ndir = \"keys\"\n",
+    )
+    .unwrap();
+    let o = zkpipe(&[
+        "serve".as_ref(),
+        "--config".as_ref(),
+        cfg.as_ref(),
+        "--backend".as_ref(),
+        "cuda".as_ref(),
+    ]);
+    assert_one_line_error(&o, &["--backend cuda", "without CUDA support"]);
+}

@@ -8,23 +8,29 @@ pub use crate::imp::CudaBackend;
 /// points, sppark's buckets per point set, the quotient buffers, and the scratch of the
 /// largest MSM. [`CudaBackend::new`] refuses a key whose need exceeds the free memory.
 pub fn device_bytes_needed<E: Curve>(key: &CompiledKey<E>) -> usize {
+    let p = &key.points;
+    let g1 = [p.a.len(), p.b1.len(), p.c.len(), p.h.len()];
+    bytes_for::<E>(g1, p.b2.len(), key.domain_size())
+}
+
+/// [`device_bytes_needed`] from a zkey's header alone: A, B₁, B₂ have `n_vars` points, C
+/// has `n_vars − n_public − 1`, H has `domain`.
+pub fn device_bytes_for_shape<E: Curve>(n_vars: usize, n_public: usize, domain: usize) -> usize {
+    let c = n_vars.saturating_sub(n_public + 1);
+    bytes_for::<E>([n_vars, n_vars, c, domain], n_vars, domain)
+}
+
+fn bytes_for<E: Curve>(g1_sets: [usize; 4], g2_points: usize, n: usize) -> usize {
     let g1 = std::mem::size_of::<E::G1Affine>();
     let g2 = std::mem::size_of::<E::G2Affine>();
-    let p = &key.points;
-    let n = key.domain_size();
-    let sets = [
-        (p.a.len(), g1),
-        (p.b1.len(), g1),
-        (p.c.len(), g1),
-        (p.h.len(), g1),
-        (p.b2.len(), g2),
-    ];
+    let sets = g1_sets.map(|len| (len, g1));
     let mut bytes: usize = sets
         .iter()
+        .chain(std::iter::once(&(g2_points, g2)))
         .map(|&(len, affine)| len * affine + buckets_bytes(len, affine))
         .sum();
     bytes += 5 * n * 32; // quotient: a, b, c, scratch, coset powers
-    let largest = sets.iter().map(|s| s.0).max().unwrap_or(0);
+    let largest = g1_sets.iter().copied().max().unwrap_or(0).max(g2_points);
     bytes += largest * (32 + 4 * windows(largest).0); // one MSM's scalars and digits
     bytes + bytes / 20 + (64 << 20)
 }

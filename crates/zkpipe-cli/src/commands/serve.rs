@@ -1,11 +1,13 @@
-//! `zkpipe serve --config zkpipe.toml`: the daemon (CPU backend). Prints the bound
-//! addresses on its first line of stdout and runs until SIGINT or SIGTERM.
+//! `zkpipe serve --config zkpipe.toml [--backend auto|cpu|cuda]`: the daemon. Prints the
+//! bound addresses on its first line of stdout and runs until SIGINT or SIGTERM.
 
+use crate::backend::BackendChoice;
+use crate::gpu_factory::CudaFactory;
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
-use zkpipe_engine::CpuFactory;
+use zkpipe_engine::{BackendFactory, CpuFactory};
 use zkpipe_server::FileConfig;
 
 /// Arguments of `serve`.
@@ -14,11 +16,27 @@ pub struct Args {
     /// The configuration file (see zkpipe.example.toml).
     #[arg(long)]
     config: PathBuf,
+    /// Where the device stage runs: auto (GPU 0 if there is one), cpu, cuda.
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendChoice,
+}
+
+/// The engine's devices for `choice`.
+fn factory(choice: BackendChoice) -> Result<Arc<dyn BackendFactory>> {
+    Ok(match choice {
+        BackendChoice::Cpu => Arc::new(CpuFactory),
+        BackendChoice::Cuda => Arc::new(CudaFactory::new().context("--backend cuda")?),
+        BackendChoice::Auto => match CudaFactory::new() {
+            Ok(f) if zkpipe_cuda::device_count() > 0 => Arc::new(f),
+            _ => Arc::new(CpuFactory),
+        },
+    })
 }
 
 /// Runs `serve`.
 pub fn run(a: Args) -> Result<()> {
     let cfg = FileConfig::load(&a.config)?;
+    let devices = factory(a.backend)?;
     let rt = super::client::runtime()?;
     rt.block_on(async move {
         let shutdown = async {
@@ -30,7 +48,7 @@ pub fn run(a: Args) -> Result<()> {
         };
         zkpipe_server::serve(
             cfg,
-            Arc::new(CpuFactory),
+            devices,
             |b| {
                 println!("zkpipe: serving grpc={} http={}", b.grpc, b.http);
                 let _ = std::io::stdout().flush();
