@@ -27,7 +27,7 @@ fn factory(choice: BackendChoice) -> Result<Arc<dyn BackendFactory>> {
         BackendChoice::Cpu => Arc::new(CpuFactory),
         BackendChoice::Cuda => Arc::new(CudaFactory::new().context("--backend cuda")?),
         BackendChoice::Auto => match CudaFactory::new() {
-            Ok(f) if zkpipe_cuda::device_count() > 0 => Arc::new(f),
+            Ok(f) => Arc::new(f),
             _ => Arc::new(CpuFactory),
         },
     })
