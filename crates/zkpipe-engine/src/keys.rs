@@ -420,7 +420,7 @@ impl KeyStore {
                 self.signal.wait_past(seen, Duration::from_millis(50));
             }
         };
-        load_pool.install(|| lease.get()).map(|_| ())
+        lease.get(load_pool).map(|_| ())
     }
 
     /// Every key in the directory, with residency for those known.
@@ -483,8 +483,11 @@ impl KeyLease {
         &self.entry.meta
     }
 
-    /// The compiled key, loading it (on the current rayon pool) if this lease is first.
-    pub fn get(&self) -> Result<LoadedKey, EngineError> {
+    /// The compiled key, loading it on `pool` if this lease is first. Call it from a plain
+    /// thread, not from inside a rayon job: it may wait for another lease's load, and a
+    /// rayon thread waiting inside that load's parallel work could steal this very wait
+    /// and deadlock.
+    pub fn get(&self, pool: &rayon::ThreadPool) -> Result<LoadedKey, EngineError> {
         let mut s = self.entry.lock();
         let failures = s.failures;
         loop {
@@ -510,7 +513,7 @@ impl KeyLease {
                     let _span =
                         tracing::info_span!("load_key", key = %self.entry.meta.id).entered();
                     let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        self.store.compile(&self.entry.meta)
+                        pool.install(|| self.store.compile(&self.entry.meta))
                     }))
                     .unwrap_or_else(|_| {
                         Err(EngineError::KeyLoad {

@@ -18,7 +18,7 @@ pub(crate) fn run(shared: Arc<Shared>) {
         let Some(lease) = w.lease.as_ref() else {
             continue;
         };
-        let key = match shared.reduce_pool.install(|| lease.get()) {
+        let key = match lease.get(&shared.reduce_pool) {
             Ok(k) => k,
             Err(e) => {
                 shared.fail(&w, e.kind(), &e.to_string());
