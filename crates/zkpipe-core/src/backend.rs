@@ -3,9 +3,12 @@
 
 use crate::curve::Curve;
 use crate::error::Error;
+use crate::key::CompiledKey;
 use crate::pippenger::BatchAffineMsm;
 use crate::quotient::{self, QuotientDomain};
 use crate::reduce::QapEvals;
+use crate::stages::{scalars_into, DeviceSums};
+use crate::timings::{Stage, Timings};
 use ark_ff::PrimeField;
 
 /// Scalars as the MSM wants them: standard-form integers.
@@ -28,6 +31,38 @@ pub trait Backend<E: Curve>: Send + Sync {
 
     /// Σ scalarsᵢ·basesᵢ in G2 (lengths must match).
     fn msm_g2(&self, bases: &[E::G2Affine], scalars: &[ScalarInt<E>]) -> Result<E::G2, Error>;
+
+    /// The device stage of one proof with `key`: the quotient (h into `evals.a`, then as
+    /// MSM scalars into `h`), the G1 MSMs [A]₁, [B]₁, [C]₁, [H]₁ and, if `g2`, [B]₂.
+    /// `w` has the key's nVars scalars and `evals` its domain size (the caller checks).
+    ///
+    /// The default runs the verbs above one after another; a backend overrides it to
+    /// overlap the MSMs or keep intermediate values (h) where they are computed.
+    fn device_pass(
+        &self,
+        key: &CompiledKey<E>,
+        evals: &mut QapEvals<E::ScalarField>,
+        w: &[ScalarInt<E>],
+        h: &mut Vec<ScalarInt<E>>,
+        g2: bool,
+        t: &mut Timings,
+    ) -> Result<DeviceSums<E>, Error> {
+        t.time(Stage::Quotient, || self.quotient(&key.domain, evals))?;
+        scalars_into(evals.h(), h);
+        let p = &key.points;
+        let private = &w[key.n_public + 1..];
+        Ok(DeviceSums {
+            a: t.time(Stage::MsmA, || self.msm_g1(&p.a, w))?,
+            b1: t.time(Stage::MsmB1, || self.msm_g1(&p.b1, w))?,
+            b2: if g2 {
+                Some(t.time(Stage::MsmB2, || self.msm_g2(&p.b2, w))?)
+            } else {
+                None
+            },
+            c: t.time(Stage::MsmC, || self.msm_g1(&p.c, private))?,
+            h: t.time(Stage::MsmH, || self.msm_g1(&p.h, h))?,
+        })
+    }
 }
 
 /// arkworks for NTTs and [`crate::pippenger`]'s batch-affine MSM, on the current rayon pool.

@@ -95,21 +95,7 @@ pub fn device_stage<E: Curve, B: Backend<E> + ?Sized>(
     t: &mut Timings,
 ) -> Result<DeviceSums<E>, Error> {
     check_lengths(key, evals, w)?;
-    t.time(Stage::Quotient, || backend.quotient(&key.domain, evals))?;
-    scalars_into(evals.h(), h);
-    let p = &key.points;
-    let private = &w[key.n_public + 1..];
-    Ok(DeviceSums {
-        a: t.time(Stage::MsmA, || backend.msm_g1(&p.a, w))?,
-        b1: t.time(Stage::MsmB1, || backend.msm_g1(&p.b1, w))?,
-        b2: if g2_on_device {
-            Some(t.time(Stage::MsmB2, || backend.msm_g2(&p.b2, w))?)
-        } else {
-            None
-        },
-        c: t.time(Stage::MsmC, || backend.msm_g1(&p.c, private))?,
-        h: t.time(Stage::MsmH, || backend.msm_g1(&p.h, h))?,
-    })
+    backend.device_pass(key, evals, w, h, g2_on_device, t)
 }
 
 /// Stage 3: [B]₂ on `g2_backend` if the device stage left it, then assemble with fresh
