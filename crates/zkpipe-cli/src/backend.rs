@@ -11,23 +11,27 @@ pub enum BackendChoice {
     Auto,
     /// arkworks on the CPU.
     Cpu,
-    /// sppark on GPU 0 (an error if there is none or the key does not fit).
+    /// sppark on the chosen GPU (an error if there is none or the key does not fit).
     Cuda,
 }
 
-/// The backend `choice` asks for, bound to `key` (a GPU backend uploads its points now).
+/// The backend `choice` asks for, bound to `key` (a GPU backend uploads its points to GPU
+/// `gpu` now).
 pub fn select<'k, E: Curve + GpuCurve>(
     choice: BackendChoice,
     key: &'k CompiledKey<E>,
+    gpu: usize,
 ) -> Result<Box<dyn Backend<E> + 'k>> {
     match choice {
         BackendChoice::Cpu => Ok(Box::new(CpuBackend)),
-        BackendChoice::Cuda => Ok(Box::new(CudaBackend::new(key).context("--backend cuda")?)),
+        BackendChoice::Cuda => Ok(Box::new(
+            CudaBackend::new(key, gpu).context("--backend cuda")?,
+        )),
         BackendChoice::Auto => {
             if zkpipe_cuda::device_count() == 0 {
                 return Ok(Box::new(CpuBackend));
             }
-            match CudaBackend::new(key) {
+            match CudaBackend::new(key, gpu) {
                 Ok(b) => Ok(Box::new(b)),
                 // A key too big for the GPU still proves, on the CPU; say so once.
                 Err(e @ CudaError::OutOfMemory { .. }) => {

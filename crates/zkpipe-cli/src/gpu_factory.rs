@@ -1,25 +1,32 @@
-//! The daemon's devices on a GPU: `zkpipe serve --backend cuda` binds each key to GPU 0
+//! The daemon's devices on GPUs: `zkpipe serve --backend cuda` makes every visible GPU an
+//! engine device (restrict them with `CUDA_VISIBLE_DEVICES`) and binds a key to a GPU
 //! through a [`CudaBackend`], which keeps the key's points resident there.
 
 use std::sync::Arc;
 use zkpipe_core::quotient::QuotientDomain;
 use zkpipe_core::reduce::QapEvals;
+use zkpipe_core::stages::DeviceSums;
+use zkpipe_core::Timings;
 use zkpipe_core::{backend::ScalarInt, Backend, Bls12_381, Bn254, CompiledKey, Curve, Error};
 use zkpipe_cuda::{device_bytes_for_shape, CudaBackend, CudaError, GpuCurve};
 use zkpipe_engine::{BackendFactory, DeviceInfo, KeyMeta};
 use zkpipe_formats::CurveId;
 
-/// GPU 0 as the engine's one device (several GPUs are not placed yet).
+/// Every visible GPU as one engine device, in CUDA's order.
 pub struct CudaFactory {
-    device: zkpipe_cuda::DeviceInfo,
+    gpus: Vec<zkpipe_cuda::DeviceInfo>,
 }
 
 impl CudaFactory {
-    /// The factory for this machine's GPU 0, or why there is none.
+    /// The factory for this machine's GPUs, or why there are none.
     pub fn new() -> Result<Self, CudaError> {
-        Ok(Self {
-            device: zkpipe_cuda::device_info()?,
-        })
+        let gpus = (0..zkpipe_cuda::device_count())
+            .map(zkpipe_cuda::device_info)
+            .collect::<Result<Vec<_>, _>>()?;
+        if gpus.is_empty() {
+            return Err(CudaError::NoDevice);
+        }
+        Ok(Self { gpus })
     }
 }
 
@@ -46,10 +53,24 @@ impl<E: Curve + GpuCurve> Backend<E> for Bound<E> {
     fn msm_g2(&self, b: &[E::G2Affine], s: &[ScalarInt<E>]) -> Result<E::G2, Error> {
         self.backend.msm_g2(b, s)
     }
+    fn device_pass(
+        &self,
+        key: &CompiledKey<E>,
+        evals: &mut QapEvals<E::ScalarField>,
+        w: &[ScalarInt<E>],
+        h: &mut Vec<ScalarInt<E>>,
+        g2: bool,
+        t: &mut Timings,
+    ) -> Result<DeviceSums<E>, Error> {
+        self.backend.device_pass(key, evals, w, h, g2, t)
+    }
 }
 
-fn bind<E: Curve + GpuCurve>(key: &Arc<CompiledKey<E>>) -> Result<Arc<dyn Backend<E>>, Error> {
-    let backend = CudaBackend::new(key).map_err(|e| Error::Backend {
+fn bind<E: Curve + GpuCurve>(
+    key: &Arc<CompiledKey<E>>,
+    gpu: usize,
+) -> Result<Arc<dyn Backend<E>>, Error> {
+    let backend = CudaBackend::new(key, gpu).map_err(|e| Error::Backend {
         backend: "cuda",
         message: e.to_string(),
     })?;
@@ -61,10 +82,14 @@ fn bind<E: Curve + GpuCurve>(key: &Arc<CompiledKey<E>>) -> Result<Arc<dyn Backen
 
 impl BackendFactory for CudaFactory {
     fn devices(&self) -> Vec<DeviceInfo> {
-        vec![DeviceInfo {
-            name: format!("cuda:0 ({})", self.device.name),
-            memory_total: Some(self.device.total_bytes as u64),
-        }]
+        self.gpus
+            .iter()
+            .enumerate()
+            .map(|(i, g)| DeviceInfo {
+                name: format!("cuda:{i} ({})", g.name),
+                memory_total: Some(g.total_bytes as u64),
+            })
+            .collect()
     }
 
     fn g2_on_device(&self) -> bool {
@@ -82,16 +107,16 @@ impl BackendFactory for CudaFactory {
     fn bind_bn254(
         &self,
         key: &Arc<CompiledKey<Bn254>>,
-        _device: usize,
+        device: usize,
     ) -> Result<Arc<dyn Backend<Bn254>>, Error> {
-        bind(key)
+        bind(key, device)
     }
 
     fn bind_bls12_381(
         &self,
         key: &Arc<CompiledKey<Bls12_381>>,
-        _device: usize,
+        device: usize,
     ) -> Result<Arc<dyn Backend<Bls12_381>>, Error> {
-        bind(key)
+        bind(key, device)
     }
 }

@@ -10,17 +10,20 @@ extern "C" int zkp_device_count()
     return n;
 }
 
-// Free and total memory of device 0, in bytes; returns the CUDA error code.
-extern "C" int zkp_device_memory(size_t* free_bytes, size_t* total_bytes)
+// Free and total memory of device `dev`, in bytes; returns the CUDA error code.
+extern "C" int zkp_device_memory(int dev, size_t* free_bytes, size_t* total_bytes)
 {
+    cudaError_t e = cudaSetDevice(dev);
+    if (e != cudaSuccess)
+        return (int)e;
     return (int)cudaMemGetInfo(free_bytes, total_bytes);
 }
 
-// The device's name into buf (NUL-terminated); returns the CUDA error code.
-extern "C" int zkp_device_name(char* buf, size_t len)
+// Device `dev`'s name into buf (NUL-terminated); returns the CUDA error code.
+extern "C" int zkp_device_name(int dev, char* buf, size_t len)
 {
     cudaDeviceProp prop;
-    cudaError_t e = cudaGetDeviceProperties(&prop, 0);
+    cudaError_t e = cudaGetDeviceProperties(&prop, dev);
     if (e != cudaSuccess)
         return (int)e;
     size_t i = 0;
@@ -41,4 +44,28 @@ extern "C" int zkp_pinned_alloc(void** out, size_t bytes)
 extern "C" void zkp_pinned_free(void* p)
 {
     cudaFreeHost(p);
+}
+
+// Device memory on `dev` for buffers zkpipe owns (the witness scalars of a proof).
+extern "C" int zkp_device_alloc(int dev, void** out, size_t bytes)
+{
+    cudaError_t e = cudaSetDevice(dev);
+    if (e != cudaSuccess)
+        return (int)e;
+    return (int)cudaMalloc(out, bytes);
+}
+
+extern "C" void zkp_device_free(int dev, void* p)
+{
+    if (cudaSetDevice(dev) == cudaSuccess)
+        cudaFree(p);
+}
+
+// Synchronous host → device copy on `dev` (from pinned memory for full speed).
+extern "C" int zkp_device_upload(int dev, void* dst, const void* src, size_t bytes)
+{
+    cudaError_t e = cudaSetDevice(dev);
+    if (e != cudaSuccess)
+        return (int)e;
+    return (int)cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
 }

@@ -12,11 +12,25 @@
 typedef msm_t<bucket_t, point_t, affine_t, scalar_t> zkp_g1_msm_t;
 typedef msm_t<bucket_fp2_t, point_fp2_t, affine_fp2_t, scalar_t> zkp_g2_msm_t;
 
+// sppark's msm_t::invoke reads scalars already on the device when their pointer type is
+// marked by is_device_ptr; gpu_ptr_t/dev_ptr_t would free the memory they hold, so this
+// span only borrows memory zkpipe owns (the quotient's h, the uploaded witness).
+template<typename T> struct zkp_dev_span {
+    T* p;
+    T& operator[](size_t i) const { return p[i]; }
+};
+template<typename T> struct is_device_ptr<zkp_dev_span<T>> {
+    static const bool value{true};
+};
+
+// Points of one MSM set uploaded to device `dev` (sppark places msm_t on the current one).
 template<class M, class A>
-static RustError zkp_points_new(M** out, const A* points, size_t npoints, size_t affine_sz)
+static RustError zkp_points_new(M** out, const A* points, size_t npoints, size_t affine_sz,
+                                int dev)
 {
     try {
-        *out = new M(points, npoints, affine_sz);
+        select_gpu(dev);
+        *out = new M(points, npoints, affine_sz, dev);
         return RustError{cudaSuccess};
     } catch (const cuda_error& e) {
         *out = nullptr;
@@ -27,15 +41,22 @@ static RustError zkp_points_new(M** out, const A* points, size_t npoints, size_t
     }
 }
 
-// Σ scalars[i]·points[i] against resident points. `mont`: scalars are in Montgomery form.
+// Σ scalars[i]·points[i] against resident points on device `dev`. `mont`: scalars are in
+// Montgomery form; `on_device`: `scalars` is device memory (else host, ideally pinned).
 template<class M, class P, class A>
-static RustError zkp_msm(M* msm, P* out, const scalar_t* scalars, size_t nscalars, bool mont)
+static RustError zkp_msm(M* msm, P* out, const scalar_t* scalars, size_t nscalars, bool mont,
+                         int dev, bool on_device)
 {
     try {
-        // points == nullptr: use the resident points. (sppark's scalars-only overload
-        // routes nullptr through a template that dereferences it, so call the core one.)
-        return msm->invoke(*out, static_cast<const A*>(nullptr), nscalars, scalars, mont,
-                           sizeof(A));
+        // Kernels go to streams of msm's device: it must be this thread's current one.
+        select_gpu(dev);
+        // Points nullptr: the resident ones. (sppark's scalars-only overload routes nullptr
+        // through a template that dereferences it, so call the core one.)
+        const A* resident = nullptr;
+        if (on_device)
+            return msm->invoke(*out, resident, nscalars,
+                               zkp_dev_span<const scalar_t>{scalars}, mont, sizeof(A));
+        return msm->invoke(*out, resident, nscalars, scalars, mont, sizeof(A));
     } catch (const cuda_error& e) {
         out->inf();
         return RustError{e.code(), e.what()};
@@ -44,13 +65,15 @@ static RustError zkp_msm(M* msm, P* out, const scalar_t* scalars, size_t nscalar
 
 #define ZKP_MSM_ENTRIES(G, M, P, A)                                                        \
 extern "C" RustError ZKP_FN(zkp_##G##_points_new_, CURVE)(M** out, const A* points,         \
-                                                          size_t npoints, size_t affine_sz) \
-{   return zkp_points_new<M, A>(out, points, npoints, affine_sz);   }                       \
+                                                          size_t npoints, size_t affine_sz, \
+                                                          int dev)                          \
+{   return zkp_points_new<M, A>(out, points, npoints, affine_sz, dev);   }                  \
 extern "C" void ZKP_FN(zkp_##G##_points_drop_, CURVE)(M* msm)                               \
 {   delete msm;   }                                                                         \
 extern "C" RustError ZKP_FN(zkp_##G##_msm_, CURVE)(M* msm, P* out, const scalar_t* scalars, \
-                                                   size_t nscalars, bool mont)              \
-{   return zkp_msm<M, P, A>(msm, out, scalars, nscalars, mont);   }
+                                                   size_t nscalars, bool mont, int dev,     \
+                                                   bool on_device)                          \
+{   return zkp_msm<M, P, A>(msm, out, scalars, nscalars, mont, dev, on_device);   }
 
 ZKP_MSM_ENTRIES(g1, zkp_g1_msm_t, point_t, affine_t)
 ZKP_MSM_ENTRIES(g2, zkp_g2_msm_t, point_fp2_t, affine_fp2_t)
@@ -110,16 +133,19 @@ struct zkp_quotient_t {
 
     zkp_quotient_t(uint32_t lg, int device_id)
         : gpu(select_gpu(device_id)), lg_n(lg), d((size_t)5 << lg) {}
+
+    // Where the last run left h on the device (the scratch third of d).
+    const fr_t* h() const { return &d[(size_t)3 << lg_n]; }
 };
 
 // `powers_bitrev`: shift^brev(p) for p in 0..n (Montgomery), kept on the device.
 extern "C" RustError ZKP_FN(zkp_quotient_new_, CURVE)(zkp_quotient_t** out, uint32_t lg_n,
-                                                     const fr_t* powers_bitrev)
+                                                     const fr_t* powers_bitrev, int dev)
 {
     try {
         if (lg_n < 1 || lg_n > 31)
             return RustError{cudaErrorInvalidValue, "quotient domain size out of range"};
-        *out = new zkp_quotient_t(lg_n, 0);
+        *out = new zkp_quotient_t(lg_n, dev);
         const gpu_t& gpu = (*out)->gpu;
         gpu.select();
         gpu.HtoD(&(*out)->d[(size_t)4 << lg_n], powers_bitrev, (size_t)1 << lg_n);
@@ -136,8 +162,14 @@ extern "C" void ZKP_FN(zkp_quotient_drop_, CURVE)(zkp_quotient_t* q)
     delete q;
 }
 
+extern "C" const fr_t* ZKP_FN(zkp_quotient_h_, CURVE)(const zkp_quotient_t* q)
+{
+    return q->h();
+}
+
 // a, b, c: evaluations on snarkjs's domain (Montgomery, natural order, host, ideally
-// pinned); h: out, a·b − c on snarkjs's coset.
+// pinned); h: out, a·b − c on snarkjs's coset, or nullptr to leave h on the device only
+// (zkp_quotient_h_), for an MSM that reads it there.
 extern "C" RustError ZKP_FN(zkp_quotient_run_, CURVE)(zkp_quotient_t* q, const fr_t* a,
                                                      const fr_t* b, const fr_t* c, fr_t* h,
                                                      uint64_t k)
@@ -172,7 +204,8 @@ extern "C" RustError ZKP_FN(zkp_quotient_run_, CURVE)(zkp_quotient_t* q, const f
         }
         zkp_pointwise<<<blocks, threads, 0, (cudaStream_t)gpu>>>(scratch, d, d + n, d + 2 * n, lg_n, k);
         CUDA_OK(cudaGetLastError());
-        gpu.DtoH(h, scratch, n);
+        if (h != nullptr)
+            gpu.DtoH(h, scratch, n);
         gpu.sync();
     } catch (const cuda_error& e) {
         gpu.sync();

@@ -30,6 +30,7 @@ fn bytes_for<E: Curve>(g1_sets: [usize; 4], g2_points: usize, n: usize) -> usize
         .map(|&(len, affine)| len * affine + buckets_bytes(len, affine))
         .sum();
     bytes += 5 * n * 32; // quotient: a, b, c, scratch, coset powers
+    bytes += g1_sets[0] * 32; // a proof's witness scalars, uploaded once for its MSMs
     let largest = g1_sets.iter().copied().max().unwrap_or(0).max(g2_points);
     bytes += largest * (32 + 4 * windows(largest).0); // one MSM's scalars and digits
     bytes + bytes / 20 + (64 << 20)

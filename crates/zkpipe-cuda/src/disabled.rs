@@ -17,7 +17,7 @@ pub fn device_count() -> usize {
 }
 
 /// Always [`CudaError::NotBuilt`].
-pub fn device_info() -> Result<DeviceInfo, CudaError> {
+pub fn device_info(_device: usize) -> Result<DeviceInfo, CudaError> {
     Err(CudaError::NotBuilt)
 }
 
@@ -44,7 +44,7 @@ pub struct CudaBackend<E: zkpipe_core::Curve + GpuCurve>(PhantomData<E>);
 
 impl<E: zkpipe_core::Curve + GpuCurve> CudaBackend<E> {
     /// Always [`CudaError::NotBuilt`].
-    pub fn new(_key: &zkpipe_core::CompiledKey<E>) -> Result<Self, CudaError> {
+    pub fn new(_key: &zkpipe_core::CompiledKey<E>, _device: usize) -> Result<Self, CudaError> {
         Err(CudaError::NotBuilt)
     }
 

@@ -25,6 +25,14 @@ pub enum CudaError {
     /// No CUDA device is visible (no GPU, or no driver).
     #[error("no CUDA device found (is there an NVIDIA GPU and driver?)")]
     NoDevice,
+    /// A GPU index beyond the devices this process sees.
+    #[error("there is no GPU {index}: this machine has {count} visible CUDA device(s)")]
+    NoSuchDevice {
+        /// The index asked for.
+        index: usize,
+        /// Devices visible.
+        count: usize,
+    },
     /// The key or job does not fit in the device's free memory.
     #[error("not enough GPU memory: {what} needs {needed_mib} MiB, {free_mib} MiB free of {total_mib} MiB")]
     OutOfMemory {

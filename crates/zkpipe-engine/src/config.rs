@@ -29,6 +29,9 @@ pub struct EngineConfig {
     pub device_memory_limit: Option<u64>,
     /// A resident key unused this long (and not referenced) is evicted. Default: 10 min.
     pub key_idle_timeout: Duration,
+    /// Most devices one key is placed on at once: a busy key is copied to a less-loaded
+    /// device (with room for it) up to this many. Default: every device.
+    pub key_max_devices: usize,
     /// Reduce stage. Default: 2 workers, all cores.
     pub reduce: StageConfig,
     /// Device stage, per device: workers queue for the device lock; `threads` sizes the
@@ -67,6 +70,7 @@ impl Default for EngineConfig {
             memory_limit,
             device_memory_limit: None,
             key_idle_timeout: Duration::from_secs(600),
+            key_max_devices: usize::MAX,
             reduce: StageConfig {
                 workers: 2,
                 threads: cores,

@@ -161,23 +161,30 @@ pub struct KeyStatus {
     pub residency: Residency,
     /// Partitions holding it now.
     pub refs: usize,
-    /// The device it is placed on, once placed.
-    pub device: Option<usize>,
+    /// The devices it is placed on (first placement first); empty before first use.
+    pub devices: Vec<usize>,
     /// Times it was loaded.
     pub loads: u64,
     /// Time since it was last used.
     pub idle: Duration,
 }
 
+/// A key's place on one device: the device it sticks to (affinity) and, while the key is
+/// hot, its backend there and the device memory its resident copy holds.
+struct Placement {
+    device: usize,
+    backend: Option<BoundBackend>,
+    reservation: Option<Reservation>,
+}
+
 struct EntryState {
     residency: Residency,
     key: Option<LoadedKey>,
-    backend: Option<BoundBackend>,
     reservation: Option<Reservation>,
-    device_reservation: Option<Reservation>,
+    /// In placement order; a device appears at most once.
+    placements: Vec<Placement>,
     refs: usize,
     last_used: Instant,
-    device: Option<usize>,
     loads: u64,
     failures: u64,
     last_error: Option<EngineError>,
@@ -269,12 +276,10 @@ impl KeyStore {
             state: Mutex::new(EntryState {
                 residency: Residency::Cold,
                 key: None,
-                backend: None,
                 reservation: None,
-                device_reservation: None,
+                placements: Vec::new(),
                 refs: 0,
                 last_used: Instant::now(),
-                device: None,
                 loads: 0,
                 failures: 0,
                 last_error: None,
@@ -356,7 +361,7 @@ impl KeyStore {
     }
 
     fn evict_entry(&self, e: &KeyEntry) -> Result<bool, EngineError> {
-        let (key, backend, r, dr, device) = {
+        let (key, bound, r, devices) = {
             let mut s = e.lock();
             if s.refs > 0 {
                 return Err(EngineError::KeyInUse {
@@ -368,21 +373,22 @@ impl KeyStore {
                 return Ok(false);
             }
             s.residency = Residency::Cold;
-            (
-                s.key.take(),
-                s.backend.take(),
-                s.reservation.take(),
-                s.device_reservation.take(),
-                s.device,
-            )
+            // The placements stay (affinity for the next load); what they hold goes.
+            let bound: Vec<_> = s
+                .placements
+                .iter_mut()
+                .map(|p| (p.backend.take(), p.reservation.take()))
+                .collect();
+            let devices: Vec<usize> = s.placements.iter().map(|p| p.device).collect();
+            (s.key.take(), bound, s.reservation.take(), devices)
         };
-        tracing::info!(key = %e.meta.id, ?device, "evicting key");
+        tracing::info!(key = %e.meta.id, ?devices, "evicting key");
         // The key's vectors are freed on the deallocation worker, then the budget is
         // given back.
         if let Some(k) = key {
             (self.free)(Box::new(k));
         }
-        drop((backend, dr, r));
+        drop((bound, r));
         self.signal.notify();
         Ok(true)
     }
@@ -446,7 +452,7 @@ impl KeyStore {
                     meta: e.meta.clone(),
                     residency: s.residency,
                     refs: s.refs,
-                    device: s.device,
+                    devices: s.placements.iter().map(|p| p.device).collect(),
                     loads: s.loads,
                     idle: s.last_used.elapsed(),
                 })
@@ -550,25 +556,64 @@ impl KeyLease {
         }
     }
 
-    /// The device this key is placed on, choosing the least-loaded one on first use.
-    pub fn device(&self, devices: &[crate::devices::Device]) -> usize {
+    /// The device this partition goes to. A key sticks to the devices it is placed on
+    /// (its points are resident there): the least-loaded of them is chosen, by queue
+    /// length. On first use, and while every device it is on has a queue and it is on
+    /// fewer than `max_devices`, it is also placed on a less-loaded device whose memory
+    /// budget has room for it.
+    pub fn device(
+        &self,
+        devices: &[crate::devices::Device],
+        factory: &dyn BackendFactory,
+        max_devices: usize,
+    ) -> usize {
+        use std::sync::atomic::Ordering::Relaxed;
+        let load = |d: &crate::devices::Device| (d.queue.len(), d.keys.load(Relaxed));
         let mut s = self.entry.lock();
-        if let Some(d) = s.device {
-            return d;
-        }
-        let d = devices
+        let best = s
+            .placements
             .iter()
-            .min_by_key(|d| d.keys.load(std::sync::atomic::Ordering::Relaxed))
-            .map_or(0, |d| d.index);
-        if let Some(dev) = devices.get(d) {
-            dev.keys.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            .map(|p| p.device)
+            .filter(|&d| d < devices.len())
+            .min_by_key(|&d| load(&devices[d]));
+        if let Some(d) = best {
+            let busy = !devices[d].queue.is_empty();
+            if !busy || s.placements.len() >= max_devices.max(1) {
+                return d;
+            }
         }
-        s.device = Some(d);
-        d
+        let bytes = factory.key_device_bytes(&self.entry.meta)
+            + factory.partition_device_bytes(&self.entry.meta);
+        let fits = |dev: &crate::devices::Device| {
+            dev.budget
+                .as_ref()
+                .is_none_or(|b| b.used() + bytes <= b.limit())
+        };
+        let candidate = devices
+            .iter()
+            .filter(|dev| !s.placements.iter().any(|p| p.device == dev.index))
+            .filter(|dev| best.is_none() || fits(dev))
+            .min_by_key(|dev| load(dev));
+        let chosen = match (best, candidate) {
+            (Some(b), Some(c)) if load(c).0 < devices[b].queue.len() => c.index,
+            (Some(b), _) => return b,
+            (None, Some(c)) => c.index,
+            (None, None) => 0,
+        };
+        if let Some(dev) = devices.get(chosen) {
+            dev.keys.fetch_add(1, Relaxed);
+        }
+        s.placements.push(Placement {
+            device: chosen,
+            backend: None,
+            reservation: None,
+        });
+        chosen
     }
 
     /// The key's backend on `device`, binding it (and reserving the device memory of its
-    /// resident copy) on first use. Call with the device lock held: binding is device work.
+    /// resident copy) on first use there. Call with the device lock held: binding is
+    /// device work.
     pub fn backend(
         &self,
         factory: &dyn BackendFactory,
@@ -576,7 +621,18 @@ impl KeyLease {
         key: &LoadedKey,
     ) -> Result<BoundBackend, EngineError> {
         let mut s = self.entry.lock();
-        if let Some(b) = &s.backend {
+        let i = match s.placements.iter().position(|p| p.device == device.index) {
+            Some(i) => i,
+            None => {
+                s.placements.push(Placement {
+                    device: device.index,
+                    backend: None,
+                    reservation: None,
+                });
+                s.placements.len() - 1
+            }
+        };
+        if let Some(b) = &s.placements[i].backend {
             return Ok(b.clone());
         }
         let bytes = factory.key_device_bytes(&self.entry.meta);
@@ -590,7 +646,7 @@ impl KeyLease {
                         budget.name()
                     ))
                 })?;
-            s.device_reservation = Some(r);
+            s.placements[i].reservation = Some(r);
         }
         let err = |e: zkpipe_core::Error| EngineError::KeyLoad {
             id: self.entry.meta.id.clone(),
@@ -604,7 +660,7 @@ impl KeyLease {
                 BoundBackend::Bls12_381(factory.bind_bls12_381(k, device.index).map_err(err)?)
             }
         };
-        s.backend = Some(b.clone());
+        s.placements[i].backend = Some(b.clone());
         Ok(b)
     }
 }

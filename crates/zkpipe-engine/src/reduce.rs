@@ -38,7 +38,11 @@ pub(crate) fn run(shared: Arc<Shared>) {
             continue;
         }
         w.key = Some(key);
-        w.device = lease.device(&shared.devices);
+        w.device = lease.device(
+            &shared.devices,
+            &*shared.factory,
+            shared.config.key_max_devices,
+        );
         w.queued_at = end;
         let device = &shared.devices[w.device];
         if device.queue.push(w.order, w).is_err() {

@@ -302,7 +302,11 @@ impl zkpipe_engine::BackendFactory for TwoDevices {
 fn keys_are_placed_across_devices_and_device_memory_is_accounted() {
     use zkpipe_engine::BackendFactory;
     let dir = key_dir();
-    let engine = Engine::start(config(dir.path()), Arc::new(TwoDevices)).unwrap();
+    let one_device_per_key = EngineConfig {
+        key_max_devices: 1,
+        ..config(dir.path())
+    };
+    let engine = Engine::start(one_device_per_key, Arc::new(TwoDevices)).unwrap();
     let jobs: Vec<u64> = (0..8)
         .map(|i| {
             engine
@@ -321,7 +325,7 @@ fn keys_are_placed_across_devices_and_device_memory_is_accounted() {
         let resident: u64 = st
             .keys
             .iter()
-            .filter(|k| k.device == Some(i))
+            .filter(|k| k.devices == [i])
             .map(|k| TwoDevices.key_device_bytes(&k.meta))
             .sum();
         assert_eq!(
@@ -340,4 +344,102 @@ fn keys_are_placed_across_devices_and_device_memory_is_accounted() {
         .sum();
     assert_eq!(total, resident, "eviction frees the device copy too");
     engine.shutdown();
+}
+
+/// [`TwoDevices`] whose quotient takes 30 ms longer, so that partitions queue for a device.
+struct SlowTwoDevices;
+
+struct Slow<B>(B);
+
+impl<E: Curve, B: zkpipe_core::Backend<E>> zkpipe_core::Backend<E> for Slow<B> {
+    fn name(&self) -> &'static str {
+        "slow"
+    }
+    fn quotient(
+        &self,
+        d: &zkpipe_core::quotient::QuotientDomain<E::ScalarField>,
+        e: &mut zkpipe_core::reduce::QapEvals<E::ScalarField>,
+    ) -> Result<(), zkpipe_core::Error> {
+        std::thread::sleep(Duration::from_millis(30));
+        self.0.quotient(d, e)
+    }
+    fn msm_g1(
+        &self,
+        b: &[E::G1Affine],
+        s: &[zkpipe_core::backend::ScalarInt<E>],
+    ) -> Result<E::G1, zkpipe_core::Error> {
+        self.0.msm_g1(b, s)
+    }
+    fn msm_g2(
+        &self,
+        b: &[E::G2Affine],
+        s: &[zkpipe_core::backend::ScalarInt<E>],
+    ) -> Result<E::G2, zkpipe_core::Error> {
+        self.0.msm_g2(b, s)
+    }
+}
+
+impl zkpipe_engine::BackendFactory for SlowTwoDevices {
+    fn devices(&self) -> Vec<zkpipe_engine::DeviceInfo> {
+        TwoDevices.devices()
+    }
+    fn key_device_bytes(&self, key: &zkpipe_engine::KeyMeta) -> u64 {
+        TwoDevices.key_device_bytes(key)
+    }
+    fn partition_device_bytes(&self, key: &zkpipe_engine::KeyMeta) -> u64 {
+        TwoDevices.partition_device_bytes(key)
+    }
+    fn bind_bn254(
+        &self,
+        _: &Arc<zkpipe_core::CompiledKey<Bn254>>,
+        _: usize,
+    ) -> Result<Arc<dyn zkpipe_core::Backend<Bn254>>, zkpipe_core::Error> {
+        Ok(Arc::new(Slow(zkpipe_core::CpuBackend)))
+    }
+    fn bind_bls12_381(
+        &self,
+        _: &Arc<zkpipe_core::CompiledKey<Bls12_381>>,
+        _: usize,
+    ) -> Result<Arc<dyn zkpipe_core::Backend<Bls12_381>>, zkpipe_core::Error> {
+        Ok(Arc::new(Slow(zkpipe_core::CpuBackend)))
+    }
+}
+
+/// One busy key spreads over both devices (a copy on each), unless limited to one.
+#[test]
+fn a_busy_key_is_copied_to_a_less_loaded_device_up_to_max_devices() {
+    use zkpipe_engine::BackendFactory;
+    let dir = key_dir();
+    for (max_devices, expect) in [(usize::MAX, vec![0usize, 1]), (1, vec![0])] {
+        let cfg = EngineConfig {
+            key_max_devices: max_devices,
+            ..config(dir.path())
+        };
+        let engine = Engine::start(cfg, Arc::new(SlowTwoDevices)).unwrap();
+        let job = engine
+            .submit(request("bn254-poseidon", 12, Priority::Normal))
+            .unwrap()
+            .job_id;
+        check_job(&engine, dir.path(), job);
+        let st = engine.status();
+        let key = st
+            .keys
+            .iter()
+            .find(|k| k.meta.id == "bn254-poseidon")
+            .unwrap();
+        let mut devices = key.devices.clone();
+        devices.sort();
+        assert_eq!(devices, expect, "max_devices {max_devices}");
+        let busy: Vec<bool> = st.devices.iter().map(|d| d.busy_fraction > 0.0).collect();
+        assert_eq!(busy, [true, expect.len() == 2], "which devices worked");
+        for (i, d) in st.devices.iter().enumerate() {
+            let copies = u64::from(devices.contains(&i));
+            assert_eq!(
+                d.memory_reserved,
+                copies * SlowTwoDevices.key_device_bytes(&key.meta),
+                "device {i} holds one copy of the key if it is placed there"
+            );
+        }
+        engine.shutdown();
+    }
 }

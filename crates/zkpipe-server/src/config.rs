@@ -72,6 +72,7 @@ struct KeysSection {
     dir: Option<PathBuf>,
     checks: Option<String>,
     idle_timeout: Option<String>,
+    max_devices: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -245,6 +246,11 @@ impl FileConfig {
                 "keys.idle_timeout",
                 d.key_idle_timeout,
             )?,
+            key_max_devices: match self.keys.max_devices {
+                Some(0) => return Err("keys.max_devices: must be at least 1".into()),
+                Some(n) => n,
+                None => d.key_max_devices,
+            },
             memory_limit,
             device_memory_limit: size_or_auto(&self.memory.device_limit, None)
                 .map_err(|e| format!("memory.device_limit: {e}"))?,

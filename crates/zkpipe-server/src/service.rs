@@ -142,7 +142,8 @@ fn status_response(s: EngineStatus) -> pb::StatusResponse {
                 partition_bytes: k.meta.partition_bytes,
                 n_vars: k.meta.n_vars as u32,
                 domain_size: k.meta.domain_size as u32,
-                device: k.device.map_or(-1, |d| d as i32),
+                device: k.devices.first().map_or(-1, |&d| d as i32),
+                devices: k.devices.iter().map(|&d| d as u32).collect(),
                 loads: k.loads,
                 idle_s: k.idle.as_secs_f64(),
             })

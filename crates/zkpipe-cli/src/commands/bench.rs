@@ -77,6 +77,9 @@ pub struct Args {
     /// Where the quotient stage and the MSMs run: auto (GPU if present), cpu, cuda.
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendChoice,
+    /// Which GPU the cuda backend uses (CUDA's device index).
+    #[arg(long, default_value_t = 0)]
+    gpu: usize,
 }
 
 /// The measurements of one configuration.
@@ -143,7 +146,7 @@ fn bench_with<E: Curve + GpuCurve>(a: &Args, zkey: &ZkeyFile) -> Result<()> {
     let wtns = Wtns::read(&a.wtns)?;
     let witness = Witness::check_for(&wtns, &key).with_context(|| a.wtns.display().to_string())?;
     let start = Instant::now();
-    let backend = select(a.backend, &key)?;
+    let backend = select(a.backend, &key, a.gpu)?;
     let upload = start.elapsed().as_secs_f64() * 1e3;
     eprintln!(
         "backend: {}{}",

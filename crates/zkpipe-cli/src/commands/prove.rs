@@ -43,6 +43,9 @@ pub struct Args {
     /// Where the quotient stage and the MSMs run: auto (GPU if present), cpu, cuda.
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendChoice,
+    /// Which GPU the cuda backend uses (CUDA's device index).
+    #[arg(long, default_value_t = 0)]
+    gpu: usize,
 }
 
 /// Runs `prove`.
@@ -64,7 +67,7 @@ fn prove_with<E: Curve + GpuCurve>(a: &Args, zkey: &ZkeyFile, t: &mut Timings) -
         let wtns = Wtns::read(&a.wtns)?;
         Witness::check_for(&wtns, &key).with_context(|| a.wtns.display().to_string())
     })?;
-    let backend = t.time(Stage::Upload, || select(a.backend, &key))?;
+    let backend = t.time(Stage::Upload, || select(a.backend, &key, a.gpu))?;
     let opts = ProveOptions {
         self_check: !a.no_verify,
         schedule: a.schedule,

@@ -59,14 +59,15 @@ pub fn run(a: Args) -> Result<()> {
         }
         for k in &s.keys {
             println!(
-                "key {} ({}): {}, refs {}, {:.1} MiB resident, domain {}, loads {}",
+                "key {} ({}): {}, refs {}, {:.1} MiB resident, domain {}, loads {}, devices {:?}",
                 k.id,
                 k.curve,
                 k.residency,
                 k.refs,
                 mib(k.host_bytes),
                 k.domain_size,
-                k.loads
+                k.loads,
+                k.devices
             );
         }
         for j in &s.jobs {

@@ -104,7 +104,7 @@ fn check_g1<E: Curve + GpuCurve>(name: &str, cfg: &Cfg) -> bool {
         let same1 = matches!(&oneshot, Ok(p) if p.into_affine() == cpu);
         ok &= same1;
         println!("{name} G1 MSM 2^{log} one-shot: {}", verdict(same1));
-        let resident = ResidentG1::<E>::upload(&pts);
+        let resident = ResidentG1::<E>::upload(&pts, 0);
         let gpu = resident
             .as_ref()
             .map_err(|e| e.to_string())
@@ -134,7 +134,7 @@ fn check_g1<E: Curve + GpuCurve>(name: &str, cfg: &Cfg) -> bool {
         let n = 1usize << log;
         let scalars = random_scalars::<E>(n, &mut rng);
         let t = Instant::now();
-        let resident = match ResidentG1::<E>::upload(&points[..n]) {
+        let resident = match ResidentG1::<E>::upload(&points[..n], 0) {
             Ok(r) => r,
             Err(e) => {
                 println!("{name} G1 upload 2^{log}: {e}");
@@ -186,7 +186,7 @@ fn check_g2<E: Curve + GpuCurve>(name: &str, cfg: &Cfg) -> bool {
         let mut scalars = random_scalars::<E>(n, &mut rng);
         let too_big = edge_scalars::<E>(&mut scalars);
         let cpu = E::G2::msm_bigint(&pts, &scalars).into_affine();
-        let resident = ResidentG2::<E>::upload(&pts);
+        let resident = ResidentG2::<E>::upload(&pts, 0);
         let gpu = resident
             .as_ref()
             .map_err(|e| e.to_string())
@@ -209,7 +209,7 @@ fn check_g2<E: Curve + GpuCurve>(name: &str, cfg: &Cfg) -> bool {
     if top >= 20 {
         let n = 1usize << 20;
         let scalars = random_scalars::<E>(n, &mut rng);
-        let resident = match ResidentG2::<E>::upload(&points[..n]) {
+        let resident = match ResidentG2::<E>::upload(&points[..n], 0) {
             Ok(r) => r,
             Err(e) => {
                 println!("{name} G2 upload 2^20: {e}");
@@ -257,7 +257,7 @@ fn check_quotient<E: Curve + GpuCurve>(name: &str, cfg: &Cfg) -> bool {
             b: rand_vec(&mut rng),
             c: rand_vec(&mut rng),
         };
-        let q = match GpuQuotient::<E>::new(log, d.domain.group_gen, d.coset.offset) {
+        let q = match GpuQuotient::<E>::new(log, d.domain.group_gen, d.coset.offset, 0) {
             Ok(q) => q,
             Err(e) => {
                 println!("{name} quotient 2^{log}: {e}");
@@ -342,7 +342,7 @@ fn main() {
         runs: next(7) as usize,
         max_timed_log: next(24),
     };
-    match zkpipe_cuda::device_info() {
+    match zkpipe_cuda::device_info(0) {
         Ok(d) => println!(
             "device: {} ({} MiB free of {} MiB)",
             d.name,

@@ -13,13 +13,14 @@ pub type QuotientHandle = *mut c_void;
 macro_rules! curve_entries {
     ($g1_new:ident, $g1_drop:ident, $g1_msm:ident, $g1_oneshot:ident,
      $g2_new:ident, $g2_drop:ident, $g2_msm:ident,
-     $q_new:ident, $q_drop:ident, $q_run:ident) => {
+     $q_new:ident, $q_drop:ident, $q_run:ident, $q_h:ident) => {
         extern "C" {
             pub fn $g1_new(
                 out: *mut MsmHandle,
                 points: *const c_void,
                 n: usize,
                 affine_sz: usize,
+                dev: c_int,
             ) -> sppark::Error;
             pub fn $g1_drop(h: MsmHandle);
             pub fn $g1_msm(
@@ -28,6 +29,8 @@ macro_rules! curve_entries {
                 scalars: *const c_void,
                 n: usize,
                 mont: bool,
+                dev: c_int,
+                on_device: bool,
             ) -> sppark::Error;
             pub fn $g1_oneshot(
                 out: *mut c_void,
@@ -41,6 +44,7 @@ macro_rules! curve_entries {
                 points: *const c_void,
                 n: usize,
                 affine_sz: usize,
+                dev: c_int,
             ) -> sppark::Error;
             pub fn $g2_drop(h: MsmHandle);
             pub fn $g2_msm(
@@ -49,11 +53,14 @@ macro_rules! curve_entries {
                 scalars: *const c_void,
                 n: usize,
                 mont: bool,
+                dev: c_int,
+                on_device: bool,
             ) -> sppark::Error;
             pub fn $q_new(
                 out: *mut QuotientHandle,
                 lg_n: u32,
                 powers: *const c_void,
+                dev: c_int,
             ) -> sppark::Error;
             pub fn $q_drop(q: QuotientHandle);
             pub fn $q_run(
@@ -64,6 +71,7 @@ macro_rules! curve_entries {
                 h: *mut c_void,
                 k: u64,
             ) -> sppark::Error;
+            pub fn $q_h(q: QuotientHandle) -> *const c_void;
         }
     };
 }
@@ -78,7 +86,8 @@ curve_entries!(
     zkp_g2_msm_bn254,
     zkp_quotient_new_bn254,
     zkp_quotient_drop_bn254,
-    zkp_quotient_run_bn254
+    zkp_quotient_run_bn254,
+    zkp_quotient_h_bn254
 );
 curve_entries!(
     zkp_g1_points_new_bls12_381,
@@ -90,13 +99,22 @@ curve_entries!(
     zkp_g2_msm_bls12_381,
     zkp_quotient_new_bls12_381,
     zkp_quotient_drop_bls12_381,
-    zkp_quotient_run_bls12_381
+    zkp_quotient_run_bls12_381,
+    zkp_quotient_h_bls12_381
 );
 
 extern "C" {
     pub fn zkp_device_count() -> c_int;
-    pub fn zkp_device_memory(free: *mut usize, total: *mut usize) -> c_int;
-    pub fn zkp_device_name(buf: *mut c_char, len: usize) -> c_int;
+    pub fn zkp_device_memory(dev: c_int, free: *mut usize, total: *mut usize) -> c_int;
+    pub fn zkp_device_name(dev: c_int, buf: *mut c_char, len: usize) -> c_int;
+    pub fn zkp_device_alloc(dev: c_int, out: *mut *mut c_void, bytes: usize) -> c_int;
+    pub fn zkp_device_free(dev: c_int, p: *mut c_void);
+    pub fn zkp_device_upload(
+        dev: c_int,
+        dst: *mut c_void,
+        src: *const c_void,
+        bytes: usize,
+    ) -> c_int;
     pub fn zkp_pinned_alloc(out: *mut *mut c_void, bytes: usize) -> c_int;
     pub fn zkp_pinned_free(p: *mut c_void);
 }

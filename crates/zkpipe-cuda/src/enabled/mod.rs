@@ -45,21 +45,20 @@ pub fn device_count() -> usize {
     unsafe { ffi::zkp_device_count() }.max(0) as usize
 }
 
-/// Device 0's name and memory, or [`CudaError::NoDevice`].
-pub fn device_info() -> Result<DeviceInfo, CudaError> {
-    if device_count() == 0 {
-        return Err(CudaError::NoDevice);
-    }
+/// Device `device`'s name and memory, or [`CudaError::NoDevice`].
+pub fn device_info(device: usize) -> Result<DeviceInfo, CudaError> {
+    check_device(device)?;
+    let dev = device as i32;
     let (mut free, mut total) = (0usize, 0usize);
     let mut name = [0u8; 256];
     // SAFETY: out-pointers to live locals; the name buffer's length is passed.
     unsafe {
         check_rt(
-            ffi::zkp_device_memory(&mut free, &mut total),
+            ffi::zkp_device_memory(dev, &mut free, &mut total),
             "cudaMemGetInfo",
         )?;
         check_rt(
-            ffi::zkp_device_name(name.as_mut_ptr() as *mut _, name.len()),
+            ffi::zkp_device_name(dev, name.as_mut_ptr() as *mut _, name.len()),
             "cudaGetDeviceProperties",
         )?;
     }
@@ -69,6 +68,75 @@ pub fn device_info() -> Result<DeviceInfo, CudaError> {
         free_bytes: free,
         total_bytes: total,
     })
+}
+
+/// [`CudaError::NoDevice`] without GPUs, [`CudaError::NoSuchDevice`] for an index beyond them.
+fn check_device(device: usize) -> Result<(), CudaError> {
+    match device_count() {
+        0 => Err(CudaError::NoDevice),
+        count if device >= count => Err(CudaError::NoSuchDevice {
+            index: device,
+            count,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Memory of our own on one GPU (e.g. a proof's witness scalars, uploaded once and read by
+/// several MSMs there).
+pub struct DeviceBuf {
+    ptr: *mut c_void,
+    bytes: usize,
+    device: i32,
+}
+
+// SAFETY: device memory, not tied to a host thread; writes go through &mut self.
+unsafe impl Send for DeviceBuf {}
+unsafe impl Sync for DeviceBuf {}
+
+impl DeviceBuf {
+    /// `bytes` of device memory on `device` (contents unspecified).
+    pub fn new(device: usize, bytes: usize) -> Result<Self, CudaError> {
+        check_device(device)?;
+        let mut p: *mut c_void = std::ptr::null_mut();
+        let dev = device as i32;
+        // SAFETY: out-pointer to a live local.
+        check_rt(
+            unsafe { ffi::zkp_device_alloc(dev, &mut p, bytes.max(1)) },
+            "cudaMalloc",
+        )?;
+        Ok(Self {
+            ptr: p,
+            bytes,
+            device: dev,
+        })
+    }
+
+    /// Copies `src` (pinned memory for full speed) to the start of the buffer; returns
+    /// when the copy is done.
+    ///
+    /// # Safety
+    /// `src` must be valid for `bytes` bytes.
+    pub unsafe fn upload_raw(&mut self, src: *const u8, bytes: usize) -> Result<(), CudaError> {
+        assert!(bytes <= self.bytes, "device buffer too small");
+        check_rt(
+            ffi::zkp_device_upload(self.device, self.ptr, src as *const c_void, bytes),
+            "cudaMemcpy",
+        )
+    }
+
+    /// The device address at byte `offset` (for kernels reading the buffer).
+    pub fn device_ptr(&self, offset: usize) -> *const u8 {
+        assert!(offset <= self.bytes);
+        (self.ptr as *const u8).wrapping_add(offset)
+    }
+}
+
+impl Drop for DeviceBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated by zkp_device_alloc on this device, freed once.
+        unsafe { ffi::zkp_device_free(self.device, self.ptr) }
+    }
 }
 
 /// Page-locked, portable host memory (`cudaHostAlloc`): what every transfer to and from
@@ -166,6 +234,7 @@ pub trait GpuCurve: Pairing {
         p: *const c_void,
         n: usize,
         sz: usize,
+        dev: i32,
     ) -> sppark::Error;
     #[doc(hidden)]
     unsafe fn g1_drop(h: ffi::MsmHandle);
@@ -176,6 +245,8 @@ pub trait GpuCurve: Pairing {
         s: *const c_void,
         n: usize,
         mont: bool,
+        dev: i32,
+        on_device: bool,
     ) -> sppark::Error;
     #[doc(hidden)]
     unsafe fn g1_oneshot(
@@ -191,6 +262,7 @@ pub trait GpuCurve: Pairing {
         p: *const c_void,
         n: usize,
         sz: usize,
+        dev: i32,
     ) -> sppark::Error;
     #[doc(hidden)]
     unsafe fn g2_drop(h: ffi::MsmHandle);
@@ -201,15 +273,20 @@ pub trait GpuCurve: Pairing {
         s: *const c_void,
         n: usize,
         mont: bool,
+        dev: i32,
+        on_device: bool,
     ) -> sppark::Error;
     #[doc(hidden)]
     unsafe fn quotient_new(
         out: *mut ffi::QuotientHandle,
         lg_n: u32,
         powers: *const c_void,
+        dev: i32,
     ) -> sppark::Error;
     #[doc(hidden)]
     unsafe fn quotient_drop(q: ffi::QuotientHandle);
+    #[doc(hidden)]
+    unsafe fn quotient_h(q: ffi::QuotientHandle) -> *const c_void;
     #[doc(hidden)]
     unsafe fn quotient_run(
         q: ffi::QuotientHandle,
@@ -244,7 +321,7 @@ fn jacobian<P: SWCurveConfig>(x: P::BaseField, y: P::BaseField, z: P::BaseField)
 macro_rules! gpu_curve_impl {
     ($engine:ty, $m:ident, $limbs:expr, $g1_new:ident, $g1_drop:ident, $g1_msm:ident,
      $g1_oneshot:ident, $g2_new:ident, $g2_drop:ident, $g2_msm:ident,
-     $q_new:ident, $q_drop:ident, $q_run:ident) => {
+     $q_new:ident, $q_drop:ident, $q_run:ident, $q_h:ident) => {
         impl GpuCurve for $engine {
             const LIMBS: usize = $limbs;
             unsafe fn g1_new(
@@ -252,8 +329,9 @@ macro_rules! gpu_curve_impl {
                 p: *const c_void,
                 n: usize,
                 sz: usize,
+                dev: i32,
             ) -> sppark::Error {
-                ffi::$g1_new(out, p, n, sz)
+                ffi::$g1_new(out, p, n, sz, dev)
             }
             unsafe fn g1_drop(h: ffi::MsmHandle) {
                 ffi::$g1_drop(h)
@@ -264,8 +342,10 @@ macro_rules! gpu_curve_impl {
                 s: *const c_void,
                 n: usize,
                 mont: bool,
+                dev: i32,
+                on_device: bool,
             ) -> sppark::Error {
-                ffi::$g1_msm(h, out, s, n, mont)
+                ffi::$g1_msm(h, out, s, n, mont, dev, on_device)
             }
             unsafe fn g1_oneshot(
                 out: *mut c_void,
@@ -281,8 +361,9 @@ macro_rules! gpu_curve_impl {
                 p: *const c_void,
                 n: usize,
                 sz: usize,
+                dev: i32,
             ) -> sppark::Error {
-                ffi::$g2_new(out, p, n, sz)
+                ffi::$g2_new(out, p, n, sz, dev)
             }
             unsafe fn g2_drop(h: ffi::MsmHandle) {
                 ffi::$g2_drop(h)
@@ -293,18 +374,24 @@ macro_rules! gpu_curve_impl {
                 s: *const c_void,
                 n: usize,
                 mont: bool,
+                dev: i32,
+                on_device: bool,
             ) -> sppark::Error {
-                ffi::$g2_msm(h, out, s, n, mont)
+                ffi::$g2_msm(h, out, s, n, mont, dev, on_device)
             }
             unsafe fn quotient_new(
                 out: *mut ffi::QuotientHandle,
                 lg_n: u32,
                 powers: *const c_void,
+                dev: i32,
             ) -> sppark::Error {
-                ffi::$q_new(out, lg_n, powers)
+                ffi::$q_new(out, lg_n, powers, dev)
             }
             unsafe fn quotient_drop(q: ffi::QuotientHandle) {
                 ffi::$q_drop(q)
+            }
+            unsafe fn quotient_h(q: ffi::QuotientHandle) -> *const c_void {
+                ffi::$q_h(q)
             }
             unsafe fn quotient_run(
                 q: ffi::QuotientHandle,
@@ -344,7 +431,8 @@ gpu_curve_impl!(
     zkp_g2_msm_bn254,
     zkp_quotient_new_bn254,
     zkp_quotient_drop_bn254,
-    zkp_quotient_run_bn254
+    zkp_quotient_run_bn254,
+    zkp_quotient_h_bn254
 );
 gpu_curve_impl!(
     ark_bls12_381::Bls12_381,
@@ -359,7 +447,8 @@ gpu_curve_impl!(
     zkp_g2_msm_bls12_381,
     zkp_quotient_new_bls12_381,
     zkp_quotient_drop_bls12_381,
-    zkp_quotient_run_bls12_381
+    zkp_quotient_run_bls12_381,
+    zkp_quotient_h_bls12_381
 );
 
 /// Which group a resident point set is in.
@@ -371,8 +460,13 @@ pub trait GpuGroup<E: GpuCurve>: 'static {
     /// Words of one Jacobian result point.
     fn point_words() -> usize;
     #[doc(hidden)]
-    unsafe fn new(out: *mut ffi::MsmHandle, p: *const c_void, n: usize, sz: usize)
-        -> sppark::Error;
+    unsafe fn new(
+        out: *mut ffi::MsmHandle,
+        p: *const c_void,
+        n: usize,
+        sz: usize,
+        dev: i32,
+    ) -> sppark::Error;
     #[doc(hidden)]
     unsafe fn drop(h: ffi::MsmHandle);
     #[doc(hidden)]
@@ -382,6 +476,8 @@ pub trait GpuGroup<E: GpuCurve>: 'static {
         s: *const c_void,
         n: usize,
         mont: bool,
+        dev: i32,
+        on_device: bool,
     ) -> sppark::Error;
     #[doc(hidden)]
     fn from_limbs(l: &[u64]) -> Self::Point;
@@ -398,8 +494,14 @@ impl<E: GpuCurve> GpuGroup<E> for G1 {
     fn point_words() -> usize {
         3 * E::LIMBS
     }
-    unsafe fn new(o: *mut ffi::MsmHandle, p: *const c_void, n: usize, sz: usize) -> sppark::Error {
-        E::g1_new(o, p, n, sz)
+    unsafe fn new(
+        o: *mut ffi::MsmHandle,
+        p: *const c_void,
+        n: usize,
+        sz: usize,
+        dev: i32,
+    ) -> sppark::Error {
+        E::g1_new(o, p, n, sz, dev)
     }
     unsafe fn drop(h: ffi::MsmHandle) {
         E::g1_drop(h)
@@ -410,8 +512,10 @@ impl<E: GpuCurve> GpuGroup<E> for G1 {
         s: *const c_void,
         n: usize,
         m: bool,
+        dev: i32,
+        on_device: bool,
     ) -> sppark::Error {
-        E::g1_msm(h, o, s, n, m)
+        E::g1_msm(h, o, s, n, m, dev, on_device)
     }
     fn from_limbs(l: &[u64]) -> E::G1 {
         E::g1_from_jacobian_limbs(l)
@@ -424,8 +528,14 @@ impl<E: GpuCurve> GpuGroup<E> for G2 {
     fn point_words() -> usize {
         6 * E::LIMBS
     }
-    unsafe fn new(o: *mut ffi::MsmHandle, p: *const c_void, n: usize, sz: usize) -> sppark::Error {
-        E::g2_new(o, p, n, sz)
+    unsafe fn new(
+        o: *mut ffi::MsmHandle,
+        p: *const c_void,
+        n: usize,
+        sz: usize,
+        dev: i32,
+    ) -> sppark::Error {
+        E::g2_new(o, p, n, sz, dev)
     }
     unsafe fn drop(h: ffi::MsmHandle) {
         E::g2_drop(h)
@@ -436,8 +546,10 @@ impl<E: GpuCurve> GpuGroup<E> for G2 {
         s: *const c_void,
         n: usize,
         m: bool,
+        dev: i32,
+        on_device: bool,
     ) -> sppark::Error {
-        E::g2_msm(h, o, s, n, m)
+        E::g2_msm(h, o, s, n, m, dev, on_device)
     }
     fn from_limbs(l: &[u64]) -> E::G2 {
         E::g2_from_jacobian_limbs(l)
@@ -449,6 +561,7 @@ impl<E: GpuCurve> GpuGroup<E> for G2 {
 pub struct Resident<E: GpuCurve, G: GpuGroup<E>> {
     handle: Mutex<ffi::MsmHandle>,
     len: usize,
+    device: i32,
     _curve: PhantomData<(E, G)>,
 }
 
@@ -463,8 +576,10 @@ unsafe impl<E: GpuCurve, G: GpuGroup<E>> Send for Resident<E, G> {}
 unsafe impl<E: GpuCurve, G: GpuGroup<E>> Sync for Resident<E, G> {}
 
 impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
-    /// Uploads `points` (arkworks affine points, read with their stride).
-    pub fn upload(points: &[G::Affine]) -> Result<Self, CudaError> {
+    /// Uploads `points` (arkworks affine points, read with their stride) to GPU `device`.
+    pub fn upload(points: &[G::Affine], device: usize) -> Result<Self, CudaError> {
+        check_device(device)?;
+        let dev = device as i32;
         let mut handle: ffi::MsmHandle = std::ptr::null_mut();
         // SAFETY: `points` is a live slice of `len` elements of `size_of` bytes each, whose
         // leading words are x, y in Montgomery form (arkworks' affine layout, infinity as
@@ -475,11 +590,13 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
                 points.as_ptr() as *const c_void,
                 points.len(),
                 std::mem::size_of::<G::Affine>(),
+                dev,
             )
         })?;
         Ok(Self {
             handle: Mutex::new(handle),
             len: points.len(),
+            device: dev,
             _curve: PhantomData,
         })
     }
@@ -494,14 +611,38 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
         self.len == 0
     }
 
-    /// Σ scalarsᵢ·pointsᵢ over the first `scalars.len()` points. `scalars` are 4-word
-    /// little-endian integers in standard form (or Montgomery form with `mont`); pass
-    /// pinned memory for full transfer speed.
+    /// Σ scalarsᵢ·pointsᵢ over the first `n` points. `scalars` are 4-word little-endian
+    /// integers in standard form (or Montgomery form with `mont`), in host memory (pinned
+    /// for full transfer speed).
     pub fn msm_raw(
         &self,
         scalars: *const [u64; 4],
         n: usize,
         mont: bool,
+    ) -> Result<G::Point, CudaError> {
+        self.msm_at(scalars, n, mont, false)
+    }
+
+    /// As [`Self::msm_raw`], with the `n` scalars already in this GPU's memory.
+    ///
+    /// # Safety
+    /// `scalars` must be a device address on this set's GPU, valid for `n` scalars, and
+    /// not written while the call runs.
+    pub unsafe fn msm_device(
+        &self,
+        scalars: *const [u64; 4],
+        n: usize,
+        mont: bool,
+    ) -> Result<G::Point, CudaError> {
+        self.msm_at(scalars, n, mont, true)
+    }
+
+    fn msm_at(
+        &self,
+        scalars: *const [u64; 4],
+        n: usize,
+        mont: bool,
+        on_device: bool,
     ) -> Result<G::Point, CudaError> {
         if n > self.len {
             return Err(CudaError::Length(format!(
@@ -511,8 +652,9 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
         }
         let mut out = vec![0u64; G::point_words()];
         let handle = self.handle.lock().unwrap_or_else(|e| e.into_inner());
-        // SAFETY: `out` has room for one Jacobian point; `scalars` points at `n` 4-word
-        // integers (the caller's contract); the handle is live and used under the lock.
+        // SAFETY: `out` has room for one Jacobian point; `scalars` addresses `n` 4-word
+        // integers in host or (on_device) this GPU's memory (the callers' contracts); the
+        // handle is live and used under the lock.
         check(unsafe {
             G::msm(
                 *handle,
@@ -520,6 +662,8 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
                 scalars as *const c_void,
                 n,
                 mont,
+                self.device,
+                on_device,
             )
         })?;
         Ok(G::from_limbs(&out))
@@ -590,7 +734,13 @@ unsafe impl<E: GpuCurve> Sync for GpuQuotient<E> {}
 impl<E: GpuCurve> GpuQuotient<E> {
     /// Buffers for a domain of 2^lg_n whose generator is `omega` (snarkjs's ω_n), with
     /// h evaluated on the coset `shift`·⟨ω_n⟩.
-    pub fn new(lg_n: u32, omega: E::ScalarField, shift: E::ScalarField) -> Result<Self, CudaError> {
+    pub fn new(
+        lg_n: u32,
+        omega: E::ScalarField,
+        shift: E::ScalarField,
+        device: usize,
+    ) -> Result<Self, CudaError> {
+        check_device(device)?;
         if lg_n == 0 {
             return Err(CudaError::Length("quotient domain of size 1".into()));
         }
@@ -603,7 +753,14 @@ impl<E: GpuCurve> GpuQuotient<E> {
         let mut handle: ffi::QuotientHandle = std::ptr::null_mut();
         // SAFETY: out-pointer to a live local; `powers` holds n field elements, copied to
         // the device before the call returns.
-        check(unsafe { E::quotient_new(&mut handle, lg_n, powers.as_ptr() as *const c_void) })?;
+        check(unsafe {
+            E::quotient_new(
+                &mut handle,
+                lg_n,
+                powers.as_ptr() as *const c_void,
+                device as i32,
+            )
+        })?;
         Ok(Self {
             handle: Mutex::new(handle),
             lg_n,
@@ -618,10 +775,11 @@ impl<E: GpuCurve> GpuQuotient<E> {
     }
 
     /// h = a·b − c on the coset, from a, b, c on the domain (all n field elements in
-    /// Montgomery form; pass pinned memory for full speed). `h` may alias `a`.
+    /// Montgomery form; pass pinned memory for full speed). `h` may alias `a`, or be null
+    /// to leave h on the GPU only, at [`Self::h_on_device`].
     ///
     /// # Safety
-    /// Each pointer must be valid for n field elements.
+    /// Each non-null pointer must be valid for n field elements.
     pub unsafe fn run_raw(
         &self,
         a: *const E::ScalarField,
@@ -638,6 +796,16 @@ impl<E: GpuCurve> GpuQuotient<E> {
             h as *mut c_void,
             self.k,
         ))
+    }
+}
+
+impl<E: GpuCurve> GpuQuotient<E> {
+    /// The device address where the last run left h (n Montgomery field elements),
+    /// valid until the next run or the drop.
+    pub fn h_on_device(&self) -> *const E::ScalarField {
+        let handle = self.handle.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: a live handle; the call only reads its buffer address.
+        unsafe { E::quotient_h(*handle) as *const E::ScalarField }
     }
 }
 
