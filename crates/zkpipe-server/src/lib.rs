@@ -53,6 +53,11 @@ pub struct Bound {
     pub http: SocketAddr,
 }
 
+/// HTTP/2 flow-control window per gRPC stream (one request), for both ends.
+pub const GRPC_STREAM_WINDOW: u32 = 16 << 20;
+/// HTTP/2 flow-control window per connection (all streams of one client), for both ends.
+pub const GRPC_CONNECTION_WINDOW: u32 = 64 << 20;
+
 /// Runs the daemon until `shutdown` resolves: binds both listeners, calls `on_bound`
 /// with their addresses, serves, then shuts the engine down (cancelling unfinished jobs).
 pub async fn serve(
@@ -91,7 +96,11 @@ pub async fn serve(
     ))
     .max_decoding_message_size(cfg.server.max_request_bytes)
     .max_encoding_message_size(usize::MAX);
+    // Witnesses are large (32 bytes per signal, several per job): HTTP/2's default flow-
+    // control windows would make a client wait for window updates every few hundred KiB.
     let grpc_task = tonic::transport::Server::builder()
+        .initial_stream_window_size(Some(GRPC_STREAM_WINDOW))
+        .initial_connection_window_size(Some(GRPC_CONNECTION_WINDOW))
         .add_service(svc)
         .serve_with_incoming_shutdown(
             tokio_stream::wrappers::TcpListenerStream::new(grpc),

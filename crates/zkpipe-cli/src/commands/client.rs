@@ -31,6 +31,8 @@ pub async fn connect(server: &str) -> Result<ProverClient<tonic::transport::Chan
     let channel = tonic::transport::Endpoint::from_shared(url.clone())
         .with_context(|| format!("bad server address {server:?}"))?
         .connect_timeout(Duration::from_secs(5))
+        .initial_stream_window_size(zkpipe_server::GRPC_STREAM_WINDOW)
+        .initial_connection_window_size(zkpipe_server::GRPC_CONNECTION_WINDOW)
         .connect()
         .await
         .with_context(|| format!("cannot connect to the zkpipe daemon at {url}"))?;
