@@ -9,7 +9,9 @@ use zkpipe_core::backend::ScalarInt;
 use zkpipe_core::quotient::QuotientDomain;
 use zkpipe_core::reduce::QapEvals;
 use zkpipe_core::stages::DeviceSums;
-use zkpipe_core::timings::{Stage, Timings};
+use zkpipe_core::timings::{Span, Stage, Timings};
+use ark_ec::pairing::Pairing;
+use std::time::Instant;
 use zkpipe_core::{Backend, CompiledKey, CpuBackend, Curve, Error};
 
 /// One key's points resident on one GPU, its quotient buffers, and a pinned staging
@@ -146,32 +148,67 @@ impl<E: Curve + GpuCurve> CudaBackend<E> {
             // SAFETY: three pinned ranges of n elements each; h stays on the device.
             unsafe { self.quotient.run_raw(pa, pb, pc, std::ptr::null_mut()) }
         })?;
-        let wd = w_dev.device_ptr(0) as *const [u64; 4];
-        let private = w_dev.device_ptr((self.n_public + 1) * 32) as *const [u64; 4];
-        let n_private = w.len() - self.n_public - 1;
-        let h = self.quotient.h_on_device() as *const [u64; 4];
-        // SAFETY: each pointer is device memory on this GPU holding the given number of
-        // scalars, not written until the staging lock (held) is released; `pw` holds
-        // w.len() scalars of 32 bytes, the device buffer's size.
-        unsafe {
-            Ok(DeviceSums {
-                // w crosses once (standard form), timed with the first MSM that reads it.
-                a: t.time(Stage::MsmA, || {
-                    let pw = staging.stage(0, w) as *const u8;
-                    w_dev.upload_raw(pw, std::mem::size_of_val(w))?;
-                    self.a.msm_device(wd, w.len(), false)
-                })?,
-                b1: t.time(Stage::MsmB1, || self.b1.msm_device(wd, w.len(), false))?,
-                b2: if g2 {
-                    Some(t.time(Stage::MsmB2, || self.b2.msm_device(wd, w.len(), false))?)
-                } else {
-                    None
-                },
-                c: t.time(Stage::MsmC, || self.c.msm_device(private, n_private, false))?,
-                // h is in Montgomery form, as the quotient left it.
-                h: t.time(Stage::MsmH, || self.h.msm_device(h, n, true))?,
+        // w crosses once (standard form); its upload is timed as the start of [A]₁.
+        let upload_start = Instant::now();
+        let pw = staging.stage(0, w) as *const u8;
+        // SAFETY: `pw` holds w.len() scalars of 32 bytes, the device buffer's size.
+        unsafe { w_dev.upload_raw(pw, std::mem::size_of_val(w)) }?;
+        // Device addresses as integers, to hand to the MSM threads.
+        let wd = w_dev.device_ptr(0) as usize;
+        let private = w_dev.device_ptr((self.n_public + 1) * 32) as usize;
+        let hd = self.quotient.h_on_device() as usize;
+        let (nw, n_private) = (w.len(), w.len() - self.n_public - 1);
+        let msm = |set: &ResidentG1<E>, at: usize, len: usize, mont: bool, stage| {
+            let start = Instant::now();
+            // SAFETY: `at` is device memory on this GPU holding `len` scalars (w, its
+            // private part, or the quotient's h, Montgomery), not written until the
+            // staging lock (held) is released.
+            let r = unsafe { set.msm_device(at as *const [u64; 4], len, mont) };
+            (r, span(stage, start))
+        };
+        let g2_msm = || {
+            let start = Instant::now();
+            // SAFETY: as above, for w.
+            let r = unsafe { self.b2.msm_device(wd as *const [u64; 4], nw, false) };
+            (r, span(Stage::MsmB2, start))
+        };
+        type G1R<E> = (Result<<E as Pairing>::G1, CudaError>, Span);
+        let (a, b1, b2, c, h): (G1R<E>, G1R<E>, _, G1R<E>, G1R<E>) = if serial_msms() {
+            (
+                msm(&self.a, wd, nw, false, Stage::MsmA),
+                msm(&self.b1, wd, nw, false, Stage::MsmB1),
+                g2.then(g2_msm),
+                msm(&self.c, private, n_private, false, Stage::MsmC),
+                msm(&self.h, hd, n, true, Stage::MsmH),
+            )
+        } else {
+            // The MSMs run at once, each from its own host thread: sppark's per-call host
+            // work (launches, synchronizes, the final window sums on the CPU) then overlaps
+            // the others' kernels. Each point set has its own buckets; they share the
+            // device's streams, so kernels stay in stream order.
+            std::thread::scope(|s| {
+                let b2 = g2.then(|| s.spawn(g2_msm));
+                let b1 = s.spawn(|| msm(&self.b1, wd, nw, false, Stage::MsmB1));
+                let c = s.spawn(|| msm(&self.c, private, n_private, false, Stage::MsmC));
+                let h = s.spawn(|| msm(&self.h, hd, n, true, Stage::MsmH));
+                let a = msm(&self.a, wd, nw, false, Stage::MsmA);
+                (a, join(b1), b2.map(join), join(c), join(h))
             })
-        }
+        };
+        let (a, mut a_span) = a;
+        a_span.start = upload_start;
+        let b2 = b2.map(|(r, sp)| {
+            t.spans.push(sp);
+            r
+        });
+        t.spans.extend([a_span, b1.1, c.1, h.1]);
+        Ok(DeviceSums {
+            a: a?,
+            b1: b1.0?,
+            b2: b2.transpose()?,
+            c: c.0?,
+            h: h.0?,
+        })
     }
 }
 
@@ -239,6 +276,26 @@ impl<E: Curve + GpuCurve> Backend<E> for CudaBackend<E> {
         }
         self.staged_msm(scalars, |p, n| self.b2.msm_raw(p, n, false))
     }
+}
+
+/// A scoped thread's result; its panic goes on up.
+fn join<T>(j: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    j.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
+fn span(stage: Stage, start: Instant) -> Span {
+    Span {
+        stage,
+        start,
+        end: Instant::now(),
+    }
+}
+
+/// `ZKPIPE_CUDA_SERIAL_MSMS=1` runs a proof's MSMs one after another instead of at once (a
+/// diagnostic switch, for comparing the two; read once).
+fn serial_msms() -> bool {
+    static SERIAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SERIAL.get_or_init(|| std::env::var("ZKPIPE_CUDA_SERIAL_MSMS").is_ok_and(|v| v == "1"))
 }
 
 // Scalars cross as 4 little-endian words: true of both curves' scalar fields.
