@@ -159,14 +159,15 @@ mod tests {
                     .map(|_| (rng.next_u32() as u16) & ((1 << k) - 1))
                     .collect();
                 let got = subset_sums(&points, &codes, k);
-                for t in 0..k {
+                assert_eq!(got.len(), k);
+                for (t, got) in got.iter().enumerate() {
                     let want: Projective<C> = points
                         .iter()
                         .zip(&codes)
                         .filter(|(_, &c)| c >> t & 1 == 1)
                         .map(|(p, _)| *p)
                         .sum();
-                    assert_eq!(got[t], want, "n {n} k {k} t {t}");
+                    assert_eq!(*got, want, "n {n} k {k} t {t}");
                 }
             }
         }
