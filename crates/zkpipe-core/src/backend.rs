@@ -8,7 +8,7 @@ use crate::pippenger::BatchAffineMsm;
 use crate::quotient::{self, QuotientDomain};
 use crate::reduce::QapEvals;
 use crate::stages::{scalars_into, DeviceSums};
-use crate::timings::{Stage, Timings};
+use crate::timings::{timed, Stage, Timings};
 use ark_ff::PrimeField;
 
 /// Scalars as the MSM wants them: standard-form integers.
@@ -101,5 +101,62 @@ impl<E: Curve> Backend<E> for CpuBackend {
     fn msm_g2(&self, bases: &[E::G2Affine], scalars: &[ScalarInt<E>]) -> Result<E::G2, Error> {
         check_lengths(bases.len(), scalars.len())?;
         Ok(E::G2Affine::msm_batch_affine(bases, scalars))
+    }
+
+    /// The quotient and all MSMs as one rayon task tree, so no thread idles at the serial
+    /// ends of one MSM (planning, the last uneven windows, combining windows): (quotient
+    /// → [H]₁) alongside [A]₁, [B]₁, [B]₂, [C]₁. Each stage still records its own span;
+    /// the spans overlap, and [`Timings::wall`] counts the overlap once.
+    fn device_pass(
+        &self,
+        key: &CompiledKey<E>,
+        evals: &mut QapEvals<E::ScalarField>,
+        w: &[ScalarInt<E>],
+        h: &mut Vec<ScalarInt<E>>,
+        g2: bool,
+        t: &mut Timings,
+    ) -> Result<DeviceSums<E>, Error> {
+        let p = &key.points;
+        let private = &w[key.n_public + 1..];
+        let g1 = |stage, bases: &[E::G1Affine], scalars: &[ScalarInt<E>]| {
+            timed(stage, || Backend::<E>::msm_g1(self, bases, scalars))
+        };
+        let ((quotient, msm_h), (msm_b2, (msm_a, (msm_b1, msm_c)))) = rayon::join(
+            || {
+                let q = timed(Stage::Quotient, || quotient::quotient(&key.domain, evals));
+                scalars_into(evals.h(), h);
+                (q, g1(Stage::MsmH, &p.h, h))
+            },
+            || {
+                rayon::join(
+                    || g2.then(|| timed(Stage::MsmB2, || Backend::<E>::msm_g2(self, &p.b2, w))),
+                    || {
+                        rayon::join(
+                            || g1(Stage::MsmA, &p.a, w),
+                            || {
+                                rayon::join(
+                                    || g1(Stage::MsmB1, &p.b1, w),
+                                    || g1(Stage::MsmC, &p.c, private),
+                                )
+                            },
+                        )
+                    },
+                )
+            },
+        );
+        t.spans.push(quotient.1);
+        let mut spans = vec![msm_a.1, msm_b1.1, msm_c.1, msm_h.1];
+        if let Some((_, s)) = &msm_b2 {
+            spans.push(*s);
+        }
+        spans.sort_by_key(|s| s.end);
+        t.spans.extend(spans);
+        Ok(DeviceSums {
+            a: msm_a.0?,
+            b1: msm_b1.0?,
+            b2: msm_b2.map(|(r, _)| r).transpose()?,
+            c: msm_c.0?,
+            h: msm_h.0?,
+        })
     }
 }

@@ -247,7 +247,29 @@ fn window_buckets<P: SWCurveConfig>(
     chunk: usize,
     adder: &mut TreeAdder<P>,
 ) -> Vec<Affine<P>> {
-    let nb = 1usize << (c - 1);
+    bucket_sums(bases, 1 << (c - 1), chunk, adder, |i| {
+        digit(scalars[i].as_ref(), w, c)
+    })
+}
+
+/// Bucket sums by signed digit: for every i with `digit(i)` = d ≠ 0 (|d| ≤ `nb`), bucket
+/// |d| − 1 receives sign(d)·basesᵢ. `nb` buckets; infinity marks an empty one. Uses the
+/// MSM's sorting passes and batch-affine tree sums (also used by [`crate::subgroup`]).
+pub(crate) fn bucket_sums_by_digit<P: SWCurveConfig>(
+    bases: &[Affine<P>],
+    nb: usize,
+    digit: impl Fn(usize) -> i64,
+) -> Vec<Affine<P>> {
+    bucket_sums(bases, nb, chunk_len::<P>(), &mut TreeAdder::new(), digit)
+}
+
+fn bucket_sums<P: SWCurveConfig>(
+    bases: &[Affine<P>],
+    nb: usize,
+    chunk: usize,
+    adder: &mut TreeAdder<P>,
+    digit: impl Fn(usize) -> i64,
+) -> Vec<Affine<P>> {
     let mut buckets = vec![Affine::<P>::identity(); nb];
     let mut codes: Vec<u32> = Vec::with_capacity(chunk.min(bases.len()));
     let mut counts = vec![0u32; nb];
@@ -256,13 +278,13 @@ fn window_buckets<P: SWCurveConfig>(
     let mut segments: Vec<Segment> = Vec::new();
     let mut seg_buckets: Vec<u32> = Vec::new();
 
-    for (bases, scalars) in bases.chunks(chunk).zip(scalars.chunks(chunk)) {
+    for (pass, bases) in bases.chunks(chunk).enumerate() {
         // Digits → code (bucket << 1 | negative), u32::MAX for nothing to add; histogram.
         codes.clear();
         counts.fill(0);
         // (Bases at infinity are not filtered here: the pair additions absorb them.)
-        for s in scalars {
-            let d = digit(s.as_ref(), w, c);
+        for i in pass * chunk..pass * chunk + bases.len() {
+            let d = digit(i);
             if d == 0 {
                 codes.push(u32::MAX);
             } else {

@@ -2,79 +2,89 @@
 //!
 //! Checking each point costs a 64–128-bit scalar multiplication (arkworks' endomorphism
 //! tests), which made validation most of a CLI proof's time. Instead we check random
-//! combinations Q = Σ rᵢ·Pᵢ with rᵢ uniform in [0, 2⁸): if some Pⱼ has a component T ≠ 0
-//! outside the subgroup, Q escapes detection only if rⱼ hits one residue class modulo
-//! ord(T), so with probability at most ε = ⌈2⁸/ℓ⌉/2⁸, ℓ the smallest prime dividing the
-//! cofactor. Independent trials repeat until εᴷ ≤ 2⁻⁶⁴. Each trial is one bucket pass
-//! (N additions + 510), several times cheaper than N scalar multiplications.
-//! (Written here because arkworks' MSM always walks all 255 scalar bits.)
+//! subset sums Q_t = Σ e_{t,i}·Pᵢ with independent uniform bits e_{t,i} ∈ {0, 1}.
+//!
+//! **Soundness.** Write Pᵢ = Gᵢ + Tᵢ with Gᵢ in the subgroup and Tᵢ in the cofactor part
+//! (the group order has r once, so the split is unique). Q_t is in the subgroup iff
+//! Σ e_{t,i}·Tᵢ = 0. If some Tⱼ ≠ 0, fix every bit but e_{t,j}: the two values of e_{t,j}
+//! give sums that differ by Tⱼ, so at most one of them is 0, and trial t passes with
+//! probability ≤ 1/2 whatever the cofactor. [`TRIALS`] = 64 independent trials: a bad
+//! point survives with probability ≤ 2⁻⁶⁴. (The earlier 8-bit weights needed up to 41
+//! trials for BLS12-381 G1, whose cofactor has a factor 3; see experiment 002.)
+//!
+//! **Cost.** k trials share one pass (Pippenger's trick, applied to the trials): each point
+//! draws a random k-bit vector v and goes into bucket v (N batch-affine additions for k
+//! trials), then Q_t = Σ_{v: bit t of v set} B_v for every t by folding the 2^k buckets
+//! (about 2·2^k projective additions). k is chosen to balance the two; 64 trials cost about
+//! 5 passes over the points instead of 41. Each Q_t is then checked exactly.
+//! (Written here because arkworks' MSM always walks all 255 scalar bits and has no
+//! shared-bucket multi-sum.)
 
 use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
 use ark_ec::{AdditiveGroup, CurveGroup};
 use rand::RngCore;
 use rayon::prelude::*;
 
-/// Bits of each random weight.
-const WEIGHT_BITS: u32 = 8;
-/// Soundness target: a bad point passes with probability at most 2^-SECURITY_BITS.
-const SECURITY_BITS: f64 = 64.0;
+/// Independent subset-sum trials; a bad point passes all of them with probability ≤ 2^-64.
+pub const TRIALS: usize = 64;
 
-/// The smallest prime below 2^WEIGHT_BITS dividing the curve's cofactor, if any, and
-/// whether the cofactor is 1 (then every on-curve point is in the subgroup).
-fn smallest_small_prime_factor(cofactor: &[u64]) -> Option<u64> {
-    (2u64..1 << WEIGHT_BITS).find(|&p| is_prime(p) && rem(cofactor, p) == 0)
+/// The widest block of trials sharing one pass (2^16 buckets).
+const MAX_BLOCK_BITS: usize = 16;
+
+/// True when the cofactor is 1, so every on-curve point is in the subgroup.
+fn cofactor_is_one<C: SWCurveConfig>() -> bool {
+    C::COFACTOR[0] == 1 && C::COFACTOR.iter().skip(1).all(|&l| l == 0)
 }
 
-fn is_prime(p: u64) -> bool {
-    p >= 2
-        && (2..p)
-            .take_while(|d| d * d <= p)
-            .all(|d| !p.is_multiple_of(d))
+/// Trials per pass over `n` points split into `groups` parallel parts: the k minimizing
+/// ⌈64/k⌉ · (n + (groups + 4)·2^k), i.e. passes times (accumulating additions + merging the
+/// groups' buckets and folding them, weighted for projective additions).
+pub fn block_bits(n: usize, groups: usize) -> usize {
+    (1..=MAX_BLOCK_BITS)
+        .min_by_key(|&k| TRIALS.div_ceil(k) * (n + (groups + 4) * (1usize << k)))
+        .unwrap_or(1)
 }
 
-/// A multi-limb little-endian integer modulo a small number.
-fn rem(limbs: &[u64], m: u64) -> u64 {
-    limbs
-        .iter()
-        .rev()
-        .fold(0u128, |acc, &l| ((acc << 64) | l as u128) % m as u128) as u64
-}
-
-/// Trials needed so that a bad point survives all of them with probability ≤ 2⁻⁶⁴;
-/// 0 when the cofactor is 1.
-pub fn trials<C: SWCurveConfig>() -> u32 {
-    if C::COFACTOR.iter().skip(1).all(|&l| l == 0) && C::COFACTOR[0] == 1 {
-        return 0;
-    }
-    let span = 1u64 << WEIGHT_BITS;
-    let eps = match smallest_small_prime_factor(C::COFACTOR) {
-        Some(l) => span.div_ceil(l) as f64 / span as f64,
-        None => 1.0 / span as f64,
-    };
-    (SECURITY_BITS / -eps.log2()).ceil() as u32
-}
-
-/// Σ rᵢ·Pᵢ with byte weights, by one pass into 255 buckets per chunk of points.
-fn random_combination<C: SWCurveConfig>(points: &[Affine<C>], weights: &[u8]) -> Projective<C> {
-    points
-        .par_chunks(4096)
-        .zip(weights.par_chunks(4096))
-        .map(|(ps, ws)| {
-            let mut buckets = [Projective::<C>::ZERO; (1 << WEIGHT_BITS) - 1];
-            for (p, &w) in ps.iter().zip(ws) {
-                if w != 0 {
-                    buckets[w as usize - 1] += p;
+/// Q_t = Σ_{i: bit t of codesᵢ} Pᵢ for t < `k`.
+fn subset_sums<C: SWCurveConfig>(
+    points: &[Affine<C>],
+    codes: &[u16],
+    k: usize,
+) -> Vec<Projective<C>> {
+    let nb = (1usize << k) - 1;
+    let groups = rayon::current_num_threads().clamp(1, points.len().max(1));
+    let len = points.len().div_ceil(groups).max(1);
+    // Bucket v − 1 holds the points with code v ≠ 0, per group of points.
+    let per_group: Vec<Vec<Affine<C>>> = points
+        .par_chunks(len)
+        .zip(codes.par_chunks(len))
+        .map(|(ps, cs)| crate::pippenger::bucket_sums_by_digit(ps, nb, |i| cs[i] as i64))
+        .collect();
+    let mut sums: Vec<Projective<C>> = (0..=nb)
+        .into_par_iter()
+        .map(|v| {
+            let mut s = Projective::<C>::ZERO;
+            if v > 0 {
+                for g in &per_group {
+                    s += g[v - 1];
                 }
             }
-            // Σ k·B_k as a running sum from the top bucket down.
-            let (mut running, mut sum) = (Projective::<C>::ZERO, Projective::<C>::ZERO);
-            for b in buckets.iter().rev() {
-                running += b;
-                sum += running;
-            }
-            sum
+            s
         })
-        .reduce(|| Projective::<C>::ZERO, |a, b| a + b)
+        .collect();
+    // Fold the top bit away each round: Q_t sums the upper half, then the upper half is
+    // added onto the lower one, so index v then holds the sum over all higher bits.
+    let mut out = vec![Projective::<C>::ZERO; k];
+    for t in (0..k).rev() {
+        let half = 1usize << t;
+        let (lo, hi) = sums.split_at_mut(half);
+        out[t] = hi[..half].par_iter().copied().sum();
+        lo.par_iter_mut()
+            .zip(hi[..half].par_iter())
+            .for_each(|(l, h)| *l += h);
+        sums.truncate(half);
+    }
+    out
 }
 
 /// True if all `points` (already known to be on the curve) are in the prime-order
@@ -83,44 +93,84 @@ pub fn all_in_subgroup<C: SWCurveConfig>(
     points: &[Affine<C>],
     rng: &mut (impl RngCore + ?Sized),
 ) -> bool {
-    let mut weights = vec![0u8; points.len()];
-    (0..trials::<C>()).all(|_| {
-        rng.fill_bytes(&mut weights);
-        random_combination(points, &weights)
-            .into_affine()
-            .is_in_correct_subgroup_assuming_on_curve()
-    })
+    if cofactor_is_one::<C>() || points.is_empty() {
+        return true;
+    }
+    let k = block_bits(points.len(), rayon::current_num_threads());
+    let mut bytes = vec![0u8; 2 * points.len()];
+    let mut codes = vec![0u16; points.len()];
+    let mut done = 0;
+    while done < TRIALS {
+        let bits = k.min(TRIALS - done);
+        rng.fill_bytes(&mut bytes);
+        let mask = ((1u32 << bits) - 1) as u16;
+        for (c, b) in codes.iter_mut().zip(bytes.chunks_exact(2)) {
+            *c = u16::from_le_bytes([b[0], b[1]]) & mask;
+        }
+        let sums = Projective::normalize_batch(&subset_sums(points, &codes, bits));
+        if !sums
+            .iter()
+            .all(|q| q.is_in_correct_subgroup_assuming_on_curve())
+        {
+            return false;
+        }
+        done += bits;
+    }
+    true
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ark_ec::CurveConfig;
-    use ark_ff::One;
+    use ark_ff::{One, Zero};
     use ark_std::UniformRand;
 
     #[test]
-    fn cofactor_primes_and_trial_counts() {
+    fn trial_blocks() {
         // BN254 G1 has cofactor 1: nothing to check.
-        assert_eq!(trials::<ark_bn254::g1::Config>(), 0);
-        // BLS12-381 G1's cofactor is divisible by 3: ε = 86/256, 41 trials.
-        assert_eq!(
-            smallest_small_prime_factor(ark_bls12_381::g1::Config::COFACTOR),
-            Some(3)
-        );
-        assert_eq!(trials::<ark_bls12_381::g1::Config>(), 41);
-        // BLS12-381 G2's smallest prime is 13: ε = 20/256, 18 trials.
-        assert_eq!(
-            smallest_small_prime_factor(ark_bls12_381::g2::Config::COFACTOR),
-            Some(13)
-        );
-        assert_eq!(trials::<ark_bls12_381::g2::Config>(), 18);
-        // BN254 G2's cofactor has no prime factor below 256: ε = 1/256, 8 trials.
-        assert_eq!(
-            smallest_small_prime_factor(ark_bn254::g2::Config::COFACTOR),
-            None
-        );
-        assert_eq!(trials::<ark_bn254::g2::Config>(), 8);
+        assert!(cofactor_is_one::<ark_bn254::g1::Config>());
+        assert!(!cofactor_is_one::<ark_bn254::g2::Config>());
+        assert!(!cofactor_is_one::<ark_bls12_381::g1::Config>());
+        assert!(!cofactor_is_one::<ark_bls12_381::g2::Config>());
+        assert_eq!(TRIALS, 64, "soundness 2^-64 needs 64 trials of error 1/2");
+        // The 2^16 bench keys: 250k BLS12-381 G1 points → 13 trials per pass, 5 passes;
+        // 65k G2 points → 11 per pass.
+        assert_eq!(block_bits(250_000, 2), 13);
+        assert_eq!(block_bits(65_536, 2), 11);
+        for n in [1, 2, 10, 1000, 1 << 20, 1 << 24] {
+            for g in [1, 2, 16] {
+                let k = block_bits(n, g);
+                assert!((1..=MAX_BLOCK_BITS).contains(&k), "n {n} groups {g}: k {k}");
+            }
+        }
+    }
+
+    /// Subset sums against the definition, for ragged group splits and every k.
+    #[test]
+    fn subset_sums_match_definition() {
+        type C = ark_bls12_381::g1::Config;
+        let rng = &mut ark_std::test_rng();
+        for n in [1usize, 2, 7, 300] {
+            let points: Vec<Affine<C>> = (0..n)
+                .map(|_| Projective::<C>::rand(rng).into_affine())
+                .collect();
+            for k in [1, 3, 8] {
+                let codes: Vec<u16> = (0..n)
+                    .map(|_| (rng.next_u32() as u16) & ((1 << k) - 1))
+                    .collect();
+                let got = subset_sums(&points, &codes, k);
+                assert_eq!(got.len(), k);
+                for (t, got) in got.iter().enumerate() {
+                    let want: Projective<C> = points
+                        .iter()
+                        .zip(&codes)
+                        .filter(|(_, &c)| c >> t & 1 == 1)
+                        .map(|(p, _)| *p)
+                        .sum();
+                    assert_eq!(*got, want, "n {n} k {k} t {t}");
+                }
+            }
+        }
     }
 
     fn off_subgroup<C: SWCurveConfig>() -> Affine<C> {
@@ -151,6 +201,50 @@ mod tests {
                 "bad point at {at} undetected"
             );
         }
+    }
+
+    /// BLS12-381 G1's hard case: a component of order 3, (0, 2) on y² = x³ + 4.
+    fn with_order_3_component() -> Affine<ark_bls12_381::g1::Config> {
+        type C = ark_bls12_381::g1::Config;
+        let two = <C as ark_ec::CurveConfig>::BaseField::from(2u64);
+        let t3 = Affine::<C>::new_unchecked(Default::default(), two);
+        assert!(t3.is_on_curve());
+        assert!((Projective::from(t3) * ark_bls12_381::Fr::from(3u64)).is_zero());
+        let g = Projective::<C>::rand(&mut ark_std::test_rng());
+        let bad = (g + t3).into_affine();
+        assert!(!bad.is_in_correct_subgroup_assuming_on_curve());
+        bad
+    }
+
+    #[test]
+    fn order_3_component_and_cancelling_pairs_are_detected() {
+        type C = ark_bls12_381::g1::Config;
+        let rng = &mut ark_std::test_rng();
+        let points: Vec<Affine<C>> = (0..500)
+            .map(|_| Projective::<C>::rand(rng).into_affine())
+            .collect();
+        let bad = with_order_3_component();
+        let mut one = points.clone();
+        one[250] = bad;
+        assert!(!all_in_subgroup(&one, rng));
+        // bad and −bad cancel whenever their two bits agree: each trial still catches
+        // them with probability 1/2.
+        let mut pair = points.clone();
+        pair[3] = bad;
+        pair[400] = -bad;
+        assert!(!all_in_subgroup(&pair, rng));
+        // Per trial the error is 1/2, not better: among 64 single trials about half catch it.
+        let caught = (0..64)
+            .filter(|_| {
+                let codes: Vec<u16> = (0..pair.len())
+                    .map(|_| (rng.next_u32() & 1) as u16)
+                    .collect();
+                !subset_sums(&pair, &codes, 1)[0]
+                    .into_affine()
+                    .is_in_correct_subgroup_assuming_on_curve()
+            })
+            .count();
+        assert!((16..=48).contains(&caught), "caught {caught} of 64");
     }
 
     #[test]

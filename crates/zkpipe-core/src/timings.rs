@@ -107,15 +107,32 @@ pub struct Timings {
 impl Timings {
     /// Runs `f` as `stage`, recording its span.
     pub fn time<T>(&mut self, stage: Stage, f: impl FnOnce() -> T) -> T {
-        let _span = tracing::debug_span!("stage", name = stage.name()).entered();
-        let start = Instant::now();
-        let out = f();
-        self.spans.push(Span {
-            stage,
-            start,
-            end: Instant::now(),
-        });
+        let (out, span) = timed(stage, f);
+        self.spans.push(span);
         out
+    }
+
+    /// Wall time covered by the spans: the length of their union, so stages that ran
+    /// concurrently (a backend may overlap its MSMs) count once. Without overlaps this is
+    /// the sum of the stages' times.
+    pub fn wall(&self) -> Duration {
+        union_length(self.spans.iter())
+    }
+
+    /// Wall time covered by the spans of `stages` (the length of their union).
+    pub fn wall_of(&self, stages: &[Stage]) -> Duration {
+        union_length(self.spans.iter().filter(|s| stages.contains(&s.stage)))
+    }
+
+    /// True if some spans of `stages` overlap in time (they ran concurrently).
+    pub fn overlapping(&self, stages: &[Stage]) -> bool {
+        let sum: Duration = self
+            .spans
+            .iter()
+            .filter(|s| stages.contains(&s.stage))
+            .map(Span::duration)
+            .sum();
+        sum > self.wall_of(stages)
     }
 
     /// Total time spent in `stage` (summed if it ran several times).
@@ -125,5 +142,71 @@ impl Timings {
             .filter(|s| s.stage == stage)
             .map(Span::duration)
             .sum()
+    }
+}
+
+/// Runs `f` as `stage` and returns its span without recording it: for stages that run
+/// concurrently, each measuring its own span, pushed into [`Timings::spans`] afterwards.
+pub fn timed<T>(stage: Stage, f: impl FnOnce() -> T) -> (T, Span) {
+    let _span = tracing::debug_span!("stage", name = stage.name()).entered();
+    let start = Instant::now();
+    let out = f();
+    let span = Span {
+        stage,
+        start,
+        end: Instant::now(),
+    };
+    (out, span)
+}
+
+/// The length of the union of `spans`.
+fn union_length<'a>(spans: impl Iterator<Item = &'a Span>) -> Duration {
+    let mut v: Vec<(Instant, Instant)> = spans.map(|s| (s.start, s.end)).collect();
+    v.sort();
+    let mut total = Duration::ZERO;
+    let mut current: Option<(Instant, Instant)> = None;
+    for (start, end) in v {
+        current = match current {
+            Some((s, e)) if start <= e => Some((s, e.max(end))),
+            Some((s, e)) => {
+                total += e - s;
+                Some((start, end))
+            }
+            None => Some((start, end)),
+        };
+    }
+    if let Some((s, e)) = current {
+        total += e - s;
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wall_counts_overlaps_once() {
+        let t0 = Instant::now();
+        let ms = |m: u64| t0 + Duration::from_millis(m);
+        let span = |stage, a, b| Span {
+            stage,
+            start: ms(a),
+            end: ms(b),
+        };
+        let t = Timings {
+            spans: vec![
+                span(Stage::Reduce, 0, 10),
+                span(Stage::MsmA, 10, 40),
+                span(Stage::MsmB1, 20, 50),
+                span(Stage::MsmC, 30, 35),
+                span(Stage::Assemble, 60, 61),
+            ],
+        };
+        assert_eq!(t.wall(), Duration::from_millis(51));
+        let msms = [Stage::MsmA, Stage::MsmB1, Stage::MsmC];
+        assert_eq!(t.wall_of(&msms), Duration::from_millis(40));
+        assert!(t.overlapping(&msms));
+        assert!(!t.overlapping(&[Stage::Reduce, Stage::MsmA, Stage::Assemble]));
     }
 }
