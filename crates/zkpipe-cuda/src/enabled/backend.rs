@@ -3,15 +3,15 @@
 use super::{device_info, DeviceBuf, GpuCurve, GpuQuotient, PinnedBuf, ResidentG1, ResidentG2};
 use crate::backend::device_bytes_needed;
 use crate::{CudaError, DeviceInfo};
+use ark_ec::pairing::Pairing;
 use ark_ff::PrimeField;
 use std::sync::Mutex;
+use std::time::Instant;
 use zkpipe_core::backend::ScalarInt;
 use zkpipe_core::quotient::QuotientDomain;
 use zkpipe_core::reduce::QapEvals;
 use zkpipe_core::stages::DeviceSums;
 use zkpipe_core::timings::{Span, Stage, Timings};
-use ark_ec::pairing::Pairing;
-use std::time::Instant;
 use zkpipe_core::{Backend, CompiledKey, CpuBackend, Curve, Error};
 
 /// One key's points resident on one GPU, its quotient buffers, and a pinned staging
