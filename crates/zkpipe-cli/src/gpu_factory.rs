@@ -8,7 +8,9 @@ use zkpipe_core::reduce::QapEvals;
 use zkpipe_core::stages::DeviceSums;
 use zkpipe_core::Timings;
 use zkpipe_core::{backend::ScalarInt, Backend, Bls12_381, Bn254, CompiledKey, Curve, Error};
-use zkpipe_cuda::{device_bytes_for_shape, CudaBackend, CudaError, GpuCurve};
+use zkpipe_cuda::{
+    device_bytes_for_shape, device_bytes_per_pass, CudaBackend, CudaError, GpuCurve,
+};
 use zkpipe_engine::{BackendFactory, DeviceInfo, KeyMeta};
 use zkpipe_formats::CurveId;
 
@@ -20,11 +22,10 @@ pub struct CudaFactory {
 impl CudaFactory {
     /// The factory for this machine's GPUs, or why there are none.
     pub fn new() -> Result<Self, CudaError> {
-        let gpus = (0..zkpipe_cuda::device_count())
-            .map(zkpipe_cuda::device_info)
-            .collect::<Result<Vec<_>, _>>()?;
-        if gpus.is_empty() {
-            return Err(CudaError::NoDevice);
+        // GPU 0 first: its error says why there is none (a build without CUDA, no device).
+        let mut gpus = vec![zkpipe_cuda::device_info(0)?];
+        for i in 1..zkpipe_cuda::device_count() {
+            gpus.push(zkpipe_cuda::device_info(i)?);
         }
         Ok(Self { gpus })
     }
@@ -102,6 +103,16 @@ impl BackendFactory for CudaFactory {
             CurveId::Bls12_381 => device_bytes_for_shape::<Bls12_381>,
         };
         f(key.n_vars, key.n_public, key.domain_size) as u64
+    }
+
+    fn partition_device_bytes(&self, key: &KeyMeta) -> u64 {
+        device_bytes_per_pass(key.n_vars, key.domain_size) as u64
+    }
+
+    fn passes_per_device(&self) -> usize {
+        // A proof's MSMs already run at once; a second proof in flight overlaps one's
+        // host work (staging, sppark's per-call synchronizes) with the other's kernels.
+        2
     }
 
     fn bind_bn254(

@@ -29,11 +29,25 @@ fn bytes_for<E: Curve>(g1_sets: [usize; 4], g2_points: usize, n: usize) -> usize
         .chain(std::iter::once(&(g2_points, g2)))
         .map(|&(len, affine)| len * affine + buckets_bytes(len, affine))
         .sum();
-    bytes += 5 * n * 32; // quotient: a, b, c, scratch, coset powers
-    bytes += g1_sets[0] * 32; // a proof's witness scalars, uploaded once for its MSMs
-    let largest = g1_sets.iter().copied().max().unwrap_or(0).max(g2_points);
-    bytes += largest * (32 + 4 * windows(largest).0); // one MSM's scalars and digits
+    bytes += pass_bytes(
+        g1_sets[0],
+        n,
+        g1_sets.iter().copied().max().unwrap_or(0).max(g2_points),
+    );
     bytes + bytes / 20 + (64 << 20)
+}
+
+/// Device memory of one proof in flight: the quotient's buffers (a, b, c, scratch, coset
+/// powers), the witness uploaded once for its MSMs, and the scalars and digits of its five
+/// MSMs, which run at once.
+fn pass_bytes(n_vars: usize, n: usize, largest: usize) -> usize {
+    5 * n * 32 + n_vars * 32 + 5 * largest * (32 + 4 * windows(largest).0)
+}
+
+/// Device memory each proof in flight on a key takes beyond the first (whose buffers
+/// [`device_bytes_for_shape`] counts): for the engine's per-partition reservation.
+pub fn device_bytes_per_pass(n_vars: usize, domain: usize) -> usize {
+    pass_bytes(n_vars, domain, n_vars.max(domain))
 }
 
 /// sppark's window count and width for an MSM of `n` points.

@@ -13,7 +13,9 @@
 
 mod backend;
 
-pub use backend::{device_bytes_for_shape, device_bytes_needed, CudaBackend};
+pub use backend::{
+    device_bytes_for_shape, device_bytes_needed, device_bytes_per_pass, CudaBackend,
+};
 
 /// Why a GPU operation failed.
 #[derive(Debug, thiserror::Error)]

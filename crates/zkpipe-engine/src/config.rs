@@ -34,9 +34,13 @@ pub struct EngineConfig {
     pub key_max_devices: usize,
     /// Reduce stage. Default: 2 workers, all cores.
     pub reduce: StageConfig,
-    /// Device stage, per device: workers queue for the device lock; `threads` sizes the
+    /// Device stage, per device: workers queue for the device's gate; `threads` sizes the
     /// device's pool when the device is the CPU. Default: 2 workers, all cores.
     pub device: StageConfig,
+    /// Partitions whose device pass runs on one device at once. Default: what the backend
+    /// factory asks for (1 for the CPU, 2 for a GPU). Give the device stage more workers
+    /// than this, so a partition is ready when a pass ends.
+    pub device_passes: Option<usize>,
     /// Tail stage (G2 MSM on CPU, assemble, self-check, serialize). Default: 2 workers,
     /// half the cores.
     pub tail: StageConfig,
@@ -79,6 +83,7 @@ impl Default for EngineConfig {
                 workers: 2,
                 threads: cores,
             },
+            device_passes: None,
             tail: StageConfig {
                 workers: 2,
                 threads: (cores / 2).max(1),
@@ -107,6 +112,9 @@ impl EngineConfig {
             if s.workers == 0 || s.threads == 0 {
                 return Err(format!("{name}: workers and threads must be at least 1"));
             }
+        }
+        if self.device_passes == Some(0) {
+            return Err("device: passes must be at least 1".into());
         }
         if self.memory_limit == 0 {
             return Err("memory limit must be positive".into());

@@ -1,8 +1,9 @@
 //! The device stage: per device, a few workers queue for the device. A worker reserves the
-//! partition's device memory, takes the device lock, runs the quotient and the G1 MSMs
-//! (and the G2 MSM if the backend does it), and releases the lock before handing the
-//! partition to the tail, so the next partition's device work overlaps this one's tail.
-//! Time with the lock held is the device's busy time.
+//! partition's device memory, enters the device's gate (which admits `device_passes`
+//! partitions at once, 1 unless the backend asks for more), runs the quotient and the G1
+//! MSMs (and the G2 MSM if the backend does it), and leaves before handing the partition
+//! to the tail, so the next partition's device work overlaps this one's tail. Time with
+//! at least one pass inside is the device's busy time.
 
 use crate::devices::Device;
 use crate::engine::Shared;
@@ -39,7 +40,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         if w.job.is_cancelled() {
             continue;
         }
-        let guard = device.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let permit = device.gate.enter();
         let start = Instant::now();
         w.trace.span("device_wait", w.queued_at, start);
         let backend = lease.backend(&*shared.factory, device, &key);
@@ -51,8 +52,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
                 .map_err(|e| EngineError::InvalidRequest(e.to_string()))
         });
         let end = Instant::now();
-        drop(guard);
-        device.add_busy(end - start);
+        drop(permit);
         shared
             .tracer
             .device_span(index, w.job.id, w.index, start, end);

@@ -9,9 +9,9 @@
 use crate::keys::KeyMeta;
 use crate::memory::MemoryBudget;
 use crate::queue::PriorityQueue;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 use zkpipe_core::{Backend, Bls12_381, Bn254, CompiledKey, CpuBackend, Error as CoreError};
 
 /// What a factory says about one of its devices.
@@ -41,6 +41,12 @@ pub trait BackendFactory: Send + Sync {
     /// Device memory one partition of this key needs while in the device stage.
     fn partition_device_bytes(&self, _key: &KeyMeta) -> u64 {
         0
+    }
+
+    /// How many partitions' device passes should run on one device at once (the
+    /// engine's `device_passes` overrides it).
+    fn passes_per_device(&self) -> usize {
+        1
     }
 
     /// Binds a BN254 key to `device`.
@@ -87,19 +93,18 @@ impl BackendFactory for CpuFactory {
     }
 }
 
-/// One device as the engine runs it: its queue, its lock, its pool and its accounting.
+/// One device as the engine runs it: its queue, its gate, its pool and its accounting.
 pub(crate) struct Device {
     pub index: usize,
     pub info: DeviceInfo,
-    /// Held only around device work (lesson 3).
-    pub lock: Mutex<()>,
+    /// Admits a few device passes at once, held only around device work (lesson 3).
+    pub gate: PassGate,
     pub pool: rayon::ThreadPool,
     /// Device-memory budget, for devices with memory of their own.
     pub budget: Option<Arc<MemoryBudget>>,
     pub queue: PriorityQueue<crate::work::Work>,
     /// Keys placed on this device (for affinity placement).
     pub keys: AtomicUsize,
-    busy_ns: AtomicU64,
     started: Instant,
 }
 
@@ -110,32 +115,26 @@ impl Device {
         pool: rayon::ThreadPool,
         budget: Option<Arc<MemoryBudget>>,
         queue_depth: usize,
+        passes: usize,
     ) -> Self {
         Self {
             index,
             info,
-            lock: Mutex::new(()),
+            gate: PassGate::new(passes),
             pool,
             budget,
             queue: PriorityQueue::new(queue_depth),
             keys: AtomicUsize::new(0),
-            busy_ns: AtomicU64::new(0),
             started: Instant::now(),
         }
     }
 
-    /// Adds time spent holding the lock.
-    pub fn add_busy(&self, d: std::time::Duration) {
-        self.busy_ns
-            .fetch_add(d.as_nanos() as u64, Ordering::Relaxed);
-    }
-
-    /// Seconds the lock was held since start.
+    /// Seconds with at least one pass running, since start.
     pub fn busy_seconds(&self) -> f64 {
-        self.busy_ns.load(Ordering::Relaxed) as f64 / 1e9
+        self.gate.busy().as_secs_f64()
     }
 
-    /// Fraction of wall time since start that the lock was held.
+    /// Fraction of wall time since start with at least one pass running.
     pub fn busy_fraction(&self) -> f64 {
         let wall = self.started.elapsed().as_secs_f64();
         if wall > 0.0 {
@@ -143,5 +142,115 @@ impl Device {
         } else {
             0.0
         }
+    }
+}
+
+/// A counting gate for device passes: at most `permits` at once. The device is busy while
+/// at least one pass runs; overlapping passes count once.
+pub(crate) struct PassGate {
+    permits: usize,
+    state: Mutex<GateState>,
+    freed: Condvar,
+}
+
+#[derive(Default)]
+struct GateState {
+    running: usize,
+    busy_since: Option<Instant>,
+    busy: Duration,
+}
+
+/// One admitted pass; leaving the gate on drop.
+pub(crate) struct PassPermit<'a>(&'a PassGate);
+
+impl PassGate {
+    pub fn new(permits: usize) -> Self {
+        Self {
+            permits: permits.max(1),
+            state: Mutex::new(GateState::default()),
+            freed: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, GateState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits for a free permit.
+    pub fn enter(&self) -> PassPermit<'_> {
+        let mut s = self.lock();
+        while s.running >= self.permits {
+            s = self.freed.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        s.running += 1;
+        if s.running == 1 {
+            s.busy_since = Some(Instant::now());
+        }
+        PassPermit(self)
+    }
+
+    /// Time with at least one pass running, including the current stretch.
+    pub fn busy(&self) -> Duration {
+        let s = self.lock();
+        s.busy + s.busy_since.map_or(Duration::ZERO, |t| t.elapsed())
+    }
+}
+
+impl Drop for PassPermit<'_> {
+    fn drop(&mut self) {
+        let gate = self.0;
+        let mut s = gate.lock();
+        s.running -= 1;
+        if s.running == 0 {
+            if let Some(t) = s.busy_since.take() {
+                s.busy += t.elapsed();
+            }
+        }
+        drop(s);
+        gate.freed.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PassGate;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    #[test]
+    fn the_gate_admits_at_most_its_permits_and_counts_overlaps_once() {
+        let gate = PassGate::new(2);
+        let (inside, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let passes: Vec<Duration> = std::thread::scope(|s| {
+            let threads: Vec<_> = (0..6)
+                .map(|_| {
+                    s.spawn(|| {
+                        let p = gate.enter();
+                        let t = std::time::Instant::now();
+                        let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        std::thread::sleep(Duration::from_millis(20));
+                        inside.fetch_sub(1, Ordering::SeqCst);
+                        let d = t.elapsed();
+                        drop(p);
+                        d
+                    })
+                })
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        assert_eq!(
+            most.load(Ordering::SeqCst),
+            2,
+            "two passes at once, never three"
+        );
+        // Two passes were inside together, so busy time (their union) is less than the
+        // passes' sum, and at least the longest one.
+        let busy = gate.busy();
+        assert!(busy < passes.iter().sum(), "{busy:?} vs {passes:?}");
+        assert!(
+            busy >= *passes.iter().max().unwrap(),
+            "{busy:?} vs {passes:?}"
+        );
     }
 }

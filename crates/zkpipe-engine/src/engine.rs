@@ -7,7 +7,7 @@
 //!              [reduce × workers, own pool: load key if cold; a, b, c]
 //!                                    │
 //!                                    ▼ device queue per device (bounded)
-//!   [device × workers per device: device memory; lock; quotient + G1 MSMs; unlock]
+//!   [device × workers per device: device memory; gate (a few passes at once); quotient + MSMs]
 //!                                    │
 //!                                    ▼ tail queue (bounded)
 //!        [tail × workers, own pool: G2 MSM, assemble, self-check, JSON] ─► job
@@ -209,6 +209,9 @@ impl Engine {
                 pool("device", config.device.threads)?,
                 budget,
                 config.queue_depth,
+                config
+                    .device_passes
+                    .unwrap_or_else(|| factory.passes_per_device()),
             ));
         }
         let metrics = Metrics::new();

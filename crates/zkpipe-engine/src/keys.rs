@@ -612,7 +612,7 @@ impl KeyLease {
     }
 
     /// The key's backend on `device`, binding it (and reserving the device memory of its
-    /// resident copy) on first use there. Call with the device lock held: binding is
+    /// resident copy) on first use there. Call inside the device's gate: binding is
     /// device work.
     pub fn backend(
         &self,

@@ -90,14 +90,14 @@ impl Metrics {
             device_busy_fraction: must(GaugeVec::new(
                 Opts::new(
                     "zkpipe_device_busy_fraction",
-                    "Fraction of wall time the device lock was held since start",
+                    "Fraction of wall time with at least one device pass running, since start",
                 ),
                 &["device"],
             )),
             device_busy_seconds: must(GaugeVec::new(
                 Opts::new(
                     "zkpipe_device_busy_seconds",
-                    "Seconds the device lock was held",
+                    "Seconds with at least one device pass running",
                 ),
                 &["device"],
             )),

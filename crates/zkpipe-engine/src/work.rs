@@ -77,7 +77,7 @@ impl<E: EngineCurve> Part<E> {
         r
     }
 
-    /// Stage 2 on `backend` (called with the device lock held); gives the domain-sized
+    /// Stage 2 on `backend` (called inside the device's gate); gives the domain-sized
     /// buffers back to the pool as soon as the device is done with them.
     pub fn device(
         &mut self,

@@ -52,7 +52,7 @@ pub struct FileConfig {
     memory: MemorySection,
     pipeline: PipelineSection,
     reduce: StageSection,
-    device: StageSection,
+    device: DeviceSection,
     tail: StageSection,
 }
 
@@ -101,6 +101,14 @@ struct PipelineSection {
 struct StageSection {
     workers: Option<usize>,
     threads: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct DeviceSection {
+    workers: Option<usize>,
+    threads: Option<usize>,
+    passes: Option<usize>,
 }
 
 /// A size: a number of bytes, or a string like "512MiB", "8GiB", "auto".
@@ -259,7 +267,14 @@ impl FileConfig {
                 .unwrap_or(memory_limit / 8),
             dealloc_queue: self.memory.dealloc_queue.unwrap_or(d.dealloc_queue),
             reduce: stage(&self.reduce, d.reduce),
-            device: stage(&self.device, d.device),
+            device: stage(
+                &StageSection {
+                    workers: self.device.workers,
+                    threads: self.device.threads,
+                },
+                d.device,
+            ),
+            device_passes: self.device.passes.or(d.device_passes),
             tail: stage(&self.tail, d.tail),
             queue_depth: p.queue_depth.unwrap_or(d.queue_depth),
             max_partitions_per_job: p.max_partitions_per_job.unwrap_or(d.max_partitions_per_job),
@@ -313,5 +328,24 @@ mod tests {
             .validate(Path::new("."))
             .unwrap_err()
             .contains("memory.host_limit"));
+    }
+
+    #[test]
+    fn device_passes_and_key_devices_are_read_and_checked() {
+        let cfg = |text: &str| {
+            toml::from_str::<FileConfig>(text)
+                .unwrap()
+                .validate(Path::new("."))
+        };
+        let c = cfg("[device]\npasses = 3\n[keys]\nmax_devices = 2").unwrap();
+        assert_eq!(c.engine.device_passes, Some(3));
+        assert_eq!(c.engine.key_max_devices, 2);
+        let d = cfg("").unwrap();
+        assert_eq!(d.engine.device_passes, None, "the backend factory decides");
+        assert!(cfg("[device]\npasses = 0").unwrap_err().contains("passes"));
+        assert!(cfg("[keys]\nmax_devices = 0")
+            .unwrap_err()
+            .contains("max_devices"));
+        assert!(toml::from_str::<FileConfig>("[reduce]\npasses = 2").is_err());
     }
 }

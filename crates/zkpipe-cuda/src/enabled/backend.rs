@@ -14,8 +14,10 @@ use zkpipe_core::stages::DeviceSums;
 use zkpipe_core::timings::{Span, Stage, Timings};
 use zkpipe_core::{Backend, CompiledKey, CpuBackend, Curve, Error};
 
-/// One key's points resident on one GPU, its quotient buffers, and a pinned staging
-/// buffer: the quotient stage and all five MSMs of a proof with that key run on the GPU.
+/// One key's points resident on one GPU, and per proof in flight its quotient buffers,
+/// a pinned staging buffer and its witness on the device: the quotient stage and all five
+/// MSMs of a proof with that key run on the GPU. Several proofs may run at once (each
+/// point set runs one MSM at a time).
 ///
 /// A proof's device pass ([`Backend::device_pass`]) uploads the witness scalars once for
 /// the A, B₁, B₂ and C MSMs and leaves h on the GPU for the H MSM.
@@ -30,12 +32,68 @@ pub struct CudaBackend<E: Curve + GpuCurve> {
     b2: ResidentG2<E>,
     /// Host addresses and lengths of the key's sets: a, b1, c, h, b2.
     addrs: [(usize, usize); 5],
-    quotient: GpuQuotient<E>,
-    /// The pinned staging buffer and the device copy of a proof's witness scalars; one
-    /// proof at a time uses them (and the GPU).
-    staging: Mutex<(PinnedBuf, DeviceBuf)>,
+    /// Idle buffer sets, one per proof in flight at once (made on demand).
+    idle: Mutex<Vec<PassBuffers<E>>>,
+    shape: PassShape<E>,
     device: DeviceInfo,
     n_public: usize,
+}
+
+/// What one proof in flight needs of its own: the quotient's device buffers (h stays
+/// there for the H MSM), a pinned staging buffer, and the device copy of its witness.
+struct PassBuffers<E: GpuCurve> {
+    quotient: GpuQuotient<E>,
+    staging: PinnedBuf,
+    w: DeviceBuf,
+}
+
+/// How to make a [`PassBuffers`] for this key.
+struct PassShape<E: GpuCurve> {
+    lg_n: u32,
+    omega: E::ScalarField,
+    shift: E::ScalarField,
+    n_vars: usize,
+    gpu: usize,
+}
+
+impl<E: GpuCurve> PassShape<E> {
+    fn make(&self) -> Result<PassBuffers<E>, CudaError> {
+        let elem = std::mem::size_of::<E::ScalarField>();
+        let n = 1usize << self.lg_n;
+        Ok(PassBuffers {
+            quotient: GpuQuotient::new(self.lg_n, self.omega, self.shift, self.gpu)?,
+            staging: PinnedBuf::new((3 * n).max(self.n_vars) * elem)?,
+            w: DeviceBuf::new(self.gpu, self.n_vars * elem)?,
+        })
+    }
+}
+
+/// A buffer set lent to one call, back to the idle list on drop.
+struct Lent<'a, E: Curve + GpuCurve> {
+    owner: &'a CudaBackend<E>,
+    bufs: Option<PassBuffers<E>>,
+}
+
+impl<E: Curve + GpuCurve> std::ops::Deref for Lent<'_, E> {
+    type Target = PassBuffers<E>;
+    fn deref(&self) -> &PassBuffers<E> {
+        self.bufs.as_ref().expect("lent buffers")
+    }
+}
+
+impl<E: Curve + GpuCurve> std::ops::DerefMut for Lent<'_, E> {
+    fn deref_mut(&mut self) -> &mut PassBuffers<E> {
+        self.bufs.as_mut().expect("lent buffers")
+    }
+}
+
+impl<E: Curve + GpuCurve> Drop for Lent<'_, E> {
+    fn drop(&mut self) {
+        if let Some(b) = self.bufs.take() {
+            let mut idle = self.owner.idle.lock().unwrap_or_else(|e| e.into_inner());
+            idle.push(b);
+        }
+    }
 }
 
 fn err(e: CudaError) -> Error {
@@ -65,9 +123,13 @@ impl<E: Curve + GpuCurve> CudaBackend<E> {
         }
         let p = &key.points;
         let addr = |ptr: usize, len: usize| (ptr, len);
-        let n = key.domain_size();
-        let lg_n = n.trailing_zeros();
-        let elem = std::mem::size_of::<E::ScalarField>();
+        let shape = PassShape {
+            lg_n: key.domain_size().trailing_zeros(),
+            omega: key.domain.domain.group_gen,
+            shift: key.domain.coset.offset,
+            n_vars: key.n_vars,
+            gpu,
+        };
         Ok(Self {
             a: ResidentG1::upload(&p.a, gpu)?,
             b1: ResidentG1::upload(&p.b1, gpu)?,
@@ -81,16 +143,8 @@ impl<E: Curve + GpuCurve> CudaBackend<E> {
                 addr(p.h.as_ptr() as usize, p.h.len()),
                 addr(p.b2.as_ptr() as usize, p.b2.len()),
             ],
-            quotient: GpuQuotient::new(
-                lg_n,
-                key.domain.domain.group_gen,
-                key.domain.coset.offset,
-                gpu,
-            )?,
-            staging: Mutex::new((
-                PinnedBuf::new((3 * n).max(key.n_vars) * elem)?,
-                DeviceBuf::new(gpu, key.n_vars * elem)?,
-            )),
+            idle: Mutex::new(vec![shape.make()?]),
+            shape,
             device,
             n_public: key.n_public,
         })
@@ -111,9 +165,22 @@ impl<E: Curve + GpuCurve> CudaBackend<E> {
         scalars: &[ScalarInt<E>],
         run: impl FnOnce(*const [u64; 4], usize) -> Result<T, CudaError>,
     ) -> Result<T, Error> {
-        let mut staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
-        let ptr = staging.0.stage(0, scalars) as *const [u64; 4];
+        let mut bufs = self.lend().map_err(err)?;
+        let ptr = bufs.staging.stage(0, scalars) as *const [u64; 4];
         run(ptr, scalars.len()).map_err(err)
+    }
+
+    /// An idle buffer set, or a new one: one per proof in flight on this key at once.
+    fn lend(&self) -> Result<Lent<'_, E>, CudaError> {
+        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let bufs = match idle {
+            Some(b) => b,
+            None => self.shape.make()?,
+        };
+        Ok(Lent {
+            owner: self,
+            bufs: Some(bufs),
+        })
     }
 
     /// Quotient with h left on the GPU, then the five MSMs (B₂ if `g2`): w crosses once.
@@ -125,7 +192,7 @@ impl<E: Curve + GpuCurve> CudaBackend<E> {
         g2: bool,
         t: &mut Timings,
     ) -> Result<DeviceSums<E>, CudaError> {
-        let n = self.quotient.size();
+        let n = 1usize << self.shape.lg_n;
         let lengths_ok = key.domain_size() == n
             && [&evals.a, &evals.b, &evals.c].iter().all(|v| v.len() == n)
             && w.len() == self.a.len()
@@ -139,14 +206,18 @@ impl<E: Curve + GpuCurve> CudaBackend<E> {
             )));
         }
         let elem = std::mem::size_of::<E::ScalarField>();
-        let mut guard = self.staging.lock().unwrap_or_else(|e| e.into_inner());
-        let (staging, w_dev) = &mut *guard;
+        let mut bufs = self.lend()?;
+        let PassBuffers {
+            quotient,
+            staging,
+            w: w_dev,
+        } = &mut *bufs;
         t.time(Stage::Quotient, || {
             let pa = staging.stage(0, &evals.a);
             let pb = staging.stage(n * elem, &evals.b);
             let pc = staging.stage(2 * n * elem, &evals.c);
             // SAFETY: three pinned ranges of n elements each; h stays on the device.
-            unsafe { self.quotient.run_raw(pa, pb, pc, std::ptr::null_mut()) }
+            unsafe { quotient.run_raw(pa, pb, pc, std::ptr::null_mut()) }
         })?;
         // w crosses once (standard form); its upload is timed as the start of [A]₁.
         let upload_start = Instant::now();
@@ -156,13 +227,12 @@ impl<E: Curve + GpuCurve> CudaBackend<E> {
         // Device addresses as integers, to hand to the MSM threads.
         let wd = w_dev.device_ptr(0) as usize;
         let private = w_dev.device_ptr((self.n_public + 1) * 32) as usize;
-        let hd = self.quotient.h_on_device() as usize;
+        let hd = quotient.h_on_device() as usize;
         let (nw, n_private) = (w.len(), w.len() - self.n_public - 1);
         let msm = |set: &ResidentG1<E>, at: usize, len: usize, mont: bool, stage| {
             let start = Instant::now();
             // SAFETY: `at` is device memory on this GPU holding `len` scalars (w, its
-            // private part, or the quotient's h, Montgomery), not written until the
-            // staging lock (held) is released.
+            // private part, or the quotient's h, Montgomery), lent to this call alone.
             let r = unsafe { set.msm_device(at as *const [u64; 4], len, mont) };
             (r, span(stage, start))
         };
@@ -222,7 +292,7 @@ impl<E: Curve + GpuCurve> Backend<E> for CudaBackend<E> {
         domain: &QuotientDomain<E::ScalarField>,
         evals: &mut QapEvals<E::ScalarField>,
     ) -> Result<(), Error> {
-        let n = self.quotient.size();
+        let n = 1usize << self.shape.lg_n;
         if domain.size() != n || [&evals.a, &evals.b, &evals.c].iter().any(|v| v.len() != n) {
             return Err(err(CudaError::Length(format!(
                 "quotient of size {} on a backend made for domain {n}",
@@ -230,15 +300,17 @@ impl<E: Curve + GpuCurve> Backend<E> for CudaBackend<E> {
             ))));
         }
         let elem = std::mem::size_of::<E::ScalarField>();
-        let mut staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
-        let staging = &mut staging.0;
+        let mut bufs = self.lend().map_err(err)?;
+        let PassBuffers {
+            quotient, staging, ..
+        } = &mut *bufs;
         let pa = staging.stage(0, &evals.a);
         let pb = staging.stage(n * elem, &evals.b);
         let pc = staging.stage(2 * n * elem, &evals.c);
         let ph = staging.ptr_at(0) as *mut E::ScalarField;
         // SAFETY: the four pointers address n field elements each inside the staging
-        // buffer, which the lock keeps ours for the call.
-        unsafe { self.quotient.run_raw(pa, pb, pc, ph) }.map_err(err)?;
+        // buffer, lent to this call alone.
+        unsafe { quotient.run_raw(pa, pb, pc, ph) }.map_err(err)?;
         staging.unstage(0, &mut evals.a);
         Ok(())
     }
