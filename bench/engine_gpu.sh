@@ -14,8 +14,8 @@
 set -euo pipefail
 out=${1:?output dir}
 bin=${2:-target/cuda/release}
-big=${3:-1 4 16}
-small=${4:-1 16 64}
+big=${3-1 4 16}
+small=${4-1 16 64}
 repeats=${5:-3}
 mkdir -p "$out"
 work=$(mktemp -d)
