@@ -332,7 +332,7 @@ impl KeyStore {
         idle.sort_by_key(|(t, _)| *t);
         let mut evicted = false;
         for (_, e) in idle {
-            if self.budget.used() + bytes <= self.budget.limit() {
+            if self.budget.has_room(bytes) {
                 break;
             }
             evicted |= self.evict_entry(&e).is_ok();
@@ -584,11 +584,8 @@ impl KeyLease {
         }
         let bytes = factory.key_device_bytes(&self.entry.meta)
             + factory.partition_device_bytes(&self.entry.meta);
-        let fits = |dev: &crate::devices::Device| {
-            dev.budget
-                .as_ref()
-                .is_none_or(|b| b.used() + bytes <= b.limit())
-        };
+        let fits =
+            |dev: &crate::devices::Device| dev.budget.as_ref().is_none_or(|b| b.has_room(bytes));
         let candidate = devices
             .iter()
             .filter(|dev| !s.placements.iter().any(|p| p.device == dev.index))

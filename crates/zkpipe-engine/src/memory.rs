@@ -76,6 +76,13 @@ impl MemoryBudget {
         bytes <= self.limit
     }
 
+    /// Whether `bytes` more would fit now (no reservation is made).
+    pub fn has_room(&self, bytes: u64) -> bool {
+        self.used()
+            .checked_add(bytes)
+            .is_some_and(|n| n <= self.limit)
+    }
+
     /// Reserves `bytes` if they fit now.
     pub fn try_reserve(self: &Arc<Self>, bytes: u64) -> Option<Reservation> {
         let mut used = self.used.load(Ordering::Acquire);
