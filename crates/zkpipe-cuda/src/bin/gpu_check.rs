@@ -3,8 +3,10 @@
 //! - G1 MSM (resident points and sppark's one-shot entry), 2^10..2^max_log;
 //! - G2 MSM (resident points), 2^10..2^min(max_log, 18);
 //! - the quotient stage (3 iNTT + 3 coset NTT + a·b − c), 2^10..2^max_log;
+//!
 //! with edge cases in every MSM: zero scalars, a point at infinity, r − 1; and a scalar
 //! ≥ r (r + 5), which the GPU API must refuse.
+//!
 //! Timings (median of `runs` after one warm-up, points resident, scalars from pinned
 //! memory): G1 MSM at 2^16/20/22/24, G2 at 2^20, quotient at 2^20/22/24, capped at
 //! 2^max_timed_log.

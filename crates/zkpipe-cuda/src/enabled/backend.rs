@@ -47,6 +47,30 @@ struct PassBuffers<E: GpuCurve> {
     w: DeviceBuf,
 }
 
+impl<E: GpuCurve> PassBuffers<E> {
+    /// Stages a, b, c (n elements each, as the quotient was made for) and runs the
+    /// quotient. h comes back to the start of the staging buffer if `download`, else it
+    /// stays on the GPU only ([`GpuQuotient::h_on_device`]).
+    fn run_quotient(
+        &mut self,
+        evals: &QapEvals<E::ScalarField>,
+        download: bool,
+    ) -> Result<(), CudaError> {
+        let bytes = std::mem::size_of_val(evals.a.as_slice());
+        let pa = self.staging.stage(0, &evals.a);
+        let pb = self.staging.stage(bytes, &evals.b);
+        let pc = self.staging.stage(2 * bytes, &evals.c);
+        let ph = if download {
+            self.staging.ptr_at(0) as *mut E::ScalarField
+        } else {
+            std::ptr::null_mut()
+        };
+        // SAFETY: the pointers address n field elements each inside the staging buffer,
+        // which this set's borrower alone uses; h, if downloaded, overwrites a.
+        unsafe { self.quotient.run_raw(pa, pb, pc, ph) }
+    }
+}
+
 /// How to make a [`PassBuffers`] for this key.
 struct PassShape<E: GpuCurve> {
     lg_n: u32,
@@ -205,20 +229,13 @@ impl<E: Curve + GpuCurve> CudaBackend<E> {
                 self.a.len()
             )));
         }
-        let elem = std::mem::size_of::<E::ScalarField>();
         let mut bufs = self.lend()?;
+        t.time(Stage::Quotient, || bufs.run_quotient(evals, false))?;
         let PassBuffers {
             quotient,
             staging,
             w: w_dev,
         } = &mut *bufs;
-        t.time(Stage::Quotient, || {
-            let pa = staging.stage(0, &evals.a);
-            let pb = staging.stage(n * elem, &evals.b);
-            let pc = staging.stage(2 * n * elem, &evals.c);
-            // SAFETY: three pinned ranges of n elements each; h stays on the device.
-            unsafe { quotient.run_raw(pa, pb, pc, std::ptr::null_mut()) }
-        })?;
         // w crosses once (standard form); its upload is timed as the start of [A]₁.
         let upload_start = Instant::now();
         let pw = staging.stage(0, w) as *const u8;
@@ -299,19 +316,9 @@ impl<E: Curve + GpuCurve> Backend<E> for CudaBackend<E> {
                 domain.size()
             ))));
         }
-        let elem = std::mem::size_of::<E::ScalarField>();
         let mut bufs = self.lend().map_err(err)?;
-        let PassBuffers {
-            quotient, staging, ..
-        } = &mut *bufs;
-        let pa = staging.stage(0, &evals.a);
-        let pb = staging.stage(n * elem, &evals.b);
-        let pc = staging.stage(2 * n * elem, &evals.c);
-        let ph = staging.ptr_at(0) as *mut E::ScalarField;
-        // SAFETY: the four pointers address n field elements each inside the staging
-        // buffer, lent to this call alone.
-        unsafe { quotient.run_raw(pa, pb, pc, ph) }.map_err(err)?;
-        staging.unstage(0, &mut evals.a);
+        bufs.run_quotient(evals, true).map_err(err)?;
+        bufs.staging.unstage(0, &mut evals.a);
         Ok(())
     }
 

@@ -460,7 +460,7 @@ pub trait GpuGroup<E: GpuCurve>: 'static {
     /// Words of one Jacobian result point.
     fn point_words() -> usize;
     #[doc(hidden)]
-    unsafe fn new(
+    unsafe fn points_new(
         out: *mut ffi::MsmHandle,
         p: *const c_void,
         n: usize,
@@ -488,73 +488,67 @@ pub struct G1;
 /// Marker for G2 (coordinates in the quadratic extension).
 pub struct G2;
 
-impl<E: GpuCurve> GpuGroup<E> for G1 {
-    type Affine = E::G1Affine;
-    type Point = E::G1;
-    fn point_words() -> usize {
-        3 * E::LIMBS
-    }
-    unsafe fn new(
-        o: *mut ffi::MsmHandle,
-        p: *const c_void,
-        n: usize,
-        sz: usize,
-        dev: i32,
-    ) -> sppark::Error {
-        E::g1_new(o, p, n, sz, dev)
-    }
-    unsafe fn drop(h: ffi::MsmHandle) {
-        E::g1_drop(h)
-    }
-    unsafe fn msm(
-        h: ffi::MsmHandle,
-        o: *mut c_void,
-        s: *const c_void,
-        n: usize,
-        m: bool,
-        dev: i32,
-        on_device: bool,
-    ) -> sppark::Error {
-        E::g1_msm(h, o, s, n, m, dev, on_device)
-    }
-    fn from_limbs(l: &[u64]) -> E::G1 {
-        E::g1_from_jacobian_limbs(l)
-    }
+// G1 and G2 differ only in the curve's entry points they call and in the size of a point
+// (3 coordinates of LIMBS words, or 3 of 2·LIMBS).
+macro_rules! gpu_group_impl {
+    ($group:ident, $affine:ident, $point:ident, $words:expr,
+     $new:ident, $drop:ident, $msm:ident, $from_limbs:ident) => {
+        impl<E: GpuCurve> GpuGroup<E> for $group {
+            type Affine = E::$affine;
+            type Point = E::$point;
+            fn point_words() -> usize {
+                $words * E::LIMBS
+            }
+            unsafe fn points_new(
+                o: *mut ffi::MsmHandle,
+                p: *const c_void,
+                n: usize,
+                sz: usize,
+                dev: i32,
+            ) -> sppark::Error {
+                E::$new(o, p, n, sz, dev)
+            }
+            unsafe fn drop(h: ffi::MsmHandle) {
+                E::$drop(h)
+            }
+            unsafe fn msm(
+                h: ffi::MsmHandle,
+                o: *mut c_void,
+                s: *const c_void,
+                n: usize,
+                m: bool,
+                dev: i32,
+                on_device: bool,
+            ) -> sppark::Error {
+                E::$msm(h, o, s, n, m, dev, on_device)
+            }
+            fn from_limbs(l: &[u64]) -> E::$point {
+                E::$from_limbs(l)
+            }
+        }
+    };
 }
 
-impl<E: GpuCurve> GpuGroup<E> for G2 {
-    type Affine = E::G2Affine;
-    type Point = E::G2;
-    fn point_words() -> usize {
-        6 * E::LIMBS
-    }
-    unsafe fn new(
-        o: *mut ffi::MsmHandle,
-        p: *const c_void,
-        n: usize,
-        sz: usize,
-        dev: i32,
-    ) -> sppark::Error {
-        E::g2_new(o, p, n, sz, dev)
-    }
-    unsafe fn drop(h: ffi::MsmHandle) {
-        E::g2_drop(h)
-    }
-    unsafe fn msm(
-        h: ffi::MsmHandle,
-        o: *mut c_void,
-        s: *const c_void,
-        n: usize,
-        m: bool,
-        dev: i32,
-        on_device: bool,
-    ) -> sppark::Error {
-        E::g2_msm(h, o, s, n, m, dev, on_device)
-    }
-    fn from_limbs(l: &[u64]) -> E::G2 {
-        E::g2_from_jacobian_limbs(l)
-    }
-}
+gpu_group_impl!(
+    G1,
+    G1Affine,
+    G1,
+    3,
+    g1_new,
+    g1_drop,
+    g1_msm,
+    g1_from_jacobian_limbs
+);
+gpu_group_impl!(
+    G2,
+    G2Affine,
+    G2,
+    6,
+    g2_new,
+    g2_drop,
+    g2_msm,
+    g2_from_jacobian_limbs
+);
 
 /// Points uploaded to the GPU once, for many MSMs. One MSM at a time runs per set (an
 /// internal lock), since sppark's `msm_t` owns one set of buckets.
@@ -585,7 +579,7 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
         // leading words are x, y in Montgomery form (arkworks' affine layout, infinity as
         // (0, 0)); the shim copies them to the device before returning.
         check(unsafe {
-            G::new(
+            G::points_new(
                 &mut handle,
                 points.as_ptr() as *const c_void,
                 points.len(),
