@@ -63,6 +63,41 @@ pub trait Backend<E: Curve>: Send + Sync {
             h: t.time(Stage::MsmH, || self.msm_g1(&p.h, h))?,
         })
     }
+
+    /// How many proofs of `key` one [`Backend::device_batch`] call should take at most.
+    /// 1 (the default) means batching does not pay on this backend.
+    fn batch_limit(&self, _key: &CompiledKey<E>) -> usize {
+        1
+    }
+
+    /// The device stage of several proofs of the same key, results in input order. Each
+    /// input is as for [`Backend::device_pass`] (lengths checked by the caller). A backend
+    /// overrides it to share one pass over the key's points among the proofs; the default
+    /// runs them one after another.
+    fn device_batch(
+        &self,
+        key: &CompiledKey<E>,
+        inputs: &mut [PassInput<'_, E>],
+        g2: bool,
+    ) -> Vec<Result<DeviceSums<E>, Error>> {
+        inputs
+            .iter_mut()
+            .map(|p| self.device_pass(key, p.evals, p.w, p.h, g2, p.t))
+            .collect()
+    }
+}
+
+/// One proof's share of a batched device pass ([`Backend::device_batch`]): the same buffers
+/// [`Backend::device_pass`] takes.
+pub struct PassInput<'a, E: Curve> {
+    /// a, b, c over the domain; h in `a` afterwards (as for `device_pass`).
+    pub evals: &'a mut QapEvals<E::ScalarField>,
+    /// The witness as MSM scalars (the key's nVars of them).
+    pub w: &'a [ScalarInt<E>],
+    /// Scratch for h as MSM scalars.
+    pub h: &'a mut Vec<ScalarInt<E>>,
+    /// This proof's timings.
+    pub t: &'a mut Timings,
 }
 
 /// arkworks for NTTs and [`crate::pippenger`]'s batch-affine MSM, on the current rayon pool.

@@ -39,7 +39,7 @@ pub mod setup;
 pub mod subgroup;
 pub mod synth;
 
-pub use backend::{Backend, CpuBackend};
+pub use backend::{Backend, CpuBackend, PassInput};
 pub use curve::Curve;
 pub use error::{Error, PointError};
 pub use key::{CompiledKey, PointChecks, VerifyingKey};

@@ -10,7 +10,7 @@
 //! [`crate::prover::prove`] runs the three back to back; there is one code path.
 
 use crate::assemble::assemble;
-use crate::backend::{Backend, ScalarInt};
+use crate::backend::{Backend, PassInput, ScalarInt};
 use crate::curve::Curve;
 use crate::error::Error;
 use crate::key::CompiledKey;
@@ -96,6 +96,50 @@ pub fn device_stage<E: Curve, B: Backend<E> + ?Sized>(
 ) -> Result<DeviceSums<E>, Error> {
     check_lengths(key, evals, w)?;
     backend.device_pass(key, evals, w, h, g2_on_device, t)
+}
+
+/// Stage 2 for several proofs of `key` at once on `backend` (see
+/// [`Backend::device_batch`]); results in input order. An input whose lengths do not fit
+/// the key fails alone; the others still run.
+pub fn device_stage_batch<E: Curve, B: Backend<E> + ?Sized>(
+    backend: &B,
+    key: &CompiledKey<E>,
+    inputs: &mut [PassInput<'_, E>],
+    g2_on_device: bool,
+) -> Vec<Result<DeviceSums<E>, Error>> {
+    let checks: Vec<Result<(), Error>> = inputs
+        .iter()
+        .map(|p| check_lengths(key, p.evals, p.w))
+        .collect();
+    let mut good: Vec<PassInput<'_, E>> = Vec::with_capacity(inputs.len());
+    for (p, ok) in inputs.iter_mut().zip(&checks) {
+        if ok.is_ok() {
+            good.push(PassInput {
+                evals: &mut *p.evals,
+                w: p.w,
+                h: &mut *p.h,
+                t: &mut *p.t,
+            });
+        }
+    }
+    let mut sums = if good.is_empty() {
+        Vec::new()
+    } else {
+        backend.device_batch(key, &mut good, g2_on_device)
+    }
+    .into_iter();
+    checks
+        .into_iter()
+        .map(|ok| match ok {
+            Ok(()) => sums.next().unwrap_or_else(|| {
+                Err(Error::Backend {
+                    backend: backend.name(),
+                    message: "device batch returned fewer results than proofs".into(),
+                })
+            }),
+            Err(e) => Err(e),
+        })
+        .collect()
 }
 
 /// Stage 3: [B]₂ on `g2_backend` if the device stage left it, then assemble with fresh
