@@ -208,3 +208,82 @@ fn check_lengths<E: Curve>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::CpuBackend;
+    use crate::key::PointChecks;
+    use crate::reduce::DEFAULT_SCHEDULE;
+    use crate::Bn254;
+    use std::path::PathBuf;
+    use zkpipe_formats::wtns::Wtns;
+    use zkpipe_formats::zkey::ZkeyFile;
+
+    type Reduced = (
+        QapEvals<<Bn254 as ark_ec::pairing::Pairing>::ScalarField>,
+        Vec<ScalarInt<Bn254>>,
+    );
+
+    fn fixture(file: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/bn254/multi_public")
+            .join(file)
+    }
+
+    /// Stage 1 of a fixture witness: its (evals, w) for the device stage.
+    fn reduced(key: &CompiledKey<Bn254>, file: &str) -> Reduced {
+        let wtns = Wtns::read(fixture(file)).unwrap();
+        let witness = Witness::check_for(&wtns, key).unwrap();
+        let (mut evals, mut w) = (QapEvals::zeroed(0), Vec::new());
+        let mut t = Timings::default();
+        reduce_stage(key, &witness, &mut evals, &mut w, DEFAULT_SCHEDULE, &mut t).unwrap();
+        (evals, w)
+    }
+
+    /// A batch gives each input what `device_stage` gives it alone, in input order, and an
+    /// input whose `w` does not fit the key fails without failing the others.
+    #[test]
+    fn a_batch_matches_single_passes_in_order_and_a_bad_input_fails_alone() {
+        let zkey = ZkeyFile::open(fixture("circuit.zkey")).unwrap();
+        let key = CompiledKey::<Bn254>::compile(&zkey, PointChecks::Trusted).unwrap();
+        let good = reduced(&key, "witness.wtns");
+        // A witness that does not satisfy the circuit still has a device stage, with other sums.
+        let other = reduced(&key, "bad_witness.wtns");
+        let mut short = good.clone();
+        short.1.pop();
+        let single = |(mut evals, w): Reduced| {
+            let (mut h, mut t) = (Vec::new(), Timings::default());
+            device_stage(&CpuBackend, &key, &mut evals, &w, &mut h, true, &mut t)
+        };
+        let (want_good, want_other) = (
+            single(good.clone()).unwrap(),
+            single(other.clone()).unwrap(),
+        );
+        assert_ne!(want_good, want_other, "the inputs differ, so order shows");
+
+        let mut batch = [good.clone(), other, short, good];
+        let mut hs: Vec<Vec<ScalarInt<Bn254>>> = vec![Vec::new(); batch.len()];
+        let mut ts = vec![Timings::default(); batch.len()];
+        let mut inputs: Vec<PassInput<'_, Bn254>> = batch
+            .iter_mut()
+            .zip(&mut hs)
+            .zip(&mut ts)
+            .map(|(((evals, w), h), t)| PassInput { evals, w, h, t })
+            .collect();
+        let got = device_stage_batch(&CpuBackend, &key, &mut inputs, true);
+        assert_eq!(got.len(), 4);
+        assert_eq!(got[0].as_ref().unwrap(), &want_good);
+        assert_eq!(got[1].as_ref().unwrap(), &want_other);
+        assert!(
+            matches!(got[2], Err(Error::WitnessLength { expected, found }) if found + 1 == expected),
+            "{:?}",
+            got[2]
+        );
+        assert_eq!(got[3].as_ref().unwrap(), &want_good);
+        assert!(
+            got[0].as_ref().unwrap().b2.is_some(),
+            "g2 on the device was asked for"
+        );
+    }
+}
