@@ -124,6 +124,41 @@ impl<T> PriorityQueue<T> {
         }
     }
 
+    /// Takes up to `max` more items, never waiting, for a worker that popped one and can
+    /// serve others like it in the same pass (a device batch). `select` sees the queued
+    /// items highest priority first, until `max` are taken; an item it accepts leaves with
+    /// what `select` returned for it (e.g. memory reserved for it), one it refuses stays
+    /// queued. A closed queue still gives what it holds, as [`PriorityQueue::pop`] does.
+    pub fn take_matching<R>(
+        &self,
+        max: usize,
+        mut select: impl FnMut(&T) -> Option<R>,
+    ) -> Vec<(T, R)> {
+        let mut taken = Vec::new();
+        if max == 0 {
+            return taken;
+        }
+        let mut s = self.lock();
+        // Ascending order, so popping from the end visits the highest priority first.
+        let mut sorted = std::mem::take(&mut s.heap).into_sorted_vec();
+        let mut keep = Vec::with_capacity(sorted.len());
+        while let Some(e) = sorted.pop() {
+            match select(&e.item) {
+                Some(r) => taken.push((e.item, r)),
+                None => keep.push(e),
+            }
+            if taken.len() == max {
+                keep.append(&mut sorted);
+                break;
+            }
+        }
+        s.heap = keep.into();
+        if !taken.is_empty() {
+            self.not_full.notify_all();
+        }
+        taken
+    }
+
     /// Removes (and returns) every item for which `remove` is true.
     pub fn remove_where(&self, mut remove: impl FnMut(&T) -> bool) -> Vec<T> {
         let mut s = self.lock();
@@ -192,5 +227,50 @@ mod tests {
         q.close();
         assert_eq!(consumer.join().unwrap(), None);
         assert_eq!(q.push(o(0, 2), 2), Err(2));
+    }
+
+    #[test]
+    fn take_matching_takes_the_best_matches_up_to_max_and_leaves_the_rest() {
+        let q = PriorityQueue::new(10);
+        for (p, seq, x) in [
+            (1, 0, 10),
+            (3, 1, 11),
+            (1, 2, 20),
+            (0, 3, 12),
+            (3, 4, 21),
+            (2, 5, 14),
+        ] {
+            q.push(o(p, seq), x).unwrap();
+        }
+        let mut seen = Vec::new();
+        // Even items, at most 3: the best three of 14, 10, 20, 12 (queue order).
+        let got = q.take_matching(3, |&x| {
+            seen.push(x);
+            (x % 2 == 0).then_some(x * 100)
+        });
+        assert_eq!(got, [(14, 1400), (10, 1000), (20, 2000)]);
+        assert_eq!(seen, [11, 21, 14, 10, 20], "best first, stopping at max");
+        assert_eq!(q.take_matching(0, |_| Some(())), []);
+        assert_eq!(q.take_matching(5, |&x| (x > 100).then_some(())), []);
+        // What was refused or not reached stays, in priority order.
+        assert_eq!(q.len(), 3);
+        let rest: Vec<_> = (0..3).map(|_| q.pop().unwrap()).collect();
+        assert_eq!(rest, [11, 21, 12]);
+    }
+
+    #[test]
+    fn take_matching_frees_room_and_a_closed_queue_still_gives_its_items() {
+        let q = Arc::new(PriorityQueue::new(2));
+        q.push(o(0, 0), 0).unwrap();
+        q.push(o(0, 1), 1).unwrap();
+        let q2 = Arc::clone(&q);
+        let producer = std::thread::spawn(move || q2.push(o(0, 2), 2));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(q.take_matching(1, |&x| (x == 1).then_some(())), [(1, ())]);
+        producer.join().unwrap().unwrap();
+        q.close();
+        assert_eq!(q.take_matching(5, |_| Some(())), [(0, ()), (2, ())]);
+        assert!(q.is_empty());
+        assert_eq!(q.pop(), None);
     }
 }
