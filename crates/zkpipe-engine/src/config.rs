@@ -41,6 +41,10 @@ pub struct EngineConfig {
     /// factory asks for (1 for the CPU, 2 for a GPU). Give the device stage more workers
     /// than this, so a partition is ready when a pass ends.
     pub device_passes: Option<usize>,
+    /// Most partitions of one key that share one device pass (a batch, gathered from the
+    /// device's queue, so at most `queue_depth` + 1): the backend's `batch_limit` for the
+    /// key, capped by this. `Some(1)` turns batching off. Default: no cap.
+    pub device_batch: Option<usize>,
     /// Tail stage (G2 MSM on CPU, assemble, self-check, serialize). Default: 2 workers,
     /// half the cores.
     pub tail: StageConfig,
@@ -84,6 +88,7 @@ impl Default for EngineConfig {
                 threads: cores,
             },
             device_passes: None,
+            device_batch: None,
             tail: StageConfig {
                 workers: 2,
                 threads: (cores / 2).max(1),
@@ -115,6 +120,9 @@ impl EngineConfig {
         }
         if self.device_passes == Some(0) {
             return Err("device: passes must be at least 1".into());
+        }
+        if self.device_batch == Some(0) {
+            return Err("device: batch must be at least 1".into());
         }
         if self.memory_limit == 0 {
             return Err("memory limit must be positive".into());

@@ -109,6 +109,7 @@ struct DeviceSection {
     workers: Option<usize>,
     threads: Option<usize>,
     passes: Option<usize>,
+    batch: Option<usize>,
 }
 
 /// A size: a number of bytes, or a string like "512MiB", "8GiB", "auto".
@@ -275,6 +276,7 @@ impl FileConfig {
                 d.device,
             ),
             device_passes: self.device.passes.or(d.device_passes),
+            device_batch: self.device.batch.or(d.device_batch),
             tail: stage(&self.tail, d.tail),
             queue_depth: p.queue_depth.unwrap_or(d.queue_depth),
             max_partitions_per_job: p.max_partitions_per_job.unwrap_or(d.max_partitions_per_job),
@@ -347,5 +349,31 @@ mod tests {
             .unwrap_err()
             .contains("max_devices"));
         assert!(toml::from_str::<FileConfig>("[reduce]\npasses = 2").is_err());
+    }
+
+    #[test]
+    fn device_batch_is_read_and_checked() {
+        let cfg = |text: &str| {
+            toml::from_str::<FileConfig>(text)
+                .unwrap()
+                .validate(Path::new("."))
+        };
+        assert_eq!(
+            cfg("[device]\nbatch = 8").unwrap().engine.device_batch,
+            Some(8)
+        );
+        assert_eq!(
+            cfg("[device]\nbatch = 1").unwrap().engine.device_batch,
+            Some(1),
+            "1 turns batching off"
+        );
+        assert_eq!(
+            cfg("").unwrap().engine.device_batch,
+            None,
+            "the backend's limit decides"
+        );
+        assert!(cfg("[device]\nbatch = 0").unwrap_err().contains("batch"));
+        assert!(toml::from_str::<FileConfig>("[device]\nbatch = -1").is_err());
+        assert!(toml::from_str::<FileConfig>("[tail]\nbatch = 2").is_err());
     }
 }
