@@ -91,6 +91,31 @@ pub(crate) enum BoundBackend {
     Bls12_381(Arc<dyn Backend<Bls12_381>>),
 }
 
+impl LoadedKey {
+    /// Whether both are the same compiled copy, not merely the same key id: a copy loaded
+    /// again after eviction is another one, and only partitions reduced with one copy may
+    /// share a device pass over its points.
+    pub fn same(&self, other: &LoadedKey) -> bool {
+        match (self, other) {
+            (LoadedKey::Bn254(a), LoadedKey::Bn254(b)) => Arc::ptr_eq(a, b),
+            (LoadedKey::Bls12_381(a), LoadedKey::Bls12_381(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl BoundBackend {
+    /// How many partitions of `key` one device pass may take, as the backend says (1
+    /// where the key is of another curve, which binding rules out).
+    pub fn batch_limit(&self, key: &LoadedKey) -> usize {
+        match (self, key) {
+            (BoundBackend::Bn254(b), LoadedKey::Bn254(k)) => b.batch_limit(k),
+            (BoundBackend::Bls12_381(b), LoadedKey::Bls12_381(k)) => b.batch_limit(k),
+            _ => 1,
+        }
+    }
+}
+
 /// The curves the engine serves, with the glue between generic code and the enums above.
 pub(crate) trait EngineCurve: Curve {
     fn key(k: &LoadedKey) -> Option<&Arc<CompiledKey<Self>>>;

@@ -1,5 +1,6 @@
 //! Prometheus metrics of the engine, in its own registry: queue depths, stage latency
-//! histograms, proofs completed and failed, device busy fraction, memory reserved.
+//! histograms, proofs completed and failed, device busy fraction and batch sizes, memory
+//! reserved.
 
 use prometheus::{
     Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
@@ -28,6 +29,9 @@ pub struct Metrics {
     pub device_busy_fraction: GaugeVec,
     /// Seconds each device's lock was held since start.
     pub device_busy_seconds: GaugeVec,
+    /// Partitions per device pass, per device: above 1 where the backend batches proofs
+    /// of one key into one pass.
+    pub device_batch_size: HistogramVec,
     /// Host bytes reserved (keys and partitions).
     pub memory_reserved: IntGauge,
     /// Host-memory budget.
@@ -101,6 +105,16 @@ impl Metrics {
                 ),
                 &["device"],
             )),
+            device_batch_size: must(HistogramVec::new(
+                HistogramOpts::new(
+                    "zkpipe_device_batch_size",
+                    "Partitions per device pass (several proofs of one key share a batched pass)",
+                )
+                .buckets(vec![
+                    1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0,
+                ]),
+                &["device"],
+            )),
             memory_reserved: must(IntGauge::new(
                 "zkpipe_memory_reserved_bytes",
                 "Host bytes reserved by resident keys and in-flight partitions",
@@ -141,6 +155,7 @@ impl Metrics {
         must(r.register(Box::new(m.rejected.clone())));
         must(r.register(Box::new(m.device_busy_fraction.clone())));
         must(r.register(Box::new(m.device_busy_seconds.clone())));
+        must(r.register(Box::new(m.device_batch_size.clone())));
         must(r.register(Box::new(m.memory_reserved.clone())));
         must(r.register(Box::new(m.memory_limit.clone())));
         must(r.register(Box::new(m.device_memory_reserved.clone())));

@@ -14,8 +14,8 @@ use std::time::Instant;
 use zkpipe_core::backend::ScalarInt;
 use zkpipe_core::curve::field_to_decimal;
 use zkpipe_core::reduce::{QapEvals, RowSchedule};
-use zkpipe_core::stages::{device_stage, reduce_stage, tail_stage, DeviceSums};
-use zkpipe_core::{Bls12_381, Bn254, CpuBackend, Error as CoreError, Timings, Witness};
+use zkpipe_core::stages::{device_stage, device_stage_batch, reduce_stage, tail_stage, DeviceSums};
+use zkpipe_core::{Bls12_381, Bn254, CpuBackend, Error as CoreError, PassInput, Timings, Witness};
 use zkpipe_formats::json::to_json_bytes;
 
 /// A partition's curve-specific data.
@@ -34,6 +34,73 @@ macro_rules! with_part {
     };
 }
 pub(crate) use with_part;
+
+/// One partition's domain-sized buffers for a device pass: a, b, c (h in `a` after the
+/// quotient) and h as MSM scalars.
+type PassBuffers<E> = (
+    QapEvals<<E as ark_ec::pairing::Pairing>::ScalarField>,
+    Vec<ScalarInt<E>>,
+);
+
+/// Picks the `Part<E>` out of a [`CurveData`], so that generic code can take a batch of them.
+trait CurvePart: EngineCurve {
+    fn part(data: &mut CurveData) -> Option<&mut Part<Self>>;
+}
+
+impl CurvePart for Bn254 {
+    fn part(data: &mut CurveData) -> Option<&mut Part<Self>> {
+        match data {
+            CurveData::Bn254(p) => Some(&mut **p),
+            CurveData::Bls12_381(_) => None,
+        }
+    }
+}
+
+impl CurvePart for Bls12_381 {
+    fn part(data: &mut CurveData) -> Option<&mut Part<Self>> {
+        match data {
+            CurveData::Bls12_381(p) => Some(&mut **p),
+            CurveData::Bn254(_) => None,
+        }
+    }
+}
+
+/// Stage 2 of several partitions of one key (so of one curve) in one device pass, inside
+/// the device's gate; see [`Part::device_batch`]. Results are in the order of `data`; a
+/// partition of another curve than the key's fails alone.
+pub(crate) fn device_batch(
+    data: &mut [&mut CurveData],
+    key: &LoadedKey,
+    backend: &BoundBackend,
+    g2_on_device: bool,
+) -> Vec<Result<(), CoreError>> {
+    match key {
+        LoadedKey::Bn254(_) => batch_of::<Bn254>(data, key, backend, g2_on_device),
+        LoadedKey::Bls12_381(_) => batch_of::<Bls12_381>(data, key, backend, g2_on_device),
+    }
+}
+
+fn batch_of<E: CurvePart>(
+    data: &mut [&mut CurveData],
+    key: &LoadedKey,
+    backend: &BoundBackend,
+    g2_on_device: bool,
+) -> Vec<Result<(), CoreError>> {
+    let mut results: Vec<Result<(), CoreError>> = data.iter().map(|_| Err(wrong_curve())).collect();
+    let mut slots = Vec::with_capacity(data.len());
+    let mut parts = Vec::with_capacity(data.len());
+    for (i, d) in data.iter_mut().enumerate() {
+        if let Some(p) = E::part(d) {
+            slots.push(i);
+            parts.push(p);
+        }
+    }
+    let done = Part::device_batch(&mut parts, key, backend, g2_on_device);
+    for (i, r) in slots.into_iter().zip(done) {
+        results[i] = r;
+    }
+    results
+}
 
 /// The buffers and intermediate results of one partition of curve `E`.
 pub(crate) struct Part<E: EngineCurve> {
@@ -105,6 +172,64 @@ impl<E: EngineCurve> Part<E> {
         self.pool.give(h);
         self.sums = Some(r?);
         Ok(())
+    }
+
+    /// Stage 2 of several partitions of one key in one device pass on `backend` (called
+    /// inside the device's gate), results in order. Like [`Part::device`], it gives the
+    /// domain-sized buffers back to the pool once the pass is done with them; a partition
+    /// that fails (not reduced, lengths that do not fit the key) fails alone.
+    pub fn device_batch(
+        parts: &mut [&mut Part<E>],
+        key: &LoadedKey,
+        backend: &BoundBackend,
+        g2_on_device: bool,
+    ) -> Vec<Result<(), CoreError>> {
+        let (Some(k), Some(b)) = (E::key(key), E::backend(backend)) else {
+            return parts.iter().map(|_| Err(wrong_curve())).collect();
+        };
+        let n = k.domain_size();
+        // Each reduced partition's a, b, c and a pooled h, held here for the pass.
+        let mut buffers: Vec<Option<PassBuffers<E>>> = parts
+            .iter_mut()
+            .map(|p| {
+                let evals = p.evals.take()?;
+                Some((evals, p.pool.take(n)))
+            })
+            .collect();
+        let mut inputs: Vec<PassInput<'_, E>> = parts
+            .iter_mut()
+            .zip(&mut buffers)
+            .filter_map(|(p, buf)| {
+                let (evals, h) = buf.as_mut()?;
+                Some(PassInput {
+                    evals,
+                    w: &p.w,
+                    h,
+                    t: &mut p.t,
+                })
+            })
+            .collect();
+        let sums = device_stage_batch(&**b, k, &mut inputs, g2_on_device);
+        drop(inputs);
+        let mut sums = sums.into_iter();
+        parts
+            .iter_mut()
+            .zip(buffers)
+            .map(|(p, buf)| {
+                let (evals, h) =
+                    buf.ok_or_else(|| CoreError::InvalidKey("device stage before reduce".into()))?;
+                give_evals(&p.pool, evals);
+                p.pool.give(h);
+                let r = sums.next().unwrap_or_else(|| {
+                    Err(CoreError::Backend {
+                        backend: "engine",
+                        message: "device batch returned fewer results than partitions".into(),
+                    })
+                });
+                p.sums = Some(r?);
+                Ok(())
+            })
+            .collect()
     }
 
     /// Stage 3 on the current rayon pool: (proof.json, public.json).

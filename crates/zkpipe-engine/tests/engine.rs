@@ -443,3 +443,262 @@ fn a_busy_key_is_copied_to_a_less_loaded_device_up_to_max_devices() {
         engine.shutdown();
     }
 }
+
+/// What a [`Batching`] backend was asked to do: the size of each `device_batch` call, and
+/// how many single `device_pass` calls it had.
+#[derive(Default)]
+struct BatchLog {
+    batches: std::sync::Mutex<Vec<usize>>,
+    singles: std::sync::atomic::AtomicUsize,
+}
+
+impl BatchLog {
+    fn batches(&self) -> Vec<usize> {
+        self.batches.lock().unwrap().clone()
+    }
+    fn singles(&self) -> usize {
+        self.singles.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// How long every device pass takes on top of its work, one proof or a batch alike (as on
+/// a GPU, where small proofs cost about a fixed time per pass): partitions queue meanwhile.
+const PASS: Duration = Duration::from_millis(20);
+
+/// A backend that batches up to `limit` proofs of a key, running them one by one on
+/// `inner`, and logs what it was asked.
+struct Batching<B> {
+    inner: B,
+    limit: usize,
+    log: Arc<BatchLog>,
+}
+
+impl<E: Curve, B: zkpipe_core::Backend<E>> zkpipe_core::Backend<E> for Batching<B> {
+    fn name(&self) -> &'static str {
+        "batching"
+    }
+    fn quotient(
+        &self,
+        d: &zkpipe_core::quotient::QuotientDomain<E::ScalarField>,
+        e: &mut zkpipe_core::reduce::QapEvals<E::ScalarField>,
+    ) -> Result<(), zkpipe_core::Error> {
+        self.inner.quotient(d, e)
+    }
+    fn msm_g1(
+        &self,
+        b: &[E::G1Affine],
+        s: &[zkpipe_core::backend::ScalarInt<E>],
+    ) -> Result<E::G1, zkpipe_core::Error> {
+        self.inner.msm_g1(b, s)
+    }
+    fn msm_g2(
+        &self,
+        b: &[E::G2Affine],
+        s: &[zkpipe_core::backend::ScalarInt<E>],
+    ) -> Result<E::G2, zkpipe_core::Error> {
+        self.inner.msm_g2(b, s)
+    }
+    fn device_pass(
+        &self,
+        key: &zkpipe_core::CompiledKey<E>,
+        evals: &mut zkpipe_core::reduce::QapEvals<E::ScalarField>,
+        w: &[zkpipe_core::backend::ScalarInt<E>],
+        h: &mut Vec<zkpipe_core::backend::ScalarInt<E>>,
+        g2: bool,
+        t: &mut zkpipe_core::Timings,
+    ) -> Result<zkpipe_core::stages::DeviceSums<E>, zkpipe_core::Error> {
+        self.log
+            .singles
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        std::thread::sleep(PASS);
+        self.inner.device_pass(key, evals, w, h, g2, t)
+    }
+    fn batch_limit(&self, _key: &zkpipe_core::CompiledKey<E>) -> usize {
+        self.limit
+    }
+    fn device_batch(
+        &self,
+        key: &zkpipe_core::CompiledKey<E>,
+        inputs: &mut [zkpipe_core::PassInput<'_, E>],
+        g2: bool,
+    ) -> Vec<Result<zkpipe_core::stages::DeviceSums<E>, zkpipe_core::Error>> {
+        self.log.batches.lock().unwrap().push(inputs.len());
+        std::thread::sleep(PASS);
+        inputs
+            .iter_mut()
+            .map(|p| self.inner.device_pass(key, p.evals, p.w, p.h, g2, p.t))
+            .collect()
+    }
+}
+
+/// One device whose backends are [`Batching`] CPU backends, with a device-memory budget
+/// if `memory` is set (a key's copy and a partition take what they take on the host).
+struct BatchingFactory {
+    limit: usize,
+    memory: Option<u64>,
+    log: Arc<BatchLog>,
+}
+
+impl BatchingFactory {
+    fn backend(&self) -> Batching<zkpipe_core::CpuBackend> {
+        Batching {
+            inner: zkpipe_core::CpuBackend,
+            limit: self.limit,
+            log: Arc::clone(&self.log),
+        }
+    }
+}
+
+impl zkpipe_engine::BackendFactory for BatchingFactory {
+    fn devices(&self) -> Vec<zkpipe_engine::DeviceInfo> {
+        vec![zkpipe_engine::DeviceInfo {
+            name: "batching0".into(),
+            memory_total: self.memory,
+        }]
+    }
+    fn key_device_bytes(&self, key: &zkpipe_engine::KeyMeta) -> u64 {
+        key.host_bytes
+    }
+    fn partition_device_bytes(&self, key: &zkpipe_engine::KeyMeta) -> u64 {
+        key.partition_bytes
+    }
+    fn bind_bn254(
+        &self,
+        _: &Arc<zkpipe_core::CompiledKey<Bn254>>,
+        _: usize,
+    ) -> Result<Arc<dyn zkpipe_core::Backend<Bn254>>, zkpipe_core::Error> {
+        Ok(Arc::new(self.backend()))
+    }
+    fn bind_bls12_381(
+        &self,
+        _: &Arc<zkpipe_core::CompiledKey<Bls12_381>>,
+        _: usize,
+    ) -> Result<Arc<dyn zkpipe_core::Backend<Bls12_381>>, zkpipe_core::Error> {
+        Ok(Arc::new(self.backend()))
+    }
+}
+
+/// Submits `n` single-partition jobs of `id` at once and checks every proof.
+fn prove_many(engine: &Engine, dir: &Path, id: &str, n: usize) {
+    let jobs: Vec<u64> = (0..n)
+        .map(|_| {
+            engine
+                .submit(request(id, 1, Priority::Normal))
+                .unwrap()
+                .job_id
+        })
+        .collect();
+    for j in jobs {
+        check_job(engine, dir, j);
+    }
+}
+
+/// (count, sum) of `zkpipe_device_batch_size` on device "batching0".
+fn batch_size_metric(engine: &Engine) -> (f64, f64) {
+    let text = engine.metrics_text();
+    let value = |name: &str| -> f64 {
+        let prefix = format!("{name}{{device=\"batching0\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .unwrap_or_else(|| panic!("no {prefix} in\n{text}"))
+            .parse()
+            .unwrap()
+    };
+    (
+        value("zkpipe_device_batch_size_count"),
+        value("zkpipe_device_batch_size_sum"),
+    )
+}
+
+/// Proofs of one key queued for a device that batches share passes, never more than the
+/// backend's limit, and every proof verifies.
+#[test]
+fn queued_proofs_of_one_key_share_device_passes_up_to_the_backend_limit() {
+    let dir = key_dir();
+    let log = Arc::new(BatchLog::default());
+    let factory = BatchingFactory {
+        limit: 4,
+        memory: None,
+        log: Arc::clone(&log),
+    };
+    let engine = Engine::start(config(dir.path()), Arc::new(factory)).unwrap();
+    prove_many(&engine, dir.path(), "bn254-poseidon", 24);
+    let batches = log.batches();
+    assert!(
+        batches.iter().any(|&n| n > 1),
+        "some passes batch: {batches:?}"
+    );
+    assert!(batches.iter().all(|&n| (2..=4).contains(&n)), "{batches:?}");
+    let partitions = batches.iter().sum::<usize>() + log.singles();
+    assert_eq!(partitions, 24, "every partition had exactly one pass");
+    let (count, sum) = batch_size_metric(&engine);
+    assert_eq!(count as usize, batches.len() + log.singles());
+    assert_eq!(sum as usize, 24);
+    let st = engine.status();
+    assert_eq!(st.pending_partitions, 0);
+    assert!(st.keys.iter().all(|k| k.refs == 0));
+    engine.shutdown();
+}
+
+/// `device_batch = 1` turns batching off whatever the backend allows.
+#[test]
+fn a_device_batch_of_1_runs_every_partition_alone() {
+    let dir = key_dir();
+    let log = Arc::new(BatchLog::default());
+    let factory = BatchingFactory {
+        limit: 4,
+        memory: None,
+        log: Arc::clone(&log),
+    };
+    let cfg = EngineConfig {
+        device_batch: Some(1),
+        ..config(dir.path())
+    };
+    let engine = Engine::start(cfg, Arc::new(factory)).unwrap();
+    prove_many(&engine, dir.path(), "bn254-poseidon", 12);
+    assert_eq!(log.batches(), Vec::<usize>::new());
+    assert_eq!(log.singles(), 12);
+    assert_eq!(batch_size_metric(&engine), (12.0, 12.0), "12 passes of 1");
+    engine.shutdown();
+}
+
+/// A device budget with room for the key and three and a half partitions: the worker in
+/// the gate takes what fits without waiting, so batches stay below the backend's limit of
+/// 4, every job completes (no deadlock), and the partitions' device memory comes back.
+#[test]
+fn a_full_device_budget_makes_batches_smaller_instead_of_waiting() {
+    let dir = key_dir();
+    let probe = Engine::start(config(dir.path()), Arc::new(CpuFactory)).unwrap();
+    let meta = probe
+        .status()
+        .keys
+        .into_iter()
+        .find(|k| k.meta.id == "bn254-poseidon")
+        .unwrap()
+        .meta;
+    probe.shutdown();
+    let log = Arc::new(BatchLog::default());
+    let factory = BatchingFactory {
+        limit: 4,
+        memory: Some(meta.host_bytes + 3 * meta.partition_bytes + meta.partition_bytes / 2),
+        log: Arc::clone(&log),
+    };
+    let engine = Engine::start(config(dir.path()), Arc::new(factory)).unwrap();
+    prove_many(&engine, dir.path(), "bn254-poseidon", 16);
+    let batches = log.batches();
+    assert!(
+        batches.iter().any(|&n| n > 1),
+        "some passes batch: {batches:?}"
+    );
+    assert!(
+        batches.iter().all(|&n| n <= 3),
+        "the budget caps: {batches:?}"
+    );
+    assert_eq!(batches.iter().sum::<usize>() + log.singles(), 16);
+    let st = engine.status();
+    assert_eq!(
+        st.devices[0].memory_reserved, meta.host_bytes,
+        "only the key's resident copy remains"
+    );
+    engine.shutdown();
+}
