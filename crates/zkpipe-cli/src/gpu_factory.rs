@@ -6,8 +6,8 @@ use std::sync::Arc;
 use zkpipe_core::quotient::QuotientDomain;
 use zkpipe_core::reduce::QapEvals;
 use zkpipe_core::stages::DeviceSums;
-use zkpipe_core::Timings;
 use zkpipe_core::{backend::ScalarInt, Backend, Bls12_381, Bn254, CompiledKey, Curve, Error};
+use zkpipe_core::{PassInput, Timings};
 use zkpipe_cuda::{
     device_bytes_for_shape, device_bytes_per_pass, CudaBackend, CudaError, GpuCurve,
 };
@@ -64,6 +64,17 @@ impl<E: Curve + GpuCurve> Backend<E> for Bound<E> {
         t: &mut Timings,
     ) -> Result<DeviceSums<E>, Error> {
         self.backend.device_pass(key, evals, w, h, g2, t)
+    }
+    fn batch_limit(&self, key: &CompiledKey<E>) -> usize {
+        self.backend.batch_limit(key)
+    }
+    fn device_batch(
+        &self,
+        key: &CompiledKey<E>,
+        inputs: &mut [PassInput<'_, E>],
+        g2: bool,
+    ) -> Vec<Result<DeviceSums<E>, Error>> {
+        self.backend.device_batch(key, inputs, g2)
     }
 }
 

@@ -27,6 +27,9 @@ pub enum Stage {
     MsmC,
     /// Σ hⱼ·Hⱼ in G1.
     MsmH,
+    /// The five MSMs of several proofs of one key at once (a batched device pass; the
+    /// proofs share it, so each proof's span is the whole batch's).
+    MsmBatch,
     /// Adding α, β, δ terms with fresh r, s.
     Assemble,
     /// Pairing check of the new proof.
@@ -37,7 +40,7 @@ pub enum Stage {
 
 impl Stage {
     /// Every stage in pipeline order.
-    pub const ALL: [Stage; 13] = [
+    pub const ALL: [Stage; 14] = [
         Stage::LoadKey,
         Stage::Upload,
         Stage::LoadWitness,
@@ -48,6 +51,7 @@ impl Stage {
         Stage::MsmB2,
         Stage::MsmC,
         Stage::MsmH,
+        Stage::MsmBatch,
         Stage::Assemble,
         Stage::Verify,
         Stage::Write,
@@ -66,6 +70,7 @@ impl Stage {
             Stage::MsmB2 => "msm_b2_g2",
             Stage::MsmC => "msm_c",
             Stage::MsmH => "msm_h",
+            Stage::MsmBatch => "msm_batch",
             Stage::Assemble => "assemble",
             Stage::Verify => "verify",
             Stage::Write => "write",

@@ -15,10 +15,11 @@ mod backend;
 
 pub use backend::{
     device_bytes_for_shape, device_bytes_needed, device_bytes_per_pass, CudaBackend,
+    BATCH_MAX_DOMAIN, BATCH_MAX_PROOFS,
 };
 
 /// Why a GPU operation failed.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum CudaError {
     /// The binary was built without the `cuda` feature.
@@ -89,3 +90,6 @@ pub use imp::{
     device_count, device_info, msm_oneshot, GpuCurve, GpuQuotient, PinnedBuf, ResidentG1,
     ResidentG2,
 };
+/// The lower-level GPU pieces the check binary drives directly (CUDA builds only).
+#[cfg(feature = "cuda")]
+pub use imp::{BatchPlan, DeviceBuf, GpuGroup, Resident, G1, G2};

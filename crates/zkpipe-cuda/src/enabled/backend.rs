@@ -1,7 +1,9 @@
 //! The real [`CudaBackend`] (feature `cuda`).
 
-use super::{device_info, DeviceBuf, GpuCurve, GpuQuotient, PinnedBuf, ResidentG1, ResidentG2};
-use crate::backend::device_bytes_needed;
+use super::{
+    device_info, BatchPlan, DeviceBuf, GpuCurve, GpuQuotient, PinnedBuf, ResidentG1, ResidentG2,
+};
+use crate::backend::{device_bytes_needed, BATCH_MAX_DOMAIN, BATCH_MAX_PROOFS};
 use crate::{CudaError, DeviceInfo};
 use ark_ec::pairing::Pairing;
 use ark_ff::PrimeField;
@@ -12,7 +14,7 @@ use zkpipe_core::quotient::QuotientDomain;
 use zkpipe_core::reduce::QapEvals;
 use zkpipe_core::stages::DeviceSums;
 use zkpipe_core::timings::{Span, Stage, Timings};
-use zkpipe_core::{Backend, CompiledKey, CpuBackend, Curve, Error};
+use zkpipe_core::{Backend, CompiledKey, CpuBackend, Curve, Error, PassInput};
 
 /// One key's points resident on one GPU, and per proof in flight its quotient buffers,
 /// a pinned staging buffer and its witness on the device: the quotient stage and all five
@@ -157,7 +159,8 @@ impl<E: Curve + GpuCurve> CudaBackend<E> {
         Ok(Self {
             a: ResidentG1::upload(&p.a, gpu)?,
             b1: ResidentG1::upload(&p.b1, gpu)?,
-            c: ResidentG1::upload(&p.c, gpu)?,
+            // Padded past the public inputs, so [C]₁ batches share w's plan.
+            c: ResidentG1::upload_padded(&p.c, key.n_public + 1, gpu)?,
             h: ResidentG1::upload(&p.h, gpu)?,
             b2: ResidentG2::upload(&p.b2, gpu)?,
             addrs: [
@@ -207,15 +210,12 @@ impl<E: Curve + GpuCurve> CudaBackend<E> {
         })
     }
 
-    /// Quotient with h left on the GPU, then the five MSMs (B₂ if `g2`): w crosses once.
-    fn pass(
+    fn check_pass(
         &self,
         key: &CompiledKey<E>,
         evals: &QapEvals<E::ScalarField>,
         w: &[ScalarInt<E>],
-        g2: bool,
-        t: &mut Timings,
-    ) -> Result<DeviceSums<E>, CudaError> {
+    ) -> Result<(), CudaError> {
         let n = 1usize << self.shape.lg_n;
         let lengths_ok = key.domain_size() == n
             && [&evals.a, &evals.b, &evals.c].iter().all(|v| v.len() == n)
@@ -229,6 +229,126 @@ impl<E: Curve + GpuCurve> CudaBackend<E> {
                 self.a.len()
             )));
         }
+        Ok(())
+    }
+
+    /// Several proofs in one pass: each proof's quotient (h left on the GPU) and witness
+    /// upload, then one plan of bucket digits for all the w's and one for all the h's, and
+    /// the five batched MSMs at once — one kernel sequence per point set for the batch.
+    fn batch_pass(
+        &self,
+        key: &CompiledKey<E>,
+        inputs: &mut [PassInput<'_, E>],
+        g2: bool,
+    ) -> Result<Vec<DeviceSums<E>>, CudaError> {
+        for p in inputs.iter() {
+            self.check_pass(key, p.evals, p.w)?;
+        }
+        let n = 1usize << self.shape.lg_n;
+        let mut lent = Vec::with_capacity(inputs.len());
+        for p in inputs.iter_mut() {
+            let mut bufs = self.lend()?;
+            p.t.time(Stage::Quotient, || bufs.run_quotient(p.evals, false))?;
+            let PassBuffers {
+                staging, w: w_dev, ..
+            } = &mut *bufs;
+            let pw = staging.stage(0, p.w) as *const u8;
+            // SAFETY: `pw` holds w.len() scalars of 32 bytes, the device buffer's size.
+            unsafe { w_dev.upload_raw(pw, std::mem::size_of_val(p.w)) }?;
+            lent.push(bufs);
+        }
+        let start = Instant::now();
+        let ws: Vec<*const [u64; 4]> = lent
+            .iter()
+            .map(|b| b.w.device_ptr(0) as *const [u64; 4])
+            .collect();
+        let hs: Vec<*const [u64; 4]> = lent
+            .iter()
+            .map(|b| b.quotient.h_on_device() as *const [u64; 4])
+            .collect();
+        let (nw, gpu) = (self.a.len(), self.shape.gpu);
+        // Device addresses as integers, to hand to the planning threads.
+        let (ws, hs): (Vec<usize>, Vec<usize>) = (
+            ws.iter().map(|&p| p as usize).collect(),
+            hs.iter().map(|&p| p as usize).collect(),
+        );
+        let plan = |v: &[usize], len: usize, mont: bool| {
+            let v: Vec<*const [u64; 4]> = v.iter().map(|&p| p as *const [u64; 4]).collect();
+            // SAFETY: each address is this GPU's memory holding `len` scalars (a lent
+            // witness buffer or quotient h), not written until the lent sets go back.
+            unsafe { BatchPlan::<E>::new(&v, len, mont, gpu) }
+        };
+        type Sums<G> = Result<Vec<G>, CudaError>;
+        let (a, b1, b2, c, h): (
+            Sums<E::G1>,
+            Sums<E::G1>,
+            Option<Sums<E::G2>>,
+            Sums<E::G1>,
+            Sums<E::G1>,
+        ) = match plan(&ws, nw, false) {
+            Err(e) => (
+                Err(e.clone()),
+                Err(e.clone()),
+                g2.then(|| Err(e.clone())),
+                Err(e.clone()),
+                Err(e),
+            ),
+            Ok(pw) => std::thread::scope(|s| {
+                // h's plan is made while w's MSMs run.
+                let h = s.spawn(|| plan(&hs, n, true).and_then(|p| self.h.batch_msm(&p)));
+                let b2 = g2.then(|| s.spawn(|| self.b2.batch_msm(&pw)));
+                let b1 = s.spawn(|| self.b1.batch_msm(&pw));
+                let c = s.spawn(|| self.c.batch_msm(&pw));
+                let a = self.a.batch_msm(&pw);
+                (a, join(b1), b2.map(join), join(c), join(h))
+            }),
+        };
+        drop(lent);
+        let (a, b1, c, h) = (a?, b1?, c?, h?);
+        let b2 = b2.transpose()?;
+        let end = Instant::now();
+        let k = inputs.len();
+        if [a.len(), b1.len(), c.len(), h.len()]
+            .iter()
+            .any(|&l| l != k)
+            || b2.as_ref().is_some_and(|v| v.len() != k)
+        {
+            return Err(CudaError::Length(
+                "a batched MSM returned the wrong count".into(),
+            ));
+        }
+        Ok(inputs
+            .iter_mut()
+            .enumerate()
+            .map(|(j, p)| {
+                // The batch's MSMs are shared; each proof's waterfall shows them whole.
+                p.t.spans.push(Span {
+                    stage: Stage::MsmBatch,
+                    start,
+                    end,
+                });
+                DeviceSums {
+                    a: a[j],
+                    b1: b1[j],
+                    b2: b2.as_ref().map(|v| v[j]),
+                    c: c[j],
+                    h: h[j],
+                }
+            })
+            .collect())
+    }
+
+    /// Quotient with h left on the GPU, then the five MSMs (B₂ if `g2`): w crosses once.
+    fn pass(
+        &self,
+        key: &CompiledKey<E>,
+        evals: &QapEvals<E::ScalarField>,
+        w: &[ScalarInt<E>],
+        g2: bool,
+        t: &mut Timings,
+    ) -> Result<DeviceSums<E>, CudaError> {
+        self.check_pass(key, evals, w)?;
+        let n = 1usize << self.shape.lg_n;
         let mut bufs = self.lend()?;
         t.time(Stage::Quotient, || bufs.run_quotient(evals, false))?;
         let PassBuffers {
@@ -332,6 +452,32 @@ impl<E: Curve + GpuCurve> Backend<E> for CudaBackend<E> {
         t: &mut Timings,
     ) -> Result<DeviceSums<E>, Error> {
         self.pass(key, evals, w, g2, t).map_err(err)
+    }
+
+    fn batch_limit(&self, key: &CompiledKey<E>) -> usize {
+        if key.domain_size() <= BATCH_MAX_DOMAIN {
+            BATCH_MAX_PROOFS
+        } else {
+            1
+        }
+    }
+
+    fn device_batch(
+        &self,
+        key: &CompiledKey<E>,
+        inputs: &mut [PassInput<'_, E>],
+        g2: bool,
+    ) -> Vec<Result<DeviceSums<E>, Error>> {
+        if inputs.len() < 2 {
+            return inputs
+                .iter_mut()
+                .map(|p| self.device_pass(key, p.evals, p.w, p.h, g2, p.t))
+                .collect();
+        }
+        match self.batch_pass(key, inputs, g2) {
+            Ok(sums) => sums.into_iter().map(Ok).collect(),
+            Err(e) => inputs.iter().map(|_| Err(err(e.clone()))).collect(),
+        }
     }
 
     fn msm_g1(&self, bases: &[E::G1Affine], scalars: &[ScalarInt<E>]) -> Result<E::G1, Error> {

@@ -223,83 +223,21 @@ impl Drop for PinnedBuf {
     }
 }
 
-/// A curve whose MSMs and quotient NTTs run on the GPU: the per-curve C entry points.
-#[allow(missing_docs, clippy::missing_safety_doc)]
+/// A curve whose MSMs and quotient NTTs run on the GPU: its table of C entry points and
+/// how its points come back from the device.
 pub trait GpuCurve: Pairing {
     /// 64-bit words per base-field element.
     const LIMBS: usize;
     #[doc(hidden)]
-    unsafe fn g1_new(
-        out: *mut ffi::MsmHandle,
-        p: *const c_void,
-        n: usize,
-        sz: usize,
-        dev: i32,
-    ) -> sppark::Error;
-    #[doc(hidden)]
-    unsafe fn g1_drop(h: ffi::MsmHandle);
-    #[doc(hidden)]
-    unsafe fn g1_msm(
-        h: ffi::MsmHandle,
-        out: *mut c_void,
-        s: *const c_void,
-        n: usize,
-        mont: bool,
-        dev: i32,
-        on_device: bool,
-    ) -> sppark::Error;
-    #[doc(hidden)]
-    unsafe fn g1_oneshot(
-        out: *mut c_void,
-        p: *const c_void,
-        n: usize,
-        s: *const c_void,
-        sz: usize,
-    ) -> sppark::Error;
-    #[doc(hidden)]
-    unsafe fn g2_new(
-        out: *mut ffi::MsmHandle,
-        p: *const c_void,
-        n: usize,
-        sz: usize,
-        dev: i32,
-    ) -> sppark::Error;
-    #[doc(hidden)]
-    unsafe fn g2_drop(h: ffi::MsmHandle);
-    #[doc(hidden)]
-    unsafe fn g2_msm(
-        h: ffi::MsmHandle,
-        out: *mut c_void,
-        s: *const c_void,
-        n: usize,
-        mont: bool,
-        dev: i32,
-        on_device: bool,
-    ) -> sppark::Error;
-    #[doc(hidden)]
-    unsafe fn quotient_new(
-        out: *mut ffi::QuotientHandle,
-        lg_n: u32,
-        powers: *const c_void,
-        dev: i32,
-    ) -> sppark::Error;
-    #[doc(hidden)]
-    unsafe fn quotient_drop(q: ffi::QuotientHandle);
-    #[doc(hidden)]
-    unsafe fn quotient_h(q: ffi::QuotientHandle) -> *const c_void;
-    #[doc(hidden)]
-    unsafe fn quotient_run(
-        q: ffi::QuotientHandle,
-        a: *const c_void,
-        b: *const c_void,
-        c: *const c_void,
-        h: *mut c_void,
-        k: u64,
-    ) -> sppark::Error;
+    fn fns() -> &'static ffi::CurveFns;
     #[doc(hidden)]
     fn g1_from_jacobian_limbs(limbs: &[u64]) -> Self::G1;
     #[doc(hidden)]
     fn g2_from_jacobian_limbs(limbs: &[u64]) -> Self::G2;
+    #[doc(hidden)]
+    fn g1_from_xyzz_limbs(limbs: &[u64]) -> Self::G1;
+    #[doc(hidden)]
+    fn g2_from_xyzz_limbs(limbs: &[u64]) -> Self::G2;
 }
 
 fn fp<C: MontConfig<N>, const N: usize>(limbs: &[u64]) -> Fp<MontBackend<C, N>, N> {
@@ -318,90 +256,22 @@ fn jacobian<P: SWCurveConfig>(x: P::BaseField, y: P::BaseField, z: P::BaseField)
     }
 }
 
+/// An xyzz point (x = X/ZZ, y = Y/ZZZ, ZZ³ = ZZZ²) as Jacobian: (X·ZZ, Y·ZZZ, ZZ).
+fn from_xyzz<P: SWCurveConfig>(
+    x: P::BaseField,
+    y: P::BaseField,
+    zzz: P::BaseField,
+    zz: P::BaseField,
+) -> Projective<P> {
+    jacobian::<P>(x * zz, y * zzz, zz)
+}
+
 macro_rules! gpu_curve_impl {
-    ($engine:ty, $m:ident, $limbs:expr, $g1_new:ident, $g1_drop:ident, $g1_msm:ident,
-     $g1_oneshot:ident, $g2_new:ident, $g2_drop:ident, $g2_msm:ident,
-     $q_new:ident, $q_drop:ident, $q_run:ident, $q_h:ident) => {
+    ($engine:ty, $m:ident, $limbs:expr, $table:ident) => {
         impl GpuCurve for $engine {
             const LIMBS: usize = $limbs;
-            unsafe fn g1_new(
-                out: *mut ffi::MsmHandle,
-                p: *const c_void,
-                n: usize,
-                sz: usize,
-                dev: i32,
-            ) -> sppark::Error {
-                ffi::$g1_new(out, p, n, sz, dev)
-            }
-            unsafe fn g1_drop(h: ffi::MsmHandle) {
-                ffi::$g1_drop(h)
-            }
-            unsafe fn g1_msm(
-                h: ffi::MsmHandle,
-                out: *mut c_void,
-                s: *const c_void,
-                n: usize,
-                mont: bool,
-                dev: i32,
-                on_device: bool,
-            ) -> sppark::Error {
-                ffi::$g1_msm(h, out, s, n, mont, dev, on_device)
-            }
-            unsafe fn g1_oneshot(
-                out: *mut c_void,
-                p: *const c_void,
-                n: usize,
-                s: *const c_void,
-                sz: usize,
-            ) -> sppark::Error {
-                ffi::$g1_oneshot(out, p, n, s, sz)
-            }
-            unsafe fn g2_new(
-                out: *mut ffi::MsmHandle,
-                p: *const c_void,
-                n: usize,
-                sz: usize,
-                dev: i32,
-            ) -> sppark::Error {
-                ffi::$g2_new(out, p, n, sz, dev)
-            }
-            unsafe fn g2_drop(h: ffi::MsmHandle) {
-                ffi::$g2_drop(h)
-            }
-            unsafe fn g2_msm(
-                h: ffi::MsmHandle,
-                out: *mut c_void,
-                s: *const c_void,
-                n: usize,
-                mont: bool,
-                dev: i32,
-                on_device: bool,
-            ) -> sppark::Error {
-                ffi::$g2_msm(h, out, s, n, mont, dev, on_device)
-            }
-            unsafe fn quotient_new(
-                out: *mut ffi::QuotientHandle,
-                lg_n: u32,
-                powers: *const c_void,
-                dev: i32,
-            ) -> sppark::Error {
-                ffi::$q_new(out, lg_n, powers, dev)
-            }
-            unsafe fn quotient_drop(q: ffi::QuotientHandle) {
-                ffi::$q_drop(q)
-            }
-            unsafe fn quotient_h(q: ffi::QuotientHandle) -> *const c_void {
-                ffi::$q_h(q)
-            }
-            unsafe fn quotient_run(
-                q: ffi::QuotientHandle,
-                a: *const c_void,
-                b: *const c_void,
-                c: *const c_void,
-                h: *mut c_void,
-                k: u64,
-            ) -> sppark::Error {
-                ffi::$q_run(q, a, b, c, h, k)
+            fn fns() -> &'static ffi::CurveFns {
+                &ffi::$table
             }
             fn g1_from_jacobian_limbs(l: &[u64]) -> Self::G1 {
                 const N: usize = $limbs;
@@ -414,42 +284,23 @@ macro_rules! gpu_curve_impl {
                 let f2 = |i: usize| $m::Fq2::new(f(2 * i), f(2 * i + 1));
                 jacobian::<$m::g2::Config>(f2(0), f2(1), f2(2))
             }
+            fn g1_from_xyzz_limbs(l: &[u64]) -> Self::G1 {
+                const N: usize = $limbs;
+                let f = |i: usize| fp::<$m::FqConfig, N>(&l[i * N..]);
+                from_xyzz::<$m::g1::Config>(f(0), f(1), f(2), f(3))
+            }
+            fn g2_from_xyzz_limbs(l: &[u64]) -> Self::G2 {
+                const N: usize = $limbs;
+                let f = |i: usize| fp::<$m::FqConfig, N>(&l[i * N..]);
+                let f2 = |i: usize| $m::Fq2::new(f(2 * i), f(2 * i + 1));
+                from_xyzz::<$m::g2::Config>(f2(0), f2(1), f2(2), f2(3))
+            }
         }
     };
 }
 
-gpu_curve_impl!(
-    ark_bn254::Bn254,
-    ark_bn254,
-    4,
-    zkp_g1_points_new_bn254,
-    zkp_g1_points_drop_bn254,
-    zkp_g1_msm_bn254,
-    zkp_g1_msm_oneshot_bn254,
-    zkp_g2_points_new_bn254,
-    zkp_g2_points_drop_bn254,
-    zkp_g2_msm_bn254,
-    zkp_quotient_new_bn254,
-    zkp_quotient_drop_bn254,
-    zkp_quotient_run_bn254,
-    zkp_quotient_h_bn254
-);
-gpu_curve_impl!(
-    ark_bls12_381::Bls12_381,
-    ark_bls12_381,
-    6,
-    zkp_g1_points_new_bls12_381,
-    zkp_g1_points_drop_bls12_381,
-    zkp_g1_msm_bls12_381,
-    zkp_g1_msm_oneshot_bls12_381,
-    zkp_g2_points_new_bls12_381,
-    zkp_g2_points_drop_bls12_381,
-    zkp_g2_msm_bls12_381,
-    zkp_quotient_new_bls12_381,
-    zkp_quotient_drop_bls12_381,
-    zkp_quotient_run_bls12_381,
-    zkp_quotient_h_bls12_381
-);
+gpu_curve_impl!(ark_bn254::Bn254, ark_bn254, 4, BN254);
+gpu_curve_impl!(ark_bls12_381::Bls12_381, ark_bls12_381, 6, BLS12_381);
 
 /// Which group a resident point set is in.
 pub trait GpuGroup<E: GpuCurve>: 'static {
@@ -457,30 +308,14 @@ pub trait GpuGroup<E: GpuCurve>: 'static {
     type Affine: Copy + Send + Sync;
     /// The result type.
     type Point: CurveGroup;
-    /// Words of one Jacobian result point.
-    fn point_words() -> usize;
+    /// Words of one base-field coordinate (LIMBS, or 2·LIMBS in the extension).
+    fn coord_words() -> usize;
     #[doc(hidden)]
-    unsafe fn points_new(
-        out: *mut ffi::MsmHandle,
-        p: *const c_void,
-        n: usize,
-        sz: usize,
-        dev: i32,
-    ) -> sppark::Error;
+    fn fns() -> &'static ffi::GroupFns;
     #[doc(hidden)]
-    unsafe fn drop(h: ffi::MsmHandle);
+    fn from_jacobian(l: &[u64]) -> Self::Point;
     #[doc(hidden)]
-    unsafe fn msm(
-        h: ffi::MsmHandle,
-        out: *mut c_void,
-        s: *const c_void,
-        n: usize,
-        mont: bool,
-        dev: i32,
-        on_device: bool,
-    ) -> sppark::Error;
-    #[doc(hidden)]
-    fn from_limbs(l: &[u64]) -> Self::Point;
+    fn from_xyzz(l: &[u64]) -> Self::Point;
 }
 
 /// Marker for G1.
@@ -488,73 +323,49 @@ pub struct G1;
 /// Marker for G2 (coordinates in the quadratic extension).
 pub struct G2;
 
-// G1 and G2 differ only in the curve's entry points they call and in the size of a point
-// (3 coordinates of LIMBS words, or 3 of 2·LIMBS).
-macro_rules! gpu_group_impl {
-    ($group:ident, $affine:ident, $point:ident, $words:expr,
-     $new:ident, $drop:ident, $msm:ident, $from_limbs:ident) => {
-        impl<E: GpuCurve> GpuGroup<E> for $group {
-            type Affine = E::$affine;
-            type Point = E::$point;
-            fn point_words() -> usize {
-                $words * E::LIMBS
-            }
-            unsafe fn points_new(
-                o: *mut ffi::MsmHandle,
-                p: *const c_void,
-                n: usize,
-                sz: usize,
-                dev: i32,
-            ) -> sppark::Error {
-                E::$new(o, p, n, sz, dev)
-            }
-            unsafe fn drop(h: ffi::MsmHandle) {
-                E::$drop(h)
-            }
-            unsafe fn msm(
-                h: ffi::MsmHandle,
-                o: *mut c_void,
-                s: *const c_void,
-                n: usize,
-                m: bool,
-                dev: i32,
-                on_device: bool,
-            ) -> sppark::Error {
-                E::$msm(h, o, s, n, m, dev, on_device)
-            }
-            fn from_limbs(l: &[u64]) -> E::$point {
-                E::$from_limbs(l)
-            }
-        }
-    };
+impl<E: GpuCurve> GpuGroup<E> for G1 {
+    type Affine = E::G1Affine;
+    type Point = E::G1;
+    fn coord_words() -> usize {
+        E::LIMBS
+    }
+    fn fns() -> &'static ffi::GroupFns {
+        &E::fns().g1
+    }
+    fn from_jacobian(l: &[u64]) -> E::G1 {
+        E::g1_from_jacobian_limbs(l)
+    }
+    fn from_xyzz(l: &[u64]) -> E::G1 {
+        E::g1_from_xyzz_limbs(l)
+    }
 }
 
-gpu_group_impl!(
-    G1,
-    G1Affine,
-    G1,
-    3,
-    g1_new,
-    g1_drop,
-    g1_msm,
-    g1_from_jacobian_limbs
-);
-gpu_group_impl!(
-    G2,
-    G2Affine,
-    G2,
-    6,
-    g2_new,
-    g2_drop,
-    g2_msm,
-    g2_from_jacobian_limbs
-);
+impl<E: GpuCurve> GpuGroup<E> for G2 {
+    type Affine = E::G2Affine;
+    type Point = E::G2;
+    fn coord_words() -> usize {
+        2 * E::LIMBS
+    }
+    fn fns() -> &'static ffi::GroupFns {
+        &E::fns().g2
+    }
+    fn from_jacobian(l: &[u64]) -> E::G2 {
+        E::g2_from_jacobian_limbs(l)
+    }
+    fn from_xyzz(l: &[u64]) -> E::G2 {
+        E::g2_from_xyzz_limbs(l)
+    }
+}
 
-/// Points uploaded to the GPU once, for many MSMs. One MSM at a time runs per set (an
-/// internal lock), since sppark's `msm_t` owns one set of buckets.
+/// Points uploaded to the GPU once, for many MSMs. One sppark MSM at a time runs per set
+/// (an internal lock), since sppark's `msm_t` owns one set of buckets; batched MSMs
+/// ([`Self::batch_msm`]) bring their own scratch and run alongside.
 pub struct Resident<E: GpuCurve, G: GpuGroup<E>> {
-    handle: Mutex<ffi::MsmHandle>,
+    handle: Mutex<ffi::SetHandle>,
+    /// The same handle, for batched MSMs (which do not touch sppark's state).
+    shared: ffi::SetHandle,
     len: usize,
+    pad: usize,
     device: i32,
     _curve: PhantomData<(E, G)>,
 }
@@ -564,38 +375,52 @@ pub type ResidentG1<E> = Resident<E, G1>;
 /// Resident G2 points.
 pub type ResidentG2<E> = Resident<E, G2>;
 
-// SAFETY: the handle is only used under the mutex; the device memory it owns is not tied
-// to a host thread.
+// SAFETY: sppark's MSM state is only used under the mutex; batched MSMs only read the
+// resident points; the device memory is not tied to a host thread.
 unsafe impl<E: GpuCurve, G: GpuGroup<E>> Send for Resident<E, G> {}
 unsafe impl<E: GpuCurve, G: GpuGroup<E>> Sync for Resident<E, G> {}
 
 impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
     /// Uploads `points` (arkworks affine points, read with their stride) to GPU `device`.
     pub fn upload(points: &[G::Affine], device: usize) -> Result<Self, CudaError> {
+        Self::upload_padded(points, 0, device)
+    }
+
+    /// As [`Self::upload`], after `pad` points at infinity, so that the set lines up
+    /// with a scalar vector of which `points` multiply the suffix (the C query and w).
+    /// Single MSMs ([`Self::msm`] and the like) see only `points`.
+    pub fn upload_padded(
+        points: &[G::Affine],
+        pad: usize,
+        device: usize,
+    ) -> Result<Self, CudaError> {
         check_device(device)?;
         let dev = device as i32;
-        let mut handle: ffi::MsmHandle = std::ptr::null_mut();
+        let mut handle: ffi::SetHandle = std::ptr::null_mut();
         // SAFETY: `points` is a live slice of `len` elements of `size_of` bytes each, whose
         // leading words are x, y in Montgomery form (arkworks' affine layout, infinity as
         // (0, 0)); the shim copies them to the device before returning.
         check(unsafe {
-            G::points_new(
+            (G::fns().new)(
                 &mut handle,
                 points.as_ptr() as *const c_void,
                 points.len(),
                 std::mem::size_of::<G::Affine>(),
+                pad,
                 dev,
             )
         })?;
         Ok(Self {
             handle: Mutex::new(handle),
+            shared: handle,
             len: points.len(),
+            pad,
             device: dev,
             _curve: PhantomData,
         })
     }
 
-    /// Number of resident points.
+    /// Number of resident points (without padding).
     pub fn len(&self) -> usize {
         self.len
     }
@@ -644,23 +469,44 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
                 self.len
             )));
         }
-        let mut out = vec![0u64; G::point_words()];
+        let mut out = vec![0u64; 3 * G::coord_words()];
         let handle = self.handle.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: `out` has room for one Jacobian point; `scalars` addresses `n` 4-word
         // integers in host or (on_device) this GPU's memory (the callers' contracts); the
         // handle is live and used under the lock.
         check(unsafe {
-            G::msm(
+            (G::fns().msm)(
                 *handle,
                 out.as_mut_ptr() as *mut c_void,
                 scalars as *const c_void,
                 n,
                 mont,
-                self.device,
                 on_device,
             )
         })?;
-        Ok(G::from_limbs(&out))
+        Ok(G::from_jacobian(&out))
+    }
+
+    /// The k MSMs of `plan` against these points (padding included, so the plan's
+    /// length must be pad + len), in the plan's order.
+    pub fn batch_msm(&self, plan: &BatchPlan<E>) -> Result<Vec<G::Point>, CudaError> {
+        if plan.n != self.pad + self.len || plan.device != self.device {
+            return Err(CudaError::Length(format!(
+                "a batch plan of {} scalars on GPU {} for {} points on GPU {}",
+                plan.n,
+                plan.device,
+                self.pad + self.len,
+                self.device
+            )));
+        }
+        let words = 4 * G::coord_words();
+        let mut out = vec![0u64; plan.k * words];
+        // SAFETY: `out` has room for k xyzz points; the plan and the set are live and on
+        // the same GPU (checked); the call only reads the resident points.
+        check(unsafe {
+            (G::fns().batch)(self.shared, plan.handle, out.as_mut_ptr() as *mut c_void)
+        })?;
+        Ok(out.chunks(words).map(G::from_xyzz).collect())
     }
 
     /// Σ scalarsᵢ·pointsᵢ (standard-form scalars, at most as many as points). A scalar
@@ -669,21 +515,96 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
         &self,
         scalars: &[<E::ScalarField as PrimeField>::BigInt],
     ) -> Result<G::Point, CudaError> {
-        use rayon::prelude::*;
-        assert_eq!(std::mem::size_of_val(scalars), 32 * scalars.len());
-        let r = E::ScalarField::MODULUS;
-        if let Some(index) = scalars.par_iter().position_first(|s| *s >= r) {
-            return Err(CudaError::ScalarOutOfRange { index });
-        }
+        check_scalars::<E>(scalars)?;
         self.msm_raw(scalars.as_ptr() as *const [u64; 4], scalars.len(), false)
+    }
+}
+
+fn check_scalars<E: GpuCurve>(
+    scalars: &[<E::ScalarField as PrimeField>::BigInt],
+) -> Result<(), CudaError> {
+    use rayon::prelude::*;
+    assert_eq!(std::mem::size_of_val(scalars), 32 * scalars.len());
+    let r = E::ScalarField::MODULUS;
+    match scalars.par_iter().position_first(|s| *s >= r) {
+        Some(index) => Err(CudaError::ScalarOutOfRange { index }),
+        None => Ok(()),
     }
 }
 
 impl<E: GpuCurve, G: GpuGroup<E>> Drop for Resident<E, G> {
     fn drop(&mut self) {
         let h = *self.handle.get_mut().unwrap_or_else(|e| e.into_inner());
-        // SAFETY: the handle came from G::new and is dropped once.
-        unsafe { G::drop(h) }
+        // SAFETY: the handle came from G's `new` and is dropped once.
+        unsafe { (G::fns().drop)(h) }
+    }
+}
+
+/// The bucket digits of k scalar vectors of one length, sorted on the GPU once and shared
+/// by every point set they multiply ([`Resident::batch_msm`]): the batched MSM's plan.
+pub struct BatchPlan<E: GpuCurve> {
+    handle: ffi::PlanHandle,
+    k: usize,
+    n: usize,
+    device: i32,
+    _curve: PhantomData<E>,
+}
+
+// SAFETY: read-only device data once built.
+unsafe impl<E: GpuCurve> Send for BatchPlan<E> {}
+unsafe impl<E: GpuCurve> Sync for BatchPlan<E> {}
+
+impl<E: GpuCurve> BatchPlan<E> {
+    /// Plans MSMs of the vectors at `vectors` (device addresses on GPU `device`, n
+    /// scalars each, standard form or Montgomery with `mont`).
+    ///
+    /// # Safety
+    /// Every address must be device memory on `device` valid for `n` scalars (each < r),
+    /// not written while the call runs. (The plan keeps no reference to them.)
+    pub unsafe fn new(
+        vectors: &[*const [u64; 4]],
+        n: usize,
+        mont: bool,
+        device: usize,
+    ) -> Result<Self, CudaError> {
+        check_device(device)?;
+        let too_big = || CudaError::Length(format!("a batch of {} × {n} scalars", vectors.len()));
+        let k = u32::try_from(vectors.len()).map_err(|_| too_big())?;
+        let n32 = u32::try_from(n).map_err(|_| too_big())?;
+        let ptrs: Vec<*const c_void> = vectors.iter().map(|&p| p as *const c_void).collect();
+        let mut handle: ffi::PlanHandle = std::ptr::null_mut();
+        check((E::fns().plan_new)(
+            &mut handle,
+            ptrs.as_ptr(),
+            k,
+            n32,
+            mont,
+            device as i32,
+        ))?;
+        Ok(Self {
+            handle,
+            k: vectors.len(),
+            n,
+            device: device as i32,
+            _curve: PhantomData,
+        })
+    }
+
+    /// Number of scalar vectors.
+    pub fn len(&self) -> usize {
+        self.k
+    }
+
+    /// True for a plan of no vectors (never made).
+    pub fn is_empty(&self) -> bool {
+        self.k == 0
+    }
+}
+
+impl<E: GpuCurve> Drop for BatchPlan<E> {
+    fn drop(&mut self) {
+        // SAFETY: made by plan_new, dropped once, after every run that used it returned.
+        unsafe { (E::fns().plan_drop)(self.handle) }
     }
 }
 
@@ -702,7 +623,7 @@ pub fn msm_oneshot<E: GpuCurve>(
     let mut out = vec![0u64; 3 * E::LIMBS];
     // SAFETY: as in Resident::upload and Resident::msm_raw.
     check(unsafe {
-        E::g1_oneshot(
+        (E::fns().g1_oneshot)(
             out.as_mut_ptr() as *mut c_void,
             points.as_ptr() as *const c_void,
             points.len(),
@@ -748,7 +669,7 @@ impl<E: GpuCurve> GpuQuotient<E> {
         // SAFETY: out-pointer to a live local; `powers` holds n field elements, copied to
         // the device before the call returns.
         check(unsafe {
-            E::quotient_new(
+            (E::fns().quotient_new)(
                 &mut handle,
                 lg_n,
                 powers.as_ptr() as *const c_void,
@@ -782,7 +703,7 @@ impl<E: GpuCurve> GpuQuotient<E> {
         h: *mut E::ScalarField,
     ) -> Result<(), CudaError> {
         let handle = self.handle.lock().unwrap_or_else(|e| e.into_inner());
-        check(E::quotient_run(
+        check((E::fns().quotient_run)(
             *handle,
             a as *const c_void,
             b as *const c_void,
@@ -799,7 +720,7 @@ impl<E: GpuCurve> GpuQuotient<E> {
     pub fn h_on_device(&self) -> *const E::ScalarField {
         let handle = self.handle.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: a live handle; the call only reads its buffer address.
-        unsafe { E::quotient_h(*handle) as *const E::ScalarField }
+        unsafe { (E::fns().quotient_h)(*handle) as *const E::ScalarField }
     }
 }
 
@@ -807,7 +728,7 @@ impl<E: GpuCurve> Drop for GpuQuotient<E> {
     fn drop(&mut self) {
         let h = *self.handle.get_mut().unwrap_or_else(|e| e.into_inner());
         // SAFETY: created by quotient_new, dropped once.
-        unsafe { E::quotient_drop(h) }
+        unsafe { (E::fns().quotient_drop)(h) }
     }
 }
 
