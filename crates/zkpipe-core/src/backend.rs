@@ -80,11 +80,22 @@ pub trait Backend<E: Curve>: Send + Sync {
         inputs: &mut [PassInput<'_, E>],
         g2: bool,
     ) -> Vec<Result<DeviceSums<E>, Error>> {
-        inputs
-            .iter_mut()
-            .map(|p| self.device_pass(key, p.evals, p.w, p.h, g2, p.t))
-            .collect()
+        one_by_one(self, key, inputs, g2)
     }
+}
+
+/// [`Backend::device_batch`] without sharing: [`Backend::device_pass`] for each input in
+/// turn (the default, and what a batching backend does where a batch would not pay).
+pub fn one_by_one<E: Curve, B: Backend<E> + ?Sized>(
+    backend: &B,
+    key: &CompiledKey<E>,
+    inputs: &mut [PassInput<'_, E>],
+    g2: bool,
+) -> Vec<Result<DeviceSums<E>, Error>> {
+    inputs
+        .iter_mut()
+        .map(|p| backend.device_pass(key, p.evals, p.w, p.h, g2, p.t))
+        .collect()
 }
 
 /// One proof's share of a batched device pass ([`Backend::device_batch`]): the same buffers

@@ -519,8 +519,8 @@ fn check_batches<E: Curve + GpuCurve>(name: &str, cfg: &Cfg) -> bool {
     let multiples: Vec<E::ScalarField> = (0..n).map(|_| E::ScalarField::rand(&mut rng)).collect();
     let g1: Vec<E::G1Affine> = E::G1::generator().batch_mul(&multiples);
     let g2: Vec<E::G2Affine> = E::G2::generator().batch_mul(&multiples);
-    let ok1 = check_batch::<E, G1>(name, "G1", &g1, cfg, |p, s| E::G1::msm_bigint(p, s));
-    let ok2 = check_batch::<E, G2>(name, "G2", &g2, cfg, |p, s| E::G2::msm_bigint(p, s));
+    let ok1 = check_batch::<E, G1>(name, "G1", &g1, cfg, E::G1::msm_bigint);
+    let ok2 = check_batch::<E, G2>(name, "G2", &g2, cfg, E::G2::msm_bigint);
     ok1 && ok2
 }
 

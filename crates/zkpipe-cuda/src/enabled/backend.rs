@@ -258,51 +258,29 @@ impl<E: Curve + GpuCurve> CudaBackend<E> {
             lent.push(bufs);
         }
         let start = Instant::now();
-        let ws: Vec<*const [u64; 4]> = lent
+        // Device addresses as integers, to hand to the planning threads.
+        let ws: Vec<usize> = lent.iter().map(|b| b.w.device_ptr(0) as usize).collect();
+        let hs: Vec<usize> = lent
             .iter()
-            .map(|b| b.w.device_ptr(0) as *const [u64; 4])
-            .collect();
-        let hs: Vec<*const [u64; 4]> = lent
-            .iter()
-            .map(|b| b.quotient.h_on_device() as *const [u64; 4])
+            .map(|b| b.quotient.h_on_device() as usize)
             .collect();
         let (nw, gpu) = (self.a.len(), self.shape.gpu);
-        // Device addresses as integers, to hand to the planning threads.
-        let (ws, hs): (Vec<usize>, Vec<usize>) = (
-            ws.iter().map(|&p| p as usize).collect(),
-            hs.iter().map(|&p| p as usize).collect(),
-        );
         let plan = |v: &[usize], len: usize, mont: bool| {
             let v: Vec<*const [u64; 4]> = v.iter().map(|&p| p as *const [u64; 4]).collect();
             // SAFETY: each address is this GPU's memory holding `len` scalars (a lent
             // witness buffer or quotient h), not written until the lent sets go back.
             unsafe { BatchPlan::<E>::new(&v, len, mont, gpu) }
         };
-        type Sums<G> = Result<Vec<G>, CudaError>;
-        let (a, b1, b2, c, h): (
-            Sums<E::G1>,
-            Sums<E::G1>,
-            Option<Sums<E::G2>>,
-            Sums<E::G1>,
-            Sums<E::G1>,
-        ) = match plan(&ws, nw, false) {
-            Err(e) => (
-                Err(e.clone()),
-                Err(e.clone()),
-                g2.then(|| Err(e.clone())),
-                Err(e.clone()),
-                Err(e),
-            ),
-            Ok(pw) => std::thread::scope(|s| {
-                // h's plan is made while w's MSMs run.
-                let h = s.spawn(|| plan(&hs, n, true).and_then(|p| self.h.batch_msm(&p)));
-                let b2 = g2.then(|| s.spawn(|| self.b2.batch_msm(&pw)));
-                let b1 = s.spawn(|| self.b1.batch_msm(&pw));
-                let c = s.spawn(|| self.c.batch_msm(&pw));
-                let a = self.a.batch_msm(&pw);
-                (a, join(b1), b2.map(join), join(c), join(h))
-            }),
-        };
+        let pw = plan(&ws, nw, false)?;
+        let (a, b1, b2, c, h) = std::thread::scope(|s| {
+            // h's plan is made while w's MSMs run.
+            let h = s.spawn(|| plan(&hs, n, true).and_then(|p| self.h.batch_msm(&p)));
+            let b2 = g2.then(|| s.spawn(|| self.b2.batch_msm(&pw)));
+            let b1 = s.spawn(|| self.b1.batch_msm(&pw));
+            let c = s.spawn(|| self.c.batch_msm(&pw));
+            let a = self.a.batch_msm(&pw);
+            (a, join(b1), b2.map(join), join(c), join(h))
+        });
         drop(lent);
         let (a, b1, c, h) = (a?, b1?, c?, h?);
         let b2 = b2.transpose()?;
@@ -469,10 +447,7 @@ impl<E: Curve + GpuCurve> Backend<E> for CudaBackend<E> {
         g2: bool,
     ) -> Vec<Result<DeviceSums<E>, Error>> {
         if inputs.len() < 2 {
-            return inputs
-                .iter_mut()
-                .map(|p| self.device_pass(key, p.evals, p.w, p.h, g2, p.t))
-                .collect();
+            return zkpipe_core::backend::one_by_one(self, key, inputs, g2);
         }
         match self.batch_pass(key, inputs, g2) {
             Ok(sums) => sums.into_iter().map(Ok).collect(),

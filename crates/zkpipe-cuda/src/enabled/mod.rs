@@ -361,9 +361,10 @@ impl<E: GpuCurve> GpuGroup<E> for G2 {
 /// (an internal lock), since sppark's `msm_t` owns one set of buckets; batched MSMs
 /// ([`Self::batch_msm`]) bring their own scratch and run alongside.
 pub struct Resident<E: GpuCurve, G: GpuGroup<E>> {
-    handle: Mutex<ffi::SetHandle>,
-    /// The same handle, for batched MSMs (which do not touch sppark's state).
-    shared: ffi::SetHandle,
+    handle: ffi::SetHandle,
+    /// Held around sppark's MSMs, which use the set's one bucket array; batched MSMs
+    /// bring their own scratch and do not take it.
+    sppark: Mutex<()>,
     len: usize,
     pad: usize,
     device: i32,
@@ -375,7 +376,7 @@ pub type ResidentG1<E> = Resident<E, G1>;
 /// Resident G2 points.
 pub type ResidentG2<E> = Resident<E, G2>;
 
-// SAFETY: sppark's MSM state is only used under the mutex; batched MSMs only read the
+// SAFETY: sppark's MSM state is only used under `sppark`; batched MSMs only read the
 // resident points; the device memory is not tied to a host thread.
 unsafe impl<E: GpuCurve, G: GpuGroup<E>> Send for Resident<E, G> {}
 unsafe impl<E: GpuCurve, G: GpuGroup<E>> Sync for Resident<E, G> {}
@@ -411,8 +412,8 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
             )
         })?;
         Ok(Self {
-            handle: Mutex::new(handle),
-            shared: handle,
+            handle,
+            sppark: Mutex::new(()),
             len: points.len(),
             pad,
             device: dev,
@@ -470,13 +471,13 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
             )));
         }
         let mut out = vec![0u64; 3 * G::coord_words()];
-        let handle = self.handle.lock().unwrap_or_else(|e| e.into_inner());
+        let _sppark = self.sppark.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: `out` has room for one Jacobian point; `scalars` addresses `n` 4-word
         // integers in host or (on_device) this GPU's memory (the callers' contracts); the
-        // handle is live and used under the lock.
+        // handle is live and sppark's state is used under the lock.
         check(unsafe {
             (G::fns().msm)(
-                *handle,
+                self.handle,
                 out.as_mut_ptr() as *mut c_void,
                 scalars as *const c_void,
                 n,
@@ -504,7 +505,7 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
         // SAFETY: `out` has room for k xyzz points; the plan and the set are live and on
         // the same GPU (checked); the call only reads the resident points.
         check(unsafe {
-            (G::fns().batch)(self.shared, plan.handle, out.as_mut_ptr() as *mut c_void)
+            (G::fns().batch)(self.handle, plan.handle, out.as_mut_ptr() as *mut c_void)
         })?;
         Ok(out.chunks(words).map(G::from_xyzz).collect())
     }
@@ -534,7 +535,7 @@ fn check_scalars<E: GpuCurve>(
 
 impl<E: GpuCurve, G: GpuGroup<E>> Drop for Resident<E, G> {
     fn drop(&mut self) {
-        let h = *self.handle.get_mut().unwrap_or_else(|e| e.into_inner());
+        let h = self.handle;
         // SAFETY: the handle came from G's `new` and is dropped once.
         unsafe { (G::fns().drop)(h) }
     }
