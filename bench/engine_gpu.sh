@@ -45,7 +45,7 @@ export ZKPIPE_SERVER=http://127.0.0.1:50651
 for k in "${keys[@]}"; do "$bin/zkpipe" preload "k$k"; done
 for r in $(seq "$repeats"); do
   for c in $big; do
-    jobs=$(( c >= 16 ? 2 : (c >= 4 ? 4 : 8) ))
+    jobs=$(( c >= 16 ? 2 : 8 ))
     trace=(); [ "$r" = 1 ] && [ "$c" -ge 4 ] && trace=(--trace "$out/big-c$c.trace.json")
     "$bin/zkpipe" loadtest k20 "$work/w20.wtns" -c "$c" -j "$jobs" -p 4 --json "$out/big-c$c-r$r.json" "${trace[@]}" > "$out/big-c$c-r$r.txt"
     echo "2^20 x4 partitions, c=$c, round $r:"; cat "$out/big-c$c-r$r.txt"

@@ -65,6 +65,9 @@ impl<E: Curve + GpuCurve> Backend<E> for Bound<E> {
     ) -> Result<DeviceSums<E>, Error> {
         self.backend.device_pass(key, evals, w, h, g2, t)
     }
+    fn reduces_on_device(&self, key: &CompiledKey<E>) -> bool {
+        self.backend.reduces_on_device(key)
+    }
     fn batch_limit(&self, key: &CompiledKey<E>) -> usize {
         self.backend.batch_limit(key)
     }
@@ -108,12 +111,25 @@ impl BackendFactory for CudaFactory {
         true
     }
 
+    fn reduces_on_device(&self) -> bool {
+        zkpipe_cuda::reduces_on_gpu()
+    }
+
+    fn max_batch(&self) -> usize {
+        zkpipe_cuda::BATCH_MAX_PROOFS
+    }
+
     fn key_device_bytes(&self, key: &KeyMeta) -> u64 {
         let f = match key.curve {
             CurveId::Bn254 => device_bytes_for_shape::<Bn254>,
             CurveId::Bls12_381 => device_bytes_for_shape::<Bls12_381>,
         };
-        f(key.n_vars, key.n_public, key.domain_size) as u64
+        f(
+            key.n_vars,
+            key.n_public,
+            key.domain_size,
+            key.n_coefficients,
+        ) as u64
     }
 
     fn partition_device_bytes(&self, key: &KeyMeta) -> u64 {

@@ -32,9 +32,18 @@ pub trait Backend<E: Curve>: Send + Sync {
     /// Σ scalarsᵢ·basesᵢ in G2 (lengths must match).
     fn msm_g2(&self, bases: &[E::G2Affine], scalars: &[ScalarInt<E>]) -> Result<E::G2, Error>;
 
+    /// Whether [`Backend::device_pass`] computes a, b, c itself from `w` (the sparse
+    /// products on the device, [`Stage::ReduceDevice`]), so that stage 1 leaves `evals`
+    /// empty and only turns the witness into MSM scalars. The default: no, stage 1
+    /// computes them on the CPU.
+    fn reduces_on_device(&self, _key: &CompiledKey<E>) -> bool {
+        false
+    }
+
     /// The device stage of one proof with `key`: the quotient (h into `evals.a`, then as
     /// MSM scalars into `h`), the G1 MSMs [A]₁, [B]₁, [C]₁, [H]₁ and, if `g2`, [B]₂.
-    /// `w` has the key's nVars scalars and `evals` its domain size (the caller checks).
+    /// `w` has the key's nVars scalars and `evals` its domain size, or is empty where
+    /// [`Backend::reduces_on_device`] (the caller checks).
     ///
     /// The default runs the verbs above one after another; a backend overrides it to
     /// overlap the MSMs or keep intermediate values (h) where they are computed.

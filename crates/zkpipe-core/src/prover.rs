@@ -7,7 +7,7 @@ use crate::error::Error;
 use crate::key::CompiledKey;
 use crate::proof::Proof;
 use crate::reduce::{QapEvals, RowSchedule, DEFAULT_SCHEDULE};
-use crate::stages::{check_witness, device_stage, reduce_stage, tail_stage};
+use crate::stages::{check_witness, device_stage, reduce_stage, tail_stage, ReduceOn};
 use crate::timings::Timings;
 use crate::witness::Witness;
 use rand::{CryptoRng, RngCore};
@@ -42,9 +42,10 @@ pub fn prove<E: Curve, B: Backend<E> + ?Sized>(
     t: &mut Timings,
 ) -> Result<Proof<E>, Error> {
     check_witness(key, witness)?;
-    let mut evals = QapEvals::zeroed(key.domain_size());
+    let mut evals = QapEvals::zeroed(0);
     let (mut w, mut h) = (Vec::new(), Vec::new());
-    reduce_stage(key, witness, &mut evals, &mut w, opts.schedule, t)?;
+    let on = ReduceOn::for_backend(backend, key, opts.schedule);
+    reduce_stage(key, witness, &mut evals, &mut w, on, t)?;
     let sums = device_stage(backend, key, &mut evals, &w, &mut h, false, t)?;
     drop((evals, h));
     tail_stage(backend, key, witness, &w, &sums, opts.self_check, rng, t)

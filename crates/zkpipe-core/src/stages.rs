@@ -60,23 +60,53 @@ pub fn scalars_into<F: PrimeField>(v: &[F], out: &mut Vec<F::BigInt>) {
     out.par_extend(v.par_iter().map(|x| x.into_bigint()));
 }
 
-/// Stage 1: a = A·w, b = B·w, c = a∘b into `evals` (resized to the domain if needed) and
-/// the witness as MSM scalars into `w`. Runs on the current rayon pool.
+/// Where stage 1's sparse products run: see [`Backend::reduces_on_device`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReduceOn {
+    /// On the current rayon pool, into `evals`.
+    Cpu(RowSchedule),
+    /// In the device stage; stage 1 leaves `evals` empty.
+    Device,
+}
+
+impl ReduceOn {
+    /// Where `backend` wants `key`'s products, with `schedule` for the CPU.
+    pub fn for_backend<E: Curve, B: Backend<E> + ?Sized>(
+        backend: &B,
+        key: &CompiledKey<E>,
+        schedule: RowSchedule,
+    ) -> Self {
+        if backend.reduces_on_device(key) {
+            ReduceOn::Device
+        } else {
+            ReduceOn::Cpu(schedule)
+        }
+    }
+}
+
+/// Stage 1: the witness as MSM scalars into `w` and, on the CPU, a = A·w, b = B·w,
+/// c = a∘b into `evals` (resized to the domain if needed; emptied when the device
+/// computes them). Runs on the current rayon pool.
 pub fn reduce_stage<E: Curve>(
     key: &CompiledKey<E>,
     witness: &Witness<E::ScalarField>,
     evals: &mut QapEvals<E::ScalarField>,
     w: &mut Vec<ScalarInt<E>>,
-    schedule: RowSchedule,
+    on: ReduceOn,
     t: &mut Timings,
 ) -> Result<(), Error> {
     check_witness(key, witness)?;
-    let n = key.domain_size();
+    let n = match on {
+        ReduceOn::Cpu(_) => key.domain_size(),
+        ReduceOn::Device => 0,
+    };
     for v in [&mut evals.a, &mut evals.b, &mut evals.c] {
         v.resize(n, Default::default());
     }
     t.time(Stage::Reduce, || {
-        reduce(&key.a, &key.b, &witness.values, evals, schedule);
+        if let ReduceOn::Cpu(schedule) = on {
+            reduce(&key.a, &key.b, &witness.values, evals, schedule);
+        }
         scalars_into(&witness.values, w);
     });
     Ok(())
@@ -94,7 +124,7 @@ pub fn device_stage<E: Curve, B: Backend<E> + ?Sized>(
     g2_on_device: bool,
     t: &mut Timings,
 ) -> Result<DeviceSums<E>, Error> {
-    check_lengths(key, evals, w)?;
+    check_lengths(key, evals, w, backend.reduces_on_device(key))?;
     backend.device_pass(key, evals, w, h, g2_on_device, t)
 }
 
@@ -107,9 +137,10 @@ pub fn device_stage_batch<E: Curve, B: Backend<E> + ?Sized>(
     inputs: &mut [PassInput<'_, E>],
     g2_on_device: bool,
 ) -> Vec<Result<DeviceSums<E>, Error>> {
+    let on_device = backend.reduces_on_device(key);
     let checks: Vec<Result<(), Error>> = inputs
         .iter()
-        .map(|p| check_lengths(key, p.evals, p.w))
+        .map(|p| check_lengths(key, p.evals, p.w, on_device))
         .collect();
     let mut good: Vec<PassInput<'_, E>> = Vec::with_capacity(inputs.len());
     for (p, ok) in inputs.iter_mut().zip(&checks) {
@@ -188,15 +219,21 @@ pub fn tail_stage<E: Curve, B: Backend<E> + ?Sized>(
     Ok(proof)
 }
 
+/// `evals` must span the domain, or be empty where the device reduces.
 fn check_lengths<E: Curve>(
     key: &CompiledKey<E>,
     evals: &QapEvals<E::ScalarField>,
     w: &[ScalarInt<E>],
+    reduces_on_device: bool,
 ) -> Result<(), Error> {
-    let n = key.domain_size();
+    let n = if reduces_on_device {
+        0
+    } else {
+        key.domain_size()
+    };
     if evals.a.len() != n || evals.b.len() != n || evals.c.len() != n {
         return Err(Error::InvalidKey(format!(
-            "QAP evaluations of {} rows for a domain of {n}",
+            "QAP evaluations of {} rows where the device stage takes {n}",
             evals.a.len()
         )));
     }
@@ -237,8 +274,38 @@ mod tests {
         let witness = Witness::check_for(&wtns, key).unwrap();
         let (mut evals, mut w) = (QapEvals::zeroed(0), Vec::new());
         let mut t = Timings::default();
-        reduce_stage(key, &witness, &mut evals, &mut w, DEFAULT_SCHEDULE, &mut t).unwrap();
+        let on = ReduceOn::Cpu(DEFAULT_SCHEDULE);
+        reduce_stage(key, &witness, &mut evals, &mut w, on, &mut t).unwrap();
         (evals, w)
+    }
+
+    /// Where the device reduces, stage 1 leaves a, b, c out and still prepares w; a
+    /// backend that does not reduce refuses such a pass with an error, not a panic.
+    #[test]
+    fn stage_1_leaves_a_b_c_to_a_device_that_reduces() {
+        let zkey = ZkeyFile::open(fixture("circuit.zkey")).unwrap();
+        let key = CompiledKey::<Bn254>::compile(&zkey, PointChecks::Trusted).unwrap();
+        let wtns = Wtns::read(fixture("witness.wtns")).unwrap();
+        let witness = Witness::check_for(&wtns, &key).unwrap();
+        let (mut evals, mut w) = (QapEvals::zeroed(key.domain_size()), Vec::new());
+        let mut t = Timings::default();
+        reduce_stage(&key, &witness, &mut evals, &mut w, ReduceOn::Device, &mut t).unwrap();
+        assert!(evals.a.is_empty() && evals.b.is_empty() && evals.c.is_empty());
+        assert_eq!(
+            w,
+            reduced(&key, "witness.wtns").1,
+            "w is prepared all the same"
+        );
+        assert_eq!(
+            ReduceOn::for_backend(&CpuBackend, &key, DEFAULT_SCHEDULE),
+            ReduceOn::Cpu(DEFAULT_SCHEDULE)
+        );
+        let mut h = Vec::new();
+        let r = device_stage(&CpuBackend, &key, &mut evals, &w, &mut h, true, &mut t);
+        assert!(
+            matches!(&r, Err(Error::InvalidKey(m)) if m.contains("0 rows")),
+            "{r:?}"
+        );
     }
 
     /// A batch gives each input what `device_stage` gives it alone, in input order, and an

@@ -13,8 +13,10 @@ pub enum Stage {
     Upload,
     /// Reading the witness.
     LoadWitness,
-    /// a = A·w, b = B·w, c = a∘b.
+    /// a = A·w, b = B·w, c = a∘b (on the CPU; there it also turns w into MSM scalars).
     Reduce,
+    /// a, b, c computed by the device from w (backends that reduce on the device).
+    ReduceDevice,
     /// iNTT, coset NTT, h = a·b − c on the coset.
     Quotient,
     /// Σ wᵢ·Aᵢ in G1.
@@ -40,11 +42,12 @@ pub enum Stage {
 
 impl Stage {
     /// Every stage in pipeline order.
-    pub const ALL: [Stage; 14] = [
+    pub const ALL: [Stage; 15] = [
         Stage::LoadKey,
         Stage::Upload,
         Stage::LoadWitness,
         Stage::Reduce,
+        Stage::ReduceDevice,
         Stage::Quotient,
         Stage::MsmA,
         Stage::MsmB1,
@@ -64,6 +67,7 @@ impl Stage {
             Stage::Upload => "upload",
             Stage::LoadWitness => "load_witness",
             Stage::Reduce => "reduce",
+            Stage::ReduceDevice => "reduce_device",
             Stage::Quotient => "quotient",
             Stage::MsmA => "msm_a",
             Stage::MsmB1 => "msm_b1",

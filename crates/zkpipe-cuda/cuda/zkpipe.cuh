@@ -228,13 +228,17 @@ extern "C" const fr_t* ZKP_FN(zkp_quotient_h_, CURVE)(const zkp_quotient_t* q)
 }
 
 // a, b, c: evaluations on snarkjs's domain (Montgomery, natural order, host, ideally
-// pinned); h: out, a·b − c on snarkjs's coset, or nullptr to leave h on the device only
+// pinned), or all three nullptr when zkp_reduce_run_ has left them in the quotient's
+// buffers; h: out, a·b − c on snarkjs's coset, or nullptr to leave h on the device only
 // (zkp_quotient_h_), for an MSM that reads it there.
 extern "C" RustError ZKP_FN(zkp_quotient_run_, CURVE)(zkp_quotient_t* q, const fr_t* a,
                                                      const fr_t* b, const fr_t* c, fr_t* h,
                                                      uint64_t k)
 {
     const gpu_t& gpu = q->gpu;
+    bool on_device = a == nullptr;
+    if (on_device != (b == nullptr) || on_device != (c == nullptr))
+        return RustError{cudaErrorInvalidValue, "quotient inputs: some on the host, some not"};
     try {
         gpu.select();
         uint32_t lg_n = q->lg_n;
@@ -248,12 +252,18 @@ extern "C" RustError ZKP_FN(zkp_quotient_run_, CURVE)(zkp_quotient_t* q, const f
                                                      (size_t)gpu.sm_count() * 8);
         for (int v = 0; v < 3; v++) {
             fr_t* x = d + v * n;
-            if (k == 1) {
-                gpu.HtoD(x, in[v], n);
-            } else {
-                gpu.HtoD(scratch, in[v], n);
-                zkp_gather<<<blocks, threads, 0, (cudaStream_t)gpu>>>(x, scratch, lg_n, k);
-                CUDA_OK(cudaGetLastError());
+            if (k != 1 || !on_device) {
+                if (k == 1) {
+                    gpu.HtoD(x, in[v], n);
+                } else {
+                    if (on_device)
+                        CUDA_OK(cudaMemcpyAsync(scratch, x, n * sizeof(fr_t),
+                                                cudaMemcpyDeviceToDevice, (cudaStream_t)gpu));
+                    else
+                        gpu.HtoD(scratch, in[v], n);
+                    zkp_gather<<<blocks, threads, 0, (cudaStream_t)gpu>>>(x, scratch, lg_n, k);
+                    CUDA_OK(cudaGetLastError());
+                }
             }
             NTT::Base_dev_ptr(gpu, x, lg_n, NTT::InputOutputOrder::NR,
                               NTT::Direction::inverse, NTT::Type::standard);
@@ -266,6 +276,130 @@ extern "C" RustError ZKP_FN(zkp_quotient_run_, CURVE)(zkp_quotient_t* q, const f
         CUDA_OK(cudaGetLastError());
         if (h != nullptr)
             gpu.DtoH(h, scratch, n);
+        gpu.sync();
+    } catch (const cuda_error& e) {
+        gpu.sync();
+        return RustError{e.code(), e.what()};
+    }
+    return RustError{cudaSuccess};
+}
+
+// ---- reduce ---------------------------------------------------------------------------
+// The key's A and B matrices resident on the device (CSR, one row per domain row, values
+// in Montgomery form), and a = A·w, b = B·w, c = a∘b computed there straight into a
+// quotient's buffers: only w crosses the bus, and the host's cores are left to feed the
+// GPU (a 2^20 synthetic key's products cost ~1.4 core-seconds on the CPU). No library
+// offers sparse products over these fields, hence this kernel.
+
+struct zkp_csr_t {
+    int dev;
+    uint32_t rows;
+    uint32_t* starts[2];   // A, B: rows + 1 offsets each
+    uint32_t* cols[2];
+    fr_t* vals[2];
+
+    ~zkp_csr_t()
+    {
+        cudaSetDevice(dev);
+        for (int m = 0; m < 2; m++) {
+            cudaFree(starts[m]);
+            cudaFree(cols[m]);
+            cudaFree(vals[m]);
+        }
+    }
+};
+
+// ⟨row, w⟩ with w in standard form: a Montgomery product of a Montgomery value and a
+// standard one is the standard product, so the sum is converted once, not each w read.
+__device__ __forceinline__ fr_t zkp_row_dot(const uint32_t* starts, const uint32_t* cols,
+                                            const fr_t* vals, const fr_t* w, size_t row)
+{
+    fr_t s;
+    s.zero();
+    for (uint32_t j = starts[row], end = starts[row + 1]; j < end; j++)
+        s += vals[j] * w[cols[j]];
+    s.to();
+    return s;
+}
+
+// One thread per row: rows come in runs of similar length (circom emits them that way),
+// so a warp's rows cost about the same.
+__global__ void zkp_reduce(fr_t* a, fr_t* b, fr_t* c,
+                           const uint32_t* a_starts, const uint32_t* a_cols, const fr_t* a_vals,
+                           const uint32_t* b_starts, const uint32_t* b_cols, const fr_t* b_vals,
+                           const fr_t* w, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        fr_t ai = zkp_row_dot(a_starts, a_cols, a_vals, w, i);
+        fr_t bi = zkp_row_dot(b_starts, b_cols, b_vals, w, i);
+        a[i] = ai;
+        b[i] = bi;
+        c[i] = ai * bi;
+    }
+}
+
+// Uploads A and B (host CSR arrays, `rows` rows each) to device `dev`.
+extern "C" RustError ZKP_FN(zkp_csr_new_, CURVE)(zkp_csr_t** out, uint32_t rows,
+                                                const uint32_t* a_starts, const uint32_t* a_cols,
+                                                const fr_t* a_vals, const uint32_t* b_starts,
+                                                const uint32_t* b_cols, const fr_t* b_vals,
+                                                int dev)
+{
+    *out = nullptr;
+    auto* m = new (std::nothrow) zkp_csr_t{dev, rows, {nullptr, nullptr}, {nullptr, nullptr},
+                                           {nullptr, nullptr}};
+    if (m == nullptr)
+        return RustError{cudaErrorMemoryAllocation, "host allocation failed"};
+    const uint32_t* starts[2] = {a_starts, b_starts};
+    const uint32_t* cols[2] = {a_cols, b_cols};
+    const fr_t* vals[2] = {a_vals, b_vals};
+    try {
+        const gpu_t& gpu = select_gpu(dev);
+        for (int i = 0; i < 2; i++) {
+            size_t nnz = starts[i][rows];
+            CUDA_OK(cudaMalloc(&m->starts[i], ((size_t)rows + 1) * sizeof(uint32_t)));
+            CUDA_OK(cudaMalloc(&m->cols[i], std::max<size_t>(nnz, 1) * sizeof(uint32_t)));
+            CUDA_OK(cudaMalloc(&m->vals[i], std::max<size_t>(nnz, 1) * sizeof(fr_t)));
+            gpu.HtoD(m->starts[i], starts[i], (size_t)rows + 1);
+            gpu.HtoD(m->cols[i], cols[i], nnz);
+            gpu.HtoD(m->vals[i], vals[i], nnz);
+        }
+        gpu.sync();
+    } catch (const cuda_error& e) {
+        delete m;
+        return RustError{e.code(), e.what()};
+    }
+    *out = m;
+    return RustError{cudaSuccess};
+}
+
+extern "C" void ZKP_FN(zkp_csr_drop_, CURVE)(zkp_csr_t* m)
+{
+    delete m;
+}
+
+// a, b, c of the witness `w` (device memory on the quotient's GPU, the key's nVars
+// scalars in standard form: what the MSMs read) into the quotient's buffers, for a
+// zkp_quotient_run_ with no host inputs. Returns when they are there.
+extern "C" RustError ZKP_FN(zkp_reduce_run_, CURVE)(zkp_quotient_t* q, const zkp_csr_t* m,
+                                                   const fr_t* w)
+{
+    const gpu_t& gpu = q->gpu;
+    size_t n = (size_t)1 << q->lg_n;
+    if (m->rows != n || m->dev != gpu.id())
+        return RustError{cudaErrorInvalidValue,
+                         "matrices and quotient differ in domain size or device"};
+    try {
+        gpu.select();
+        fr_t* d = &q->d[0];
+        uint32_t threads = 128;
+        uint32_t blocks = (uint32_t)std::min<size_t>((n + threads - 1) / threads,
+                                                     (size_t)gpu.sm_count() * 16);
+        zkp_reduce<<<blocks, threads, 0, (cudaStream_t)gpu>>>(
+            d, d + n, d + 2 * n, m->starts[0], m->cols[0], m->vals[0],
+            m->starts[1], m->cols[1], m->vals[1], w, n);
+        CUDA_OK(cudaGetLastError());
         gpu.sync();
     } catch (const cuda_error& e) {
         gpu.sync();

@@ -4,20 +4,48 @@ use zkpipe_core::{CompiledKey, Curve};
 
 pub use crate::imp::CudaBackend;
 
+/// Whether a, b, c are computed on the GPU from the uploaded witness (the default: the
+/// key's A and B matrices are then resident there too). `ZKPIPE_CUDA_HOST_REDUCE=1`
+/// computes them on the CPU and uploads them instead, as before experiment 011: a
+/// diagnostic switch for comparing the two (read once).
+pub fn reduces_on_gpu() -> bool {
+    static HOST: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    !*HOST.get_or_init(|| std::env::var("ZKPIPE_CUDA_HOST_REDUCE").is_ok_and(|v| v == "1"))
+}
+
 /// Device memory one key needs on the GPU, in bytes (an upper estimate): its resident
-/// points, sppark's buckets per point set, the quotient buffers, and the scratch of the
-/// largest MSM. [`CudaBackend::new`] refuses a key whose need exceeds the free memory.
+/// points and matrices, sppark's buckets per point set, the quotient buffers, and the
+/// scratch of the largest MSM. [`CudaBackend::new`] refuses a key whose need exceeds the
+/// free memory.
 pub fn device_bytes_needed<E: Curve>(key: &CompiledKey<E>) -> usize {
     let p = &key.points;
     let g1 = [p.a.len(), p.b1.len(), p.c.len(), p.h.len()];
+    let coefficients = key.a.cols.len() + key.b.cols.len();
     bytes_for::<E>(g1, p.b2.len(), key.domain_size())
+        + matrices_bytes(coefficients, key.domain_size())
 }
 
 /// [`device_bytes_needed`] from a zkey's header alone: A, B₁, B₂ have `n_vars` points, C
-/// has `n_vars − n_public − 1`, H has `domain`.
-pub fn device_bytes_for_shape<E: Curve>(n_vars: usize, n_public: usize, domain: usize) -> usize {
+/// has `n_vars − n_public − 1`, H has `domain`; A and B have `coefficients` entries.
+pub fn device_bytes_for_shape<E: Curve>(
+    n_vars: usize,
+    n_public: usize,
+    domain: usize,
+    coefficients: usize,
+) -> usize {
     let c = n_vars.saturating_sub(n_public + 1);
     bytes_for::<E>([n_vars, n_vars, c, domain], n_vars, domain)
+        + matrices_bytes(coefficients, domain)
+}
+
+/// A and B resident for the reduce on the GPU: row offsets, and a column and a value per
+/// entry (none where [`reduces_on_gpu`] is off).
+fn matrices_bytes(coefficients: usize, rows: usize) -> usize {
+    if reduces_on_gpu() {
+        2 * (rows + 1) * 4 + coefficients * (4 + 32)
+    } else {
+        0
+    }
 }
 
 fn bytes_for<E: Curve>(g1_sets: [usize; 4], g2_points: usize, n: usize) -> usize {

@@ -14,8 +14,8 @@
 mod backend;
 
 pub use backend::{
-    device_bytes_for_shape, device_bytes_needed, device_bytes_per_pass, CudaBackend,
-    BATCH_MAX_DOMAIN, BATCH_MAX_PROOFS,
+    device_bytes_for_shape, device_bytes_needed, device_bytes_per_pass, reduces_on_gpu,
+    CudaBackend, BATCH_MAX_DOMAIN, BATCH_MAX_PROOFS,
 };
 
 /// Why a GPU operation failed.
@@ -92,4 +92,4 @@ pub use imp::{
 };
 /// The lower-level GPU pieces the check binary drives directly (CUDA builds only).
 #[cfg(feature = "cuda")]
-pub use imp::{BatchPlan, DeviceBuf, GpuGroup, Resident, G1, G2};
+pub use imp::{BatchPlan, DeviceBuf, GpuGroup, GpuMatrices, Resident, G1, G2};

@@ -42,13 +42,15 @@ pub struct EngineConfig {
     /// than this, so a partition is ready when a pass ends.
     pub device_passes: Option<usize>,
     /// Most partitions of one key that share one device pass (a batch, gathered from the
-    /// device's queue, so at most `queue_depth` + 1): the backend's `batch_limit` for the
-    /// key, capped by this. `Some(1)` turns batching off. Default: no cap.
+    /// device's queue, which holds at least a full batch whatever `queue_depth` says): the
+    /// backend's `batch_limit` for the key, capped by this. `Some(1)` turns batching off.
+    /// Default: no cap.
     pub device_batch: Option<usize>,
     /// Tail stage (G2 MSM on CPU, assemble, self-check, serialize). Default: 2 workers,
     /// half the cores.
     pub tail: StageConfig,
-    /// Capacity of each bounded queue between stages. Default: 4.
+    /// Capacity of each bounded queue between stages (a device's queue holds at least
+    /// the largest batch less one, see `device_batch`). Default: 4.
     pub queue_depth: usize,
     /// Most partitions in one job. Default: 64.
     pub max_partitions_per_job: usize,

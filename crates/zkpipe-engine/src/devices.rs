@@ -33,6 +33,19 @@ pub trait BackendFactory: Send + Sync {
         false
     }
 
+    /// The most partitions of one key the factory's backends batch into one device pass
+    /// (the largest `Backend::batch_limit` they give): each device's queue holds at least
+    /// that many less one, so that a full batch can gather there.
+    fn max_batch(&self) -> usize {
+        1
+    }
+
+    /// Whether the device stage computes a, b, c from the witness (its backends'
+    /// [`Backend::reduces_on_device`]); the reduce stage then only prepares the witness.
+    fn reduces_on_device(&self) -> bool {
+        false
+    }
+
     /// Device memory a key's resident copy takes on a device.
     fn key_device_bytes(&self, _key: &KeyMeta) -> u64 {
         0

@@ -197,6 +197,12 @@ impl Engine {
         if infos.is_empty() {
             return Err("the backend factory reports no devices".into());
         }
+        // A batch is the worker's partition plus what is queued for the device: room for a
+        // full one, whatever `queue_depth` says.
+        let batch = config
+            .device_batch
+            .map_or(factory.max_batch(), |cap| cap.min(factory.max_batch()));
+        let device_queue = config.queue_depth.max(batch.saturating_sub(1));
         let mut devices = Vec::new();
         for (i, info) in infos.iter().enumerate() {
             let limit = config.device_memory_limit.or(info.memory_total);
@@ -208,7 +214,7 @@ impl Engine {
                 info.clone(),
                 pool("device", config.device.threads)?,
                 budget,
-                config.queue_depth,
+                device_queue,
                 config
                     .device_passes
                     .unwrap_or_else(|| factory.passes_per_device()),

@@ -34,6 +34,8 @@ pub struct KeyMeta {
     pub n_public: usize,
     /// Evaluation domain size.
     pub domain_size: usize,
+    /// Entries of the A and B matrices together.
+    pub n_coefficients: usize,
     /// Host bytes of the compiled key when resident (points and matrices).
     pub host_bytes: u64,
     /// Host bytes one partition of this key needs in flight (buffers and scratch).
@@ -71,6 +73,7 @@ impl KeyMeta {
             n_vars,
             n_public,
             domain_size: n,
+            n_coefficients: z.n_coefficients() as usize,
             host_bytes,
             partition_bytes,
         }

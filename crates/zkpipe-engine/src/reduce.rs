@@ -1,11 +1,13 @@
 //! The reduce stage: each worker takes the highest-priority admitted partition, makes sure
 //! its key is loaded (the first partition of a cold key loads it, on this stage's pool),
-//! computes a, b, c on the stage's own rayon pool, and passes it to its key's device.
+//! computes a, b, c on the stage's own rayon pool (or, where the device computes them,
+//! only turns the witness into MSM scalars), and passes it to its key's device.
 
 use crate::engine::Shared;
 use crate::work::{guarded, with_part};
 use std::sync::Arc;
 use std::time::Instant;
+use zkpipe_core::stages::ReduceOn;
 
 /// One reduce worker; runs until its queue is closed.
 pub(crate) fn run(shared: Arc<Shared>) {
@@ -27,10 +29,14 @@ pub(crate) fn run(shared: Arc<Shared>) {
         };
         let loaded = Instant::now();
         w.trace.span("key_load", start, loaded);
-        let schedule = shared.config.schedule;
+        let on = if shared.factory.reduces_on_device() {
+            ReduceOn::Device
+        } else {
+            ReduceOn::Cpu(shared.config.schedule)
+        };
         let r = shared
             .reduce_pool
-            .install(|| guarded(|| with_part!(&mut w.data, p => p.reduce(&key, schedule))));
+            .install(|| guarded(|| with_part!(&mut w.data, p => p.reduce(&key, on))));
         let end = Instant::now();
         w.trace.span("reduce", loaded, end);
         if let Err(e) = r {

@@ -13,8 +13,10 @@ use std::sync::Arc;
 use std::time::Instant;
 use zkpipe_core::backend::ScalarInt;
 use zkpipe_core::curve::field_to_decimal;
-use zkpipe_core::reduce::{QapEvals, RowSchedule};
-use zkpipe_core::stages::{device_stage, device_stage_batch, reduce_stage, tail_stage, DeviceSums};
+use zkpipe_core::reduce::QapEvals;
+use zkpipe_core::stages::{
+    device_stage, device_stage_batch, reduce_stage, tail_stage, DeviceSums, ReduceOn,
+};
 use zkpipe_core::{Bls12_381, Bn254, CpuBackend, Error as CoreError, PassInput, Timings, Witness};
 use zkpipe_formats::json::to_json_bytes;
 
@@ -128,17 +130,23 @@ impl<E: EngineCurve> Part<E> {
         }
     }
 
-    /// Stage 1 on the current rayon pool, into pooled buffers.
-    pub fn reduce(&mut self, key: &LoadedKey, schedule: RowSchedule) -> Result<(), CoreError> {
+    /// Stage 1 on the current rayon pool, into pooled buffers (a, b, c only where the
+    /// CPU computes them).
+    pub fn reduce(&mut self, key: &LoadedKey, on: ReduceOn) -> Result<(), CoreError> {
         let k = E::key(key).ok_or_else(wrong_curve)?;
-        let n = k.domain_size();
-        let mut evals = QapEvals {
-            a: self.pool.take(n),
-            b: self.pool.take(n),
-            c: self.pool.take(n),
+        let mut evals = match on {
+            ReduceOn::Cpu(_) => {
+                let n = k.domain_size();
+                QapEvals {
+                    a: self.pool.take(n),
+                    b: self.pool.take(n),
+                    c: self.pool.take(n),
+                }
+            }
+            ReduceOn::Device => QapEvals::zeroed(0),
         };
         let mut w = self.pool.take::<ScalarInt<E>>(k.n_vars);
-        let r = reduce_stage(k, &self.witness, &mut evals, &mut w, schedule, &mut self.t);
+        let r = reduce_stage(k, &self.witness, &mut evals, &mut w, on, &mut self.t);
         self.evals = Some(evals);
         self.w = w;
         r

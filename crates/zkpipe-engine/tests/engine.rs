@@ -444,12 +444,13 @@ fn a_busy_key_is_copied_to_a_less_loaded_device_up_to_max_devices() {
     }
 }
 
-/// What a [`Batching`] backend was asked to do: the size of each `device_batch` call, and
-/// how many single `device_pass` calls it had.
+/// What a [`Batching`] backend was asked to do: the size of each `device_batch` call, how
+/// many single `device_pass` calls it had, and how many proofs it reduced itself.
 #[derive(Default)]
 struct BatchLog {
     batches: std::sync::Mutex<Vec<usize>>,
     singles: std::sync::atomic::AtomicUsize,
+    reduced: std::sync::atomic::AtomicUsize,
 }
 
 impl BatchLog {
@@ -466,11 +467,51 @@ impl BatchLog {
 const PASS: Duration = Duration::from_millis(20);
 
 /// A backend that batches up to `limit` proofs of a key, running them one by one on
-/// `inner`, and logs what it was asked.
+/// `inner`, and logs what it was asked. With `reduces`, it computes a, b, c itself from
+/// w, as a GPU that keeps the matrices does, and insists that stage 1 left them out.
 struct Batching<B> {
     inner: B,
     limit: usize,
+    reduces: bool,
     log: Arc<BatchLog>,
+}
+
+impl<B> Batching<B> {
+    /// `inner`'s device pass, after the reduce where this backend does it.
+    fn pass<E: Curve>(
+        &self,
+        key: &zkpipe_core::CompiledKey<E>,
+        evals: &mut zkpipe_core::reduce::QapEvals<E::ScalarField>,
+        w: &[zkpipe_core::backend::ScalarInt<E>],
+        h: &mut Vec<zkpipe_core::backend::ScalarInt<E>>,
+        g2: bool,
+        t: &mut zkpipe_core::Timings,
+    ) -> Result<zkpipe_core::stages::DeviceSums<E>, zkpipe_core::Error>
+    where
+        B: zkpipe_core::Backend<E>,
+    {
+        if !self.reduces {
+            return self.inner.device_pass(key, evals, w, h, g2, t);
+        }
+        use ark_ff::PrimeField;
+        assert!(evals.a.is_empty(), "stage 1 computed a, b, c anyway");
+        let witness: Vec<E::ScalarField> = w
+            .iter()
+            .map(|x| E::ScalarField::from_bigint(*x).unwrap())
+            .collect();
+        let mut full = zkpipe_core::reduce::QapEvals::zeroed(key.domain_size());
+        zkpipe_core::reduce::reduce(
+            &key.a,
+            &key.b,
+            &witness,
+            &mut full,
+            zkpipe_core::reduce::DEFAULT_SCHEDULE,
+        );
+        self.log
+            .reduced
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.device_pass(key, &mut full, w, h, g2, t)
+    }
 }
 
 impl<E: Curve, B: zkpipe_core::Backend<E>> zkpipe_core::Backend<E> for Batching<B> {
@@ -511,7 +552,10 @@ impl<E: Curve, B: zkpipe_core::Backend<E>> zkpipe_core::Backend<E> for Batching<
             .singles
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         std::thread::sleep(PASS);
-        self.inner.device_pass(key, evals, w, h, g2, t)
+        self.pass(key, evals, w, h, g2, t)
+    }
+    fn reduces_on_device(&self, _key: &zkpipe_core::CompiledKey<E>) -> bool {
+        self.reduces
     }
     fn batch_limit(&self, _key: &zkpipe_core::CompiledKey<E>) -> usize {
         self.limit
@@ -526,7 +570,7 @@ impl<E: Curve, B: zkpipe_core::Backend<E>> zkpipe_core::Backend<E> for Batching<
         std::thread::sleep(PASS);
         inputs
             .iter_mut()
-            .map(|p| self.inner.device_pass(key, p.evals, p.w, p.h, g2, p.t))
+            .map(|p| self.pass(key, p.evals, p.w, p.h, g2, p.t))
             .collect()
     }
 }
@@ -536,6 +580,7 @@ impl<E: Curve, B: zkpipe_core::Backend<E>> zkpipe_core::Backend<E> for Batching<
 struct BatchingFactory {
     limit: usize,
     memory: Option<u64>,
+    reduces: bool,
     log: Arc<BatchLog>,
 }
 
@@ -544,6 +589,7 @@ impl BatchingFactory {
         Batching {
             inner: zkpipe_core::CpuBackend,
             limit: self.limit,
+            reduces: self.reduces,
             log: Arc::clone(&self.log),
         }
     }
@@ -555,6 +601,12 @@ impl zkpipe_engine::BackendFactory for BatchingFactory {
             name: "batching0".into(),
             memory_total: self.memory,
         }]
+    }
+    fn reduces_on_device(&self) -> bool {
+        self.reduces
+    }
+    fn max_batch(&self) -> usize {
+        self.limit
     }
     fn key_device_bytes(&self, key: &zkpipe_engine::KeyMeta) -> u64 {
         key.host_bytes
@@ -619,6 +671,7 @@ fn queued_proofs_of_one_key_share_device_passes_up_to_the_backend_limit() {
     let factory = BatchingFactory {
         limit: 4,
         memory: None,
+        reduces: false,
         log: Arc::clone(&log),
     };
     let engine = Engine::start(config(dir.path()), Arc::new(factory)).unwrap();
@@ -640,6 +693,31 @@ fn queued_proofs_of_one_key_share_device_passes_up_to_the_backend_limit() {
     engine.shutdown();
 }
 
+/// A device's queue holds a full batch even where `queue_depth` is smaller: with a depth
+/// of 1, batches still grow past the 2 proofs (the worker's and the one queued) that such
+/// a queue would allow.
+#[test]
+fn a_device_queue_holds_a_full_batch_whatever_the_queue_depth() {
+    let dir = key_dir();
+    let log = Arc::new(BatchLog::default());
+    let factory = BatchingFactory {
+        limit: 4,
+        memory: None,
+        reduces: false,
+        log: Arc::clone(&log),
+    };
+    let cfg = EngineConfig {
+        queue_depth: 1,
+        ..config(dir.path())
+    };
+    let engine = Engine::start(cfg, Arc::new(factory)).unwrap();
+    prove_many(&engine, dir.path(), "bn254-poseidon", 24);
+    let batches = log.batches();
+    assert!(batches.iter().any(|&n| n > 2), "{batches:?}");
+    assert!(batches.iter().all(|&n| n <= 4), "{batches:?}");
+    engine.shutdown();
+}
+
 /// `device_batch = 1` turns batching off whatever the backend allows.
 #[test]
 fn a_device_batch_of_1_runs_every_partition_alone() {
@@ -648,6 +726,7 @@ fn a_device_batch_of_1_runs_every_partition_alone() {
     let factory = BatchingFactory {
         limit: 4,
         memory: None,
+        reduces: false,
         log: Arc::clone(&log),
     };
     let cfg = EngineConfig {
@@ -681,6 +760,7 @@ fn a_full_device_budget_makes_batches_smaller_instead_of_waiting() {
     let factory = BatchingFactory {
         limit: 4,
         memory: Some(meta.host_bytes + 3 * meta.partition_bytes + meta.partition_bytes / 2),
+        reduces: false,
         log: Arc::clone(&log),
     };
     let engine = Engine::start(config(dir.path()), Arc::new(factory)).unwrap();
@@ -700,5 +780,29 @@ fn a_full_device_budget_makes_batches_smaller_instead_of_waiting() {
         st.devices[0].memory_reserved, meta.host_bytes,
         "only the key's resident copy remains"
     );
+    engine.shutdown();
+}
+
+/// Where the device computes a, b, c from the witness (as the GPU backend does), the
+/// reduce stage hands it w alone, singly and in batches, and every proof still verifies.
+#[test]
+fn a_device_that_reduces_gets_the_witness_alone_and_proofs_verify() {
+    let dir = key_dir();
+    let log = Arc::new(BatchLog::default());
+    let factory = BatchingFactory {
+        limit: 4,
+        memory: None,
+        reduces: true,
+        log: Arc::clone(&log),
+    };
+    let engine = Engine::start(config(dir.path()), Arc::new(factory)).unwrap();
+    prove_many(&engine, dir.path(), "bn254-poseidon", 12);
+    prove_many(&engine, dir.path(), "bls-poseidon", 4);
+    assert_eq!(
+        log.reduced.load(std::sync::atomic::Ordering::SeqCst),
+        16,
+        "the device reduced every partition"
+    );
+    assert_eq!(log.batches().iter().sum::<usize>() + log.singles(), 16);
     engine.shutdown();
 }

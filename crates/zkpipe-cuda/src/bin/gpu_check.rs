@@ -3,6 +3,10 @@
 //! - G1 MSM (resident points and sppark's one-shot entry), 2^10..2^max_log;
 //! - G2 MSM (resident points), 2^10..2^min(max_log, 18);
 //! - the quotient stage (3 iNTT + 3 coset NTT + a·b − c), 2^10..2^max_log;
+//! - the reduce on the GPU (a = A·w, b = B·w, c = a∘b from resident matrices of circom-like
+//!   rows: runs of 1-term, 2–8-term, 16–64-term and rare 128–512-term rows, with 0, 1 and
+//!   r − 1 among the values and w) followed by the quotient, 2^10..2^max_log, against
+//!   the CPU's reduce and quotient;
 //!
 //! with edge cases in every MSM: zero scalars, a point at infinity, r − 1; and a scalar
 //! ≥ r (r + 5), which the GPU API must refuse.
@@ -13,23 +17,25 @@
 //!   infinity (as [C]₁ is); then its time per proof against sppark's one-vector MSM.
 //!
 //! Timings (median of `runs` after one warm-up, points resident, scalars from pinned
-//! memory): G1 MSM at 2^16/20/22/24, G2 at 2^20, quotient at 2^20/22/24, capped at
-//! 2^max_timed_log.
+//! memory): G1 MSM at 2^16/20/22/24, G2 at 2^20, quotient at 2^20/22/24, the GPU reduce
+//! at 2^20/22 (against the CPU's, once), capped at 2^max_timed_log.
 //!
 //! Run on the GPU machine: `zkpipe-gpu-check [max_log=22] [runs=7] [max_timed_log=24]
 //! [batch]` (`batch`: only the batched MSM's checks and timings).
 
 use ark_ec::scalar_mul::ScalarMul;
 use ark_ec::{AffineRepr, CurveGroup, PrimeGroup, VariableBaseMSM};
-use ark_ff::{BigInteger, PrimeField};
+use ark_ec::AdditiveGroup;
+use ark_ff::{BigInteger, Field, PrimeField};
 use ark_std::UniformRand;
 use std::time::Instant;
+use zkpipe_core::key::Csr;
 use zkpipe_core::quotient::{quotient, QuotientDomain};
-use zkpipe_core::reduce::QapEvals;
+use zkpipe_core::reduce::{reduce, QapEvals, DEFAULT_SCHEDULE};
 use zkpipe_core::Curve;
 use zkpipe_cuda::{
-    BatchPlan, DeviceBuf, GpuCurve, GpuGroup, GpuQuotient, PinnedBuf, Resident, ResidentG1,
-    ResidentG2, G1, G2,
+    BatchPlan, DeviceBuf, GpuCurve, GpuGroup, GpuMatrices, GpuQuotient, PinnedBuf, Resident,
+    ResidentG1, ResidentG2, G1, G2,
 };
 
 type Int<E> = <<E as ark_ec::pairing::Pairing>::ScalarField as PrimeField>::BigInt;
@@ -345,6 +351,124 @@ fn check_quotient<E: Curve + GpuCurve>(name: &str, cfg: &Cfg) -> bool {
     ok
 }
 
+/// A matrix of `rows` rows over `cols` columns shaped like circom's (runs of rows of one
+/// kind), with values 0, 1 and r − 1 among random ones.
+fn circom_like_matrix<F: PrimeField>(rows: usize, cols: usize, rng: &mut impl rand::Rng) -> Csr<F> {
+    let mut m = Csr {
+        row_starts: vec![0u32],
+        cols: Vec::new(),
+        vals: Vec::new(),
+    };
+    let (mut len, mut run) = (1..=1usize, 0usize);
+    for _ in 0..rows {
+        if run == 0 {
+            len = match rng.gen_range(0..100) {
+                0..=59 => 1..=1,
+                60..=92 => 2..=8,
+                93..=98 => 16..=64,
+                _ => 128..=512,
+            };
+            run = rng.gen_range(1..=256);
+        }
+        run -= 1;
+        for _ in 0..rng.gen_range(len.clone()) {
+            m.cols.push(rng.gen_range(0..cols) as u32);
+            m.vals.push(match rng.gen_range(0..16) {
+                0 => F::ZERO,
+                1 => F::ONE,
+                2 => -F::ONE,
+                _ => F::rand(rng),
+            });
+        }
+        m.row_starts.push(m.cols.len() as u32);
+    }
+    m
+}
+
+fn check_reduce<E: Curve + GpuCurve>(name: &str, cfg: &Cfg) -> bool {
+    let mut ok = true;
+    let mut rng = ark_std::test_rng();
+    let top = cfg.max_log.max(cfg.max_timed_log.min(22));
+    for log in (10..=top).step_by(2) {
+        let n = 1usize << log;
+        let n_vars = n - n / 8;
+        let d = QuotientDomain::<E::ScalarField>::new(n).expect("domain");
+        let a = circom_like_matrix::<E::ScalarField>(n, n_vars, &mut rng);
+        let b = circom_like_matrix::<E::ScalarField>(n, n_vars, &mut rng);
+        let mut w: Vec<E::ScalarField> = (0..n_vars)
+            .map(|_| E::ScalarField::rand(&mut rng))
+            .collect();
+        w[0] = E::ScalarField::ONE;
+        w[1] = E::ScalarField::ZERO;
+        w[2] = -E::ScalarField::ONE;
+        let w_int: Vec<Int<E>> = w.iter().map(|x| x.into_bigint()).collect();
+        let run =
+            || -> Result<(GpuQuotient<E>, GpuMatrices<E>, DeviceBuf), zkpipe_cuda::CudaError> {
+                let q = GpuQuotient::<E>::new(log, d.domain.group_gen, d.coset.offset, 0)?;
+                let m = GpuMatrices::<E>::upload(&a, &b, 0)?;
+                let mut wd = DeviceBuf::new(0, 32 * n_vars)?;
+                let mut pinned = PinnedBuf::new(32 * n_vars)?;
+                let pw = pinned.stage(0, &w_int) as *const u8;
+                // SAFETY: `pw` holds n_vars scalars of 32 bytes.
+                unsafe { wd.upload_raw(pw, 32 * n_vars) }?;
+                Ok((q, m, wd))
+            };
+        let (q, m, wd) = match run() {
+            Ok(x) => x,
+            Err(e) => {
+                println!("{name} reduce 2^{log}: {e}");
+                return false;
+            }
+        };
+        let wp = wd.device_ptr(0) as *const [u64; 4];
+        let mut cpu = QapEvals::zeroed(n);
+        let t = Instant::now();
+        reduce(&a, &b, &w, &mut cpu, DEFAULT_SCHEDULE);
+        let cpu_ms = t.elapsed().as_secs_f64() * 1e3;
+        if log <= cfg.max_log {
+            quotient(&d, &mut cpu);
+            let mut pinned = PinnedBuf::new(32 * n).expect("pinned buffer");
+            let ph = pinned.ptr_at(0) as *mut E::ScalarField;
+            let null = std::ptr::null_mut();
+            // SAFETY: `wp` holds the matrices' n_vars columns of scalars on GPU 0; null
+            // inputs read what reduce_raw left; `ph` has room for n elements.
+            let r = unsafe {
+                q.reduce_raw(&m, wp)
+                    .and_then(|()| q.run_raw(null, null, null, ph))
+            };
+            let mut h = vec![E::ScalarField::from(0u64); n];
+            pinned.unstage(0, &mut h);
+            let same = r.is_ok() && h == cpu.a;
+            ok &= same;
+            println!(
+                "{name} reduce on the GPU + quotient 2^{log} ({} entries): {}",
+                a.cols.len() + b.cols.len(),
+                verdict(same)
+            );
+            if let Err(e) = r {
+                println!("  error: {e}");
+            }
+        }
+        if [20u32, 22].contains(&log) && log <= cfg.max_timed_log {
+            // SAFETY: as above.
+            match time_runs(cfg.runs, || unsafe { q.reduce_raw(&m, wp) }) {
+                Ok(mut ms) => println!(
+                    "{name} reduce 2^{log} on the GPU ({} entries, w on the device): {} ({} runs); CPU ({} threads), once: {cpu_ms:.1} ms",
+                    a.cols.len() + b.cols.len(),
+                    summarize(&mut ms),
+                    cfg.runs,
+                    rayon::current_num_threads(),
+                ),
+                Err(e) => {
+                    println!("{name} reduce 2^{log}: {e}");
+                    ok = false;
+                }
+            }
+        }
+    }
+    ok
+}
+
 /// k scalar vectors of n: vector 0 witness-like (0s, 1s, a few small and full values),
 /// the others random with the edge values.
 fn batch_vectors<E: Curve>(k: usize, n: usize, rng: &mut impl rand::Rng) -> Vec<Vec<Int<E>>> {
@@ -549,6 +673,8 @@ fn main() {
     if !batch_only {
         ok &= check_quotient::<ark_bn254::Bn254>("BN254", &cfg);
         ok &= check_quotient::<ark_bls12_381::Bls12_381>("BLS12-381", &cfg);
+        ok &= check_reduce::<ark_bn254::Bn254>("BN254", &cfg);
+        ok &= check_reduce::<ark_bls12_381::Bls12_381>("BLS12-381", &cfg);
         ok &= check_g1::<ark_bn254::Bn254>("BN254", &cfg);
         ok &= check_g1::<ark_bls12_381::Bls12_381>("BLS12-381", &cfg);
         ok &= check_g2::<ark_bn254::Bn254>("BN254", &cfg);

@@ -1,9 +1,10 @@
 //! The real [`CudaBackend`] (feature `cuda`).
 
 use super::{
-    device_info, BatchPlan, DeviceBuf, GpuCurve, GpuQuotient, PinnedBuf, ResidentG1, ResidentG2,
+    device_info, BatchPlan, DeviceBuf, GpuCurve, GpuMatrices, GpuQuotient, PinnedBuf, ResidentG1,
+    ResidentG2,
 };
-use crate::backend::{device_bytes_needed, BATCH_MAX_DOMAIN, BATCH_MAX_PROOFS};
+use crate::backend::{device_bytes_needed, reduces_on_gpu, BATCH_MAX_DOMAIN, BATCH_MAX_PROOFS};
 use crate::{CudaError, DeviceInfo};
 use ark_ec::pairing::Pairing;
 use ark_ff::PrimeField;
@@ -21,8 +22,10 @@ use zkpipe_core::{Backend, CompiledKey, CpuBackend, Curve, Error, PassInput};
 /// MSMs of a proof with that key run on the GPU. Several proofs may run at once (each
 /// point set runs one MSM at a time).
 ///
-/// A proof's device pass ([`Backend::device_pass`]) uploads the witness scalars once for
-/// the A, B₁, B₂ and C MSMs and leaves h on the GPU for the H MSM.
+/// A proof's device pass ([`Backend::device_pass`]) uploads the witness scalars once:
+/// the key's A and B matrices, resident too, turn them into a, b, c there
+/// ([`Stage::ReduceDevice`]; unless [`reduces_on_gpu`] is off), and the A, B₁, B₂ and C
+/// MSMs read them; h stays on the GPU for the H MSM.
 /// The single-MSM calls recognize the key's point sets by address (the `CompiledKey`
 /// this backend was made from must outlive it and not move its points); MSMs over any
 /// other points fall back to the CPU backend.
@@ -32,6 +35,8 @@ pub struct CudaBackend<E: Curve + GpuCurve> {
     c: ResidentG1<E>,
     h: ResidentG1<E>,
     b2: ResidentG2<E>,
+    /// A and B, where a, b, c are computed on the GPU.
+    matrices: Option<GpuMatrices<E>>,
     /// Host addresses and lengths of the key's sets: a, b1, c, h, b2.
     addrs: [(usize, usize); 5],
     /// Idle buffer sets, one per proof in flight at once (made on demand).
@@ -50,6 +55,48 @@ struct PassBuffers<E: GpuCurve> {
 }
 
 impl<E: GpuCurve> PassBuffers<E> {
+    /// Stages `w` (the key's nVars scalars) and copies it to the device buffer.
+    fn upload_w(&mut self, w: &[ScalarInt<E>]) -> Result<(), CudaError> {
+        let pw = self.staging.stage(0, w) as *const u8;
+        // SAFETY: `pw` holds w.len() scalars of 32 bytes, at most the device buffer's size
+        // (upload_raw checks).
+        unsafe { self.w.upload_raw(pw, std::mem::size_of_val(w)) }
+    }
+
+    /// The quotient with h left on the GPU, from `evals`, or where `evals` is empty from
+    /// a, b, c computed on the GPU from `w` with `matrices`. The witness is on the device
+    /// afterwards either way; its upload is timed with the stage it precedes on the GPU
+    /// (`reduce_device`, else after the quotient, as part of `quotient`).
+    fn quotient_and_w(
+        &mut self,
+        evals: &QapEvals<E::ScalarField>,
+        w: &[ScalarInt<E>],
+        matrices: Option<&GpuMatrices<E>>,
+        t: &mut Timings,
+    ) -> Result<(), CudaError> {
+        if !evals.a.is_empty() {
+            return t.time(Stage::Quotient, || {
+                self.run_quotient(evals, false)?;
+                self.upload_w(w)
+            });
+        }
+        let m = matrices.ok_or_else(|| {
+            CudaError::Length("no a, b, c given, and no matrices on the GPU".into())
+        })?;
+        t.time(Stage::ReduceDevice, || {
+            self.upload_w(w)?;
+            let wd = self.w.device_ptr(0) as *const [u64; 4];
+            // SAFETY: `wd` holds the key's nVars scalars (checked by the caller), the
+            // matrices' column count, on this set's GPU, and nothing writes it meanwhile.
+            unsafe { self.quotient.reduce_raw(m, wd) }
+        })?;
+        let null = std::ptr::null_mut();
+        // SAFETY: null inputs: a, b, c are where reduce_raw left them; h stays there.
+        t.time(Stage::Quotient, || unsafe {
+            self.quotient.run_raw(null, null, null, null)
+        })
+    }
+
     /// Stages a, b, c (n elements each, as the quotient was made for) and runs the
     /// quotient. h comes back to the start of the staging buffer if `download`, else it
     /// stays on the GPU only ([`GpuQuotient::h_on_device`]).
@@ -163,6 +210,11 @@ impl<E: Curve + GpuCurve> CudaBackend<E> {
             c: ResidentG1::upload_padded(&p.c, key.n_public + 1, gpu)?,
             h: ResidentG1::upload(&p.h, gpu)?,
             b2: ResidentG2::upload(&p.b2, gpu)?,
+            matrices: if reduces_on_gpu() {
+                Some(GpuMatrices::upload(&key.a, &key.b, gpu)?)
+            } else {
+                None
+            },
             addrs: [
                 addr(p.a.as_ptr() as usize, p.a.len()),
                 addr(p.b1.as_ptr() as usize, p.b1.len()),
@@ -217,8 +269,16 @@ impl<E: Curve + GpuCurve> CudaBackend<E> {
         w: &[ScalarInt<E>],
     ) -> Result<(), CudaError> {
         let n = 1usize << self.shape.lg_n;
+        // a, b, c span the domain, or are left to the GPU.
+        let rows = if self.matrices.is_some() && evals.a.is_empty() {
+            0
+        } else {
+            n
+        };
         let lengths_ok = key.domain_size() == n
-            && [&evals.a, &evals.b, &evals.c].iter().all(|v| v.len() == n)
+            && [&evals.a, &evals.b, &evals.c]
+                .iter()
+                .all(|v| v.len() == rows)
             && w.len() == self.a.len()
             && key.n_public == self.n_public;
         if !lengths_ok {
@@ -248,13 +308,7 @@ impl<E: Curve + GpuCurve> CudaBackend<E> {
         let mut lent = Vec::with_capacity(inputs.len());
         for p in inputs.iter_mut() {
             let mut bufs = self.lend()?;
-            p.t.time(Stage::Quotient, || bufs.run_quotient(p.evals, false))?;
-            let PassBuffers {
-                staging, w: w_dev, ..
-            } = &mut *bufs;
-            let pw = staging.stage(0, p.w) as *const u8;
-            // SAFETY: `pw` holds w.len() scalars of 32 bytes, the device buffer's size.
-            unsafe { w_dev.upload_raw(pw, std::mem::size_of_val(p.w)) }?;
+            bufs.quotient_and_w(p.evals, p.w, self.matrices.as_ref(), p.t)?;
             lent.push(bufs);
         }
         let start = Instant::now();
@@ -328,17 +382,11 @@ impl<E: Curve + GpuCurve> CudaBackend<E> {
         self.check_pass(key, evals, w)?;
         let n = 1usize << self.shape.lg_n;
         let mut bufs = self.lend()?;
-        t.time(Stage::Quotient, || bufs.run_quotient(evals, false))?;
+        // w crosses once (standard form).
+        bufs.quotient_and_w(evals, w, self.matrices.as_ref(), t)?;
         let PassBuffers {
-            quotient,
-            staging,
-            w: w_dev,
+            quotient, w: w_dev, ..
         } = &mut *bufs;
-        // w crosses once (standard form); its upload is timed as the start of [A]₁.
-        let upload_start = Instant::now();
-        let pw = staging.stage(0, w) as *const u8;
-        // SAFETY: `pw` holds w.len() scalars of 32 bytes, the device buffer's size.
-        unsafe { w_dev.upload_raw(pw, std::mem::size_of_val(w)) }?;
         // Device addresses as integers, to hand to the MSM threads.
         let wd = w_dev.device_ptr(0) as usize;
         let private = w_dev.device_ptr((self.n_public + 1) * 32) as usize;
@@ -380,8 +428,7 @@ impl<E: Curve + GpuCurve> CudaBackend<E> {
                 (a, join(b1), b2.map(join), join(c), join(h))
             })
         };
-        let (a, mut a_span) = a;
-        a_span.start = upload_start;
+        let (a, a_span) = a;
         let b2 = b2.map(|(r, sp)| {
             t.spans.push(sp);
             r
@@ -418,6 +465,10 @@ impl<E: Curve + GpuCurve> Backend<E> for CudaBackend<E> {
         bufs.run_quotient(evals, true).map_err(err)?;
         bufs.staging.unstage(0, &mut evals.a);
         Ok(())
+    }
+
+    fn reduces_on_device(&self, _key: &CompiledKey<E>) -> bool {
+        self.matrices.is_some()
     }
 
     fn device_pass(

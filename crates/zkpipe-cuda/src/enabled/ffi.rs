@@ -11,6 +11,21 @@ pub type SetHandle = *mut c_void;
 pub type QuotientHandle = *mut c_void;
 /// Opaque `zkp_bm_plan_t`: the sorted bucket digits of a batch of scalar vectors.
 pub type PlanHandle = *mut c_void;
+/// Opaque `zkp_csr_t`: a key's A and B matrices resident on a device.
+pub type MatricesHandle = *mut c_void;
+
+/// The entry point that uploads A and B (host CSR arrays of `rows` rows each).
+pub type CsrNewFn = unsafe extern "C" fn(
+    out: *mut MatricesHandle,
+    rows: u32,
+    a_starts: *const u32,
+    a_cols: *const u32,
+    a_vals: *const c_void,
+    b_starts: *const u32,
+    b_cols: *const u32,
+    b_vals: *const c_void,
+    dev: c_int,
+) -> sppark::Error;
 
 /// The entry points of one group (G1 or G2) of one curve.
 pub struct GroupFns {
@@ -74,13 +89,21 @@ pub struct CurveFns {
         k: u64,
     ) -> sppark::Error,
     pub quotient_h: unsafe extern "C" fn(q: QuotientHandle) -> *const c_void,
+    pub csr_new: CsrNewFn,
+    pub csr_drop: unsafe extern "C" fn(m: MatricesHandle),
+    /// a, b, c of a device witness (standard form) into the quotient's buffers.
+    pub reduce_run: unsafe extern "C" fn(
+        q: QuotientHandle,
+        m: MatricesHandle,
+        w: *const c_void,
+    ) -> sppark::Error,
 }
 
 macro_rules! curve_fns {
     ($table:ident, $g1_new:ident, $g1_drop:ident, $g1_msm:ident, $g1_batch:ident,
      $g2_new:ident, $g2_drop:ident, $g2_msm:ident, $g2_batch:ident, $g1_oneshot:ident,
      $plan_new:ident, $plan_drop:ident, $q_new:ident, $q_drop:ident, $q_run:ident,
-     $q_h:ident) => {
+     $q_h:ident, $csr_new:ident, $csr_drop:ident, $reduce_run:ident) => {
         extern "C" {
             fn $g1_new(
                 o: *mut SetHandle,
@@ -150,6 +173,20 @@ macro_rules! curve_fns {
                 k: u64,
             ) -> sppark::Error;
             fn $q_h(q: QuotientHandle) -> *const c_void;
+            fn $csr_new(
+                out: *mut MatricesHandle,
+                rows: u32,
+                a_starts: *const u32,
+                a_cols: *const u32,
+                a_vals: *const c_void,
+                b_starts: *const u32,
+                b_cols: *const u32,
+                b_vals: *const c_void,
+                dev: c_int,
+            ) -> sppark::Error;
+            fn $csr_drop(m: MatricesHandle);
+            fn $reduce_run(q: QuotientHandle, m: MatricesHandle, w: *const c_void)
+                -> sppark::Error;
         }
         pub static $table: CurveFns = CurveFns {
             g1: GroupFns {
@@ -171,6 +208,9 @@ macro_rules! curve_fns {
             quotient_drop: $q_drop,
             quotient_run: $q_run,
             quotient_h: $q_h,
+            csr_new: $csr_new,
+            csr_drop: $csr_drop,
+            reduce_run: $reduce_run,
         };
     };
 }
@@ -191,7 +231,10 @@ curve_fns!(
     zkp_quotient_new_bn254,
     zkp_quotient_drop_bn254,
     zkp_quotient_run_bn254,
-    zkp_quotient_h_bn254
+    zkp_quotient_h_bn254,
+    zkp_csr_new_bn254,
+    zkp_csr_drop_bn254,
+    zkp_reduce_run_bn254
 );
 curve_fns!(
     BLS12_381,
@@ -209,7 +252,10 @@ curve_fns!(
     zkp_quotient_new_bls12_381,
     zkp_quotient_drop_bls12_381,
     zkp_quotient_run_bls12_381,
-    zkp_quotient_h_bls12_381
+    zkp_quotient_h_bls12_381,
+    zkp_csr_new_bls12_381,
+    zkp_csr_drop_bls12_381,
+    zkp_reduce_run_bls12_381
 );
 
 extern "C" {

@@ -13,6 +13,7 @@ use ark_ff::{AdditiveGroup, BigInt, FftField, Field, Fp, MontBackend, MontConfig
 use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::sync::Mutex;
+use zkpipe_core::key::Csr;
 
 // blst provides host-side symbols sppark's headers call; link it.
 extern crate blst;
@@ -691,8 +692,9 @@ impl<E: GpuCurve> GpuQuotient<E> {
     }
 
     /// h = a·b − c on the coset, from a, b, c on the domain (all n field elements in
-    /// Montgomery form; pass pinned memory for full speed). `h` may alias `a`, or be null
-    /// to leave h on the GPU only, at [`Self::h_on_device`].
+    /// Montgomery form; pass pinned memory for full speed), or from where
+    /// [`Self::reduce_raw`] left them when all three are null. `h` may alias `a`, or be
+    /// null to leave h on the GPU only, at [`Self::h_on_device`].
     ///
     /// # Safety
     /// Each non-null pointer must be valid for n field elements.
@@ -716,6 +718,33 @@ impl<E: GpuCurve> GpuQuotient<E> {
 }
 
 impl<E: GpuCurve> GpuQuotient<E> {
+    /// a = A·w, b = B·w, c = a∘b on the GPU into this quotient's buffers, for a following
+    /// [`Self::run_raw`] with null inputs. `w` is the key's witness in this GPU's memory,
+    /// as standard-form scalars (what the MSMs read).
+    ///
+    /// # Safety
+    /// `w` must be a device address on this quotient's GPU valid for as many scalars as
+    /// the matrices have columns, not written while the call runs.
+    pub unsafe fn reduce_raw(
+        &self,
+        matrices: &GpuMatrices<E>,
+        w: *const [u64; 4],
+    ) -> Result<(), CudaError> {
+        if matrices.rows != self.size() {
+            return Err(CudaError::Length(format!(
+                "matrices of {} rows for a quotient of domain {}",
+                matrices.rows,
+                self.size()
+            )));
+        }
+        let handle = self.handle.lock().unwrap_or_else(|e| e.into_inner());
+        check((E::fns().reduce_run)(
+            *handle,
+            matrices.handle,
+            w as *const c_void,
+        ))
+    }
+
     /// The device address where the last run left h (n Montgomery field elements),
     /// valid until the next run or the drop.
     pub fn h_on_device(&self) -> *const E::ScalarField {
@@ -730,6 +759,71 @@ impl<E: GpuCurve> Drop for GpuQuotient<E> {
         let h = *self.handle.get_mut().unwrap_or_else(|e| e.into_inner());
         // SAFETY: created by quotient_new, dropped once.
         unsafe { (E::fns().quotient_drop)(h) }
+    }
+}
+
+/// A key's A and B matrices resident on one GPU, for [`GpuQuotient::reduce_raw`].
+pub struct GpuMatrices<E: GpuCurve> {
+    handle: ffi::MatricesHandle,
+    rows: usize,
+    _curve: PhantomData<E>,
+}
+
+// SAFETY: read-only device data once uploaded.
+unsafe impl<E: GpuCurve> Send for GpuMatrices<E> {}
+unsafe impl<E: GpuCurve> Sync for GpuMatrices<E> {}
+
+impl<E: GpuCurve> GpuMatrices<E> {
+    /// Uploads `a` and `b` (the same number of rows; values in Montgomery form) to GPU
+    /// `device`.
+    pub fn upload(
+        a: &Csr<E::ScalarField>,
+        b: &Csr<E::ScalarField>,
+        device: usize,
+    ) -> Result<Self, CudaError> {
+        check_device(device)?;
+        let rows = a.rows();
+        let well_formed = |m: &Csr<E::ScalarField>| {
+            m.rows() == rows
+                && m.row_starts.last().map(|&e| e as usize) == Some(m.cols.len())
+                && m.cols.len() == m.vals.len()
+        };
+        if !well_formed(a) || !well_formed(b) {
+            return Err(CudaError::Length(
+                "A and B differ in rows, or a matrix's arrays disagree".into(),
+            ));
+        }
+        let rows32 = u32::try_from(rows)
+            .map_err(|_| CudaError::Length(format!("matrices of {rows} rows")))?;
+        let mut handle: ffi::MatricesHandle = std::ptr::null_mut();
+        // SAFETY: out-pointer to a live local; each array is a live slice of the lengths
+        // checked above (rows + 1 offsets ending at the entry count), copied to the device
+        // before the call returns. Field elements are their Montgomery limbs.
+        check(unsafe {
+            (E::fns().csr_new)(
+                &mut handle,
+                rows32,
+                a.row_starts.as_ptr(),
+                a.cols.as_ptr(),
+                a.vals.as_ptr() as *const c_void,
+                b.row_starts.as_ptr(),
+                b.cols.as_ptr(),
+                b.vals.as_ptr() as *const c_void,
+                device as i32,
+            )
+        })?;
+        Ok(Self {
+            handle,
+            rows,
+            _curve: PhantomData,
+        })
+    }
+}
+
+impl<E: GpuCurve> Drop for GpuMatrices<E> {
+    fn drop(&mut self) {
+        // SAFETY: created by csr_new, dropped once.
+        unsafe { (E::fns().csr_drop)(self.handle) }
     }
 }
 
