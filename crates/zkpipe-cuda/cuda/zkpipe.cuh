@@ -186,13 +186,25 @@ __global__ void zkp_pointwise(fr_t* h, const fr_t* a, const fr_t* b, const fr_t*
 }
 
 // Device buffers for one domain size, allocated once and reused by every proof.
+// Each has a stream of its own, so the quotients of proofs in flight at once (a batch, or
+// two passes) overlap instead of queueing on the device's shared stream: at 2^14 each
+// kernel fills a small part of the GPU.
 struct zkp_quotient_t {
     const gpu_t& gpu;
+    stream_t stream;
     uint32_t lg_n;
     dev_ptr_t<fr_t> d;   // a, b, c, scratch, coset powers: 5n elements
 
+    // The device is made current before the stream and buffers are made on it.
+    static const gpu_t& current(int device_id)
+    {
+        const gpu_t& g = select_gpu(device_id);
+        g.select();
+        return g;
+    }
+
     zkp_quotient_t(uint32_t lg, int device_id)
-        : gpu(select_gpu(device_id)), lg_n(lg), d((size_t)5 << lg) {}
+        : gpu(current(device_id)), stream(device_id), lg_n(lg), d((size_t)5 << lg) {}
 
     // Where the last run left h on the device (the scratch third of d).
     const fr_t* h() const { return &d[(size_t)3 << lg_n]; }
@@ -206,10 +218,10 @@ extern "C" RustError ZKP_FN(zkp_quotient_new_, CURVE)(zkp_quotient_t** out, uint
         if (lg_n < 1 || lg_n > 31)
             return RustError{cudaErrorInvalidValue, "quotient domain size out of range"};
         *out = new zkp_quotient_t(lg_n, dev);
-        const gpu_t& gpu = (*out)->gpu;
-        gpu.select();
-        gpu.HtoD(&(*out)->d[(size_t)4 << lg_n], powers_bitrev, (size_t)1 << lg_n);
-        gpu.sync();
+        (*out)->gpu.select();
+        stream_t& stream = (*out)->stream;
+        stream.HtoD(&(*out)->d[(size_t)4 << lg_n], powers_bitrev, (size_t)1 << lg_n);
+        stream.sync();
         return RustError{cudaSuccess};
     } catch (const cuda_error& e) {
         *out = nullptr;
@@ -236,6 +248,7 @@ extern "C" RustError ZKP_FN(zkp_quotient_run_, CURVE)(zkp_quotient_t* q, const f
                                                      uint64_t k)
 {
     const gpu_t& gpu = q->gpu;
+    stream_t& stream = q->stream;
     bool on_device = a == nullptr;
     if (on_device != (b == nullptr) || on_device != (c == nullptr))
         return RustError{cudaErrorInvalidValue, "quotient inputs: some on the host, some not"};
@@ -254,31 +267,31 @@ extern "C" RustError ZKP_FN(zkp_quotient_run_, CURVE)(zkp_quotient_t* q, const f
             fr_t* x = d + v * n;
             if (k != 1 || !on_device) {
                 if (k == 1) {
-                    gpu.HtoD(x, in[v], n);
+                    stream.HtoD(x, in[v], n);
                 } else {
                     if (on_device)
                         CUDA_OK(cudaMemcpyAsync(scratch, x, n * sizeof(fr_t),
-                                                cudaMemcpyDeviceToDevice, (cudaStream_t)gpu));
+                                                cudaMemcpyDeviceToDevice, (cudaStream_t)stream));
                     else
-                        gpu.HtoD(scratch, in[v], n);
-                    zkp_gather<<<blocks, threads, 0, (cudaStream_t)gpu>>>(x, scratch, lg_n, k);
+                        stream.HtoD(scratch, in[v], n);
+                    zkp_gather<<<blocks, threads, 0, (cudaStream_t)stream>>>(x, scratch, lg_n, k);
                     CUDA_OK(cudaGetLastError());
                 }
             }
-            NTT::Base_dev_ptr(gpu, x, lg_n, NTT::InputOutputOrder::NR,
+            NTT::Base_dev_ptr(stream, x, lg_n, NTT::InputOutputOrder::NR,
                               NTT::Direction::inverse, NTT::Type::standard);
-            zkp_coset_scale<<<blocks, threads, 0, (cudaStream_t)gpu>>>(x, powers, lg_n);
+            zkp_coset_scale<<<blocks, threads, 0, (cudaStream_t)stream>>>(x, powers, lg_n);
             CUDA_OK(cudaGetLastError());
-            NTT::Base_dev_ptr(gpu, x, lg_n, NTT::InputOutputOrder::RN,
+            NTT::Base_dev_ptr(stream, x, lg_n, NTT::InputOutputOrder::RN,
                               NTT::Direction::forward, NTT::Type::standard);
         }
-        zkp_pointwise<<<blocks, threads, 0, (cudaStream_t)gpu>>>(scratch, d, d + n, d + 2 * n, lg_n, k);
+        zkp_pointwise<<<blocks, threads, 0, (cudaStream_t)stream>>>(scratch, d, d + n, d + 2 * n, lg_n, k);
         CUDA_OK(cudaGetLastError());
         if (h != nullptr)
-            gpu.DtoH(h, scratch, n);
-        gpu.sync();
+            stream.DtoH(h, scratch, n);
+        stream.sync();
     } catch (const cuda_error& e) {
-        gpu.sync();
+        stream.sync();
         return RustError{e.code(), e.what()};
     }
     return RustError{cudaSuccess};
@@ -291,12 +304,19 @@ extern "C" RustError ZKP_FN(zkp_quotient_run_, CURVE)(zkp_quotient_t* q, const f
 // GPU (a 2^20 synthetic key's products cost ~1.4 core-seconds on the CPU). No library
 // offers sparse products over these fields, hence this kernel.
 
+// Rows with more entries than this in A or B are summed by a warp each, the rest by a
+// thread each: a thread per row alone leaves a 512-entry row's thread running long after
+// the others (the whole kernel's time at 2^14).
+#define ZKP_LONG_ROW 32
+
 struct zkp_csr_t {
     int dev;
     uint32_t rows;
     uint32_t* starts[2];   // A, B: rows + 1 offsets each
     uint32_t* cols[2];
     fr_t* vals[2];
+    uint32_t* long_rows;   // rows with more than ZKP_LONG_ROW entries in A or B
+    uint32_t n_long;
 
     ~zkp_csr_t()
     {
@@ -306,6 +326,7 @@ struct zkp_csr_t {
             cudaFree(cols[m]);
             cudaFree(vals[m]);
         }
+        cudaFree(long_rows);
     }
 };
 
@@ -322,8 +343,15 @@ __device__ __forceinline__ fr_t zkp_row_dot(const uint32_t* starts, const uint32
     return s;
 }
 
-// One thread per row: rows come in runs of similar length (circom emits them that way),
-// so a warp's rows cost about the same.
+__device__ __forceinline__ bool zkp_is_long(const uint32_t* a_starts, const uint32_t* b_starts,
+                                            size_t row)
+{
+    return a_starts[row + 1] - a_starts[row] > ZKP_LONG_ROW
+        || b_starts[row + 1] - b_starts[row] > ZKP_LONG_ROW;
+}
+
+// One thread per short row: rows come in runs of similar length (circom emits them that
+// way), so a warp's rows cost about the same. Long rows are left to zkp_reduce_long.
 __global__ void zkp_reduce(fr_t* a, fr_t* b, fr_t* c,
                            const uint32_t* a_starts, const uint32_t* a_cols, const fr_t* a_vals,
                            const uint32_t* b_starts, const uint32_t* b_cols, const fr_t* b_vals,
@@ -331,11 +359,58 @@ __global__ void zkp_reduce(fr_t* a, fr_t* b, fr_t* c,
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
+        if (zkp_is_long(a_starts, b_starts, i))
+            continue;
         fr_t ai = zkp_row_dot(a_starts, a_cols, a_vals, w, i);
         fr_t bi = zkp_row_dot(b_starts, b_cols, b_vals, w, i);
         a[i] = ai;
         b[i] = bi;
         c[i] = ai * bi;
+    }
+}
+
+// ⟨row, w⟩ (standard form, as in zkp_row_dot) summed by a whole warp: each lane takes
+// every 32nd entry, then the lanes' sums are folded with shuffles, limb by limb.
+__device__ __forceinline__ fr_t zkp_row_dot_warp(const uint32_t* starts, const uint32_t* cols,
+                                                 const fr_t* vals, const fr_t* w, size_t row,
+                                                 uint32_t lane)
+{
+    fr_t s;
+    s.zero();
+    for (uint32_t j = starts[row] + lane, end = starts[row + 1]; j < end; j += 32)
+        s += vals[j] * w[cols[j]];
+    for (int delta = 16; delta > 0; delta /= 2) {
+        fr_t other;
+        const uint32_t* from = reinterpret_cast<const uint32_t*>(&s);
+        uint32_t* to = reinterpret_cast<uint32_t*>(&other);
+        for (size_t k = 0; k < sizeof(fr_t) / sizeof(uint32_t); k++)
+            to[k] = __shfl_down_sync(0xffffffff, from[k], delta);
+        s += other;
+    }
+    return s;
+}
+
+// One warp per long row (rows listed in `long_rows`).
+__global__ void zkp_reduce_long(fr_t* a, fr_t* b, fr_t* c, const uint32_t* long_rows,
+                                uint32_t n_long,
+                                const uint32_t* a_starts, const uint32_t* a_cols,
+                                const fr_t* a_vals, const uint32_t* b_starts,
+                                const uint32_t* b_cols, const fr_t* b_vals, const fr_t* w)
+{
+    uint32_t lane = threadIdx.x % 32;
+    size_t warps = (size_t)gridDim.x * (blockDim.x / 32);
+    for (size_t k = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 32; k < n_long;
+         k += warps) {
+        size_t row = long_rows[k];
+        fr_t ai = zkp_row_dot_warp(a_starts, a_cols, a_vals, w, row, lane);
+        fr_t bi = zkp_row_dot_warp(b_starts, b_cols, b_vals, w, row, lane);
+        if (lane == 0) {
+            ai.to();
+            bi.to();
+            a[row] = ai;
+            b[row] = bi;
+            c[row] = ai * bi;
+        }
     }
 }
 
@@ -348,7 +423,7 @@ extern "C" RustError ZKP_FN(zkp_csr_new_, CURVE)(zkp_csr_t** out, uint32_t rows,
 {
     *out = nullptr;
     auto* m = new (std::nothrow) zkp_csr_t{dev, rows, {nullptr, nullptr}, {nullptr, nullptr},
-                                           {nullptr, nullptr}};
+                                           {nullptr, nullptr}, nullptr, 0};
     if (m == nullptr)
         return RustError{cudaErrorMemoryAllocation, "host allocation failed"};
     const uint32_t* starts[2] = {a_starts, b_starts};
@@ -365,6 +440,14 @@ extern "C" RustError ZKP_FN(zkp_csr_new_, CURVE)(zkp_csr_t** out, uint32_t rows,
             gpu.HtoD(m->cols[i], cols[i], nnz);
             gpu.HtoD(m->vals[i], vals[i], nnz);
         }
+        std::vector<uint32_t> long_rows;
+        for (uint32_t r = 0; r < rows; r++)
+            if (a_starts[r + 1] - a_starts[r] > ZKP_LONG_ROW
+                || b_starts[r + 1] - b_starts[r] > ZKP_LONG_ROW)
+                long_rows.push_back(r);
+        m->n_long = (uint32_t)long_rows.size();
+        CUDA_OK(cudaMalloc(&m->long_rows, std::max<size_t>(long_rows.size(), 1) * sizeof(uint32_t)));
+        gpu.HtoD(m->long_rows, long_rows.data(), long_rows.size());
         gpu.sync();
     } catch (const cuda_error& e) {
         delete m;
@@ -386,6 +469,7 @@ extern "C" RustError ZKP_FN(zkp_reduce_run_, CURVE)(zkp_quotient_t* q, const zkp
                                                    const fr_t* w)
 {
     const gpu_t& gpu = q->gpu;
+    stream_t& stream = q->stream;
     size_t n = (size_t)1 << q->lg_n;
     if (m->rows != n || m->dev != gpu.id())
         return RustError{cudaErrorInvalidValue,
@@ -396,13 +480,21 @@ extern "C" RustError ZKP_FN(zkp_reduce_run_, CURVE)(zkp_quotient_t* q, const zkp
         uint32_t threads = 128;
         uint32_t blocks = (uint32_t)std::min<size_t>((n + threads - 1) / threads,
                                                      (size_t)gpu.sm_count() * 16);
-        zkp_reduce<<<blocks, threads, 0, (cudaStream_t)gpu>>>(
+        zkp_reduce<<<blocks, threads, 0, (cudaStream_t)stream>>>(
             d, d + n, d + 2 * n, m->starts[0], m->cols[0], m->vals[0],
             m->starts[1], m->cols[1], m->vals[1], w, n);
         CUDA_OK(cudaGetLastError());
-        gpu.sync();
+        if (m->n_long > 0) {
+            uint32_t long_blocks = (uint32_t)std::min<size_t>((m->n_long + 3) / 4,
+                                                              (size_t)gpu.sm_count() * 16);
+            zkp_reduce_long<<<long_blocks, 128, 0, (cudaStream_t)stream>>>(
+                d, d + n, d + 2 * n, m->long_rows, m->n_long, m->starts[0], m->cols[0],
+                m->vals[0], m->starts[1], m->cols[1], m->vals[1], w);
+            CUDA_OK(cudaGetLastError());
+        }
+        stream.sync();
     } catch (const cuda_error& e) {
-        gpu.sync();
+        stream.sync();
         return RustError{e.code(), e.what()};
     }
     return RustError{cudaSuccess};

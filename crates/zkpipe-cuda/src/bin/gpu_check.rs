@@ -24,8 +24,8 @@
 //! [batch]` (`batch`: only the batched MSM's checks and timings).
 
 use ark_ec::scalar_mul::ScalarMul;
-use ark_ec::{AffineRepr, CurveGroup, PrimeGroup, VariableBaseMSM};
 use ark_ec::AdditiveGroup;
+use ark_ec::{AffineRepr, CurveGroup, PrimeGroup, VariableBaseMSM};
 use ark_ff::{BigInteger, Field, PrimeField};
 use ark_std::UniformRand;
 use std::time::Instant;

@@ -306,11 +306,20 @@ impl<E: Curve + GpuCurve> CudaBackend<E> {
         }
         let n = 1usize << self.shape.lg_n;
         let mut lent = Vec::with_capacity(inputs.len());
-        for p in inputs.iter_mut() {
-            let mut bufs = self.lend()?;
-            bufs.quotient_and_w(p.evals, p.w, self.matrices.as_ref(), p.t)?;
-            lent.push(bufs);
+        for _ in 0..inputs.len() {
+            lent.push(self.lend()?);
         }
+        // Each proof's reduce and quotient from a thread of its own, on its quotient's
+        // own stream: at small domains one proof's kernels fill little of the GPU.
+        let matrices = self.matrices.as_ref();
+        std::thread::scope(|s| {
+            let running: Vec<_> = inputs
+                .iter_mut()
+                .zip(lent.iter_mut())
+                .map(|(p, bufs)| s.spawn(move || bufs.quotient_and_w(p.evals, p.w, matrices, p.t)))
+                .collect();
+            running.into_iter().try_for_each(join)
+        })?;
         let start = Instant::now();
         // Device addresses as integers, to hand to the planning threads.
         let ws: Vec<usize> = lent.iter().map(|b| b.w.device_ptr(0) as usize).collect();
