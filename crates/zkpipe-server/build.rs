@@ -7,6 +7,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if std::env::var_os("PROTOC").is_none() {
         std::env::set_var("PROTOC", protoc_bin_vendored::protoc_bin_path()?);
     }
+    // The public types, client and server (`pb`): bytes fields are Vec<u8>.
     tonic_build::configure().compile_protos(&["proto/zkpipe.proto"], &["proto"])?;
+    // What the daemon serves (`wire`): the same messages, but witnesses decode as `Bytes`
+    // slices of tonic's receive buffer instead of being copied into one Vec each.
+    let wire = std::path::PathBuf::from(std::env::var("OUT_DIR")?).join("wire");
+    std::fs::create_dir_all(&wire)?;
+    tonic_build::configure()
+        .build_client(false)
+        .bytes([".zkpipe.v1.SubmitProofRequest.witnesses"])
+        .out_dir(wire)
+        .compile_protos(&["proto/zkpipe.proto"], &["proto"])?;
     Ok(())
 }

@@ -35,13 +35,15 @@ use zkpipe_core::Witness;
 use zkpipe_formats::wtns::Wtns;
 use zkpipe_formats::CurveId;
 
-/// A request to prove one or more witnesses (partitions) with one key.
+/// A request to prove one or more witnesses (partitions) with one key. `W` holds one
+/// witness file's bytes: `Vec<u8>`, or whatever the caller received them in (the daemon's
+/// `Bytes`, slices of one gRPC message), so that they need not be copied to submit.
 #[derive(Debug, Clone, Default)]
-pub struct SubmitRequest {
+pub struct SubmitRequest<W = Vec<u8>> {
     /// The key id (file stem in the key directory).
     pub key_id: String,
     /// One `.wtns` file's bytes per partition.
-    pub witnesses: Vec<Vec<u8>>,
+    pub witnesses: Vec<W>,
     /// Scheduling priority.
     pub priority: Priority,
     /// The caller's id for idempotency: a second submit with the same id returns the
@@ -301,7 +303,7 @@ impl Engine {
 
     /// Validates and queues a job; see [`SubmitRequest`]. Every witness is parsed and
     /// checked against the key here, so a bad request fails now, not later.
-    pub fn submit(&self, req: SubmitRequest) -> Result<Submitted, EngineError> {
+    pub fn submit<W: AsRef<[u8]>>(&self, req: SubmitRequest<W>) -> Result<Submitted, EngineError> {
         let r = self.submit_inner(req);
         if let Err(e) = &r {
             self.shared
@@ -313,7 +315,10 @@ impl Engine {
         r
     }
 
-    fn submit_inner(&self, req: SubmitRequest) -> Result<Submitted, EngineError> {
+    fn submit_inner<W: AsRef<[u8]>>(
+        &self,
+        req: SubmitRequest<W>,
+    ) -> Result<Submitted, EngineError> {
         let sh = &self.shared;
         if sh.is_shutting_down() {
             return Err(EngineError::ShuttingDown);
@@ -373,7 +378,7 @@ impl Engine {
         }
         let mut data = Vec::with_capacity(n);
         for (i, bytes) in req.witnesses.iter().enumerate() {
-            let wtns = Wtns::parse(bytes).map_err(|e| EngineError::MalformedWitness {
+            let wtns = Wtns::parse(bytes.as_ref()).map_err(|e| EngineError::MalformedWitness {
                 partition: i,
                 message: e.to_string(),
             })?;

@@ -14,6 +14,14 @@ pub mod pb {
     tonic::include_proto!("zkpipe.v1");
 }
 
+/// The server side of `zkpipe.v1` as the daemon serves it: the same messages on the wire
+/// as [`pb`], but `SubmitProofRequest.witnesses` is `Vec<Bytes>`, each witness a slice of
+/// the received message rather than a copy of it (a 128 MB job was copied once more).
+#[allow(missing_docs, clippy::all)]
+mod wire {
+    include!(concat!(env!("OUT_DIR"), "/wire/zkpipe.v1.rs"));
+}
+
 pub use config::{DaemonConfig, FileConfig};
 pub use pb::prover_client::ProverClient;
 
@@ -90,7 +98,7 @@ pub async fn serve(
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
-    let svc = pb::prover_server::ProverServer::new(service::ProverService::new(
+    let svc = wire::prover_server::ProverServer::new(service::ProverService::new(
         engine.clone(),
         cfg.server.max_await,
     ))

@@ -3,8 +3,8 @@
 // tonic's `Status` is the error type of every gRPC method; boxing it here buys nothing.
 #![allow(clippy::result_large_err)]
 
-use crate::pb;
-use crate::pb::prover_server::Prover;
+use crate::wire as pb;
+use crate::wire::prover_server::Prover;
 use std::time::Duration;
 use tonic::{Request, Response, Status};
 use zkpipe_engine::{
