@@ -630,6 +630,23 @@ impl zkpipe_engine::BackendFactory for BatchingFactory {
     }
 }
 
+/// An engine with `cfg` over one [`BatchingFactory`] device (batch limit 4), and the log
+/// of what its backends were asked.
+fn batching_engine(
+    cfg: EngineConfig,
+    memory: Option<u64>,
+    reduces: bool,
+) -> (Engine, Arc<BatchLog>) {
+    let log = Arc::new(BatchLog::default());
+    let factory = BatchingFactory {
+        limit: 4,
+        memory,
+        reduces,
+        log: Arc::clone(&log),
+    };
+    (Engine::start(cfg, Arc::new(factory)).unwrap(), log)
+}
+
 /// Submits `n` single-partition jobs of `id` at once and checks every proof.
 fn prove_many(engine: &Engine, dir: &Path, id: &str, n: usize) {
     let jobs: Vec<u64> = (0..n)
@@ -667,14 +684,7 @@ fn batch_size_metric(engine: &Engine) -> (f64, f64) {
 #[test]
 fn queued_proofs_of_one_key_share_device_passes_up_to_the_backend_limit() {
     let dir = key_dir();
-    let log = Arc::new(BatchLog::default());
-    let factory = BatchingFactory {
-        limit: 4,
-        memory: None,
-        reduces: false,
-        log: Arc::clone(&log),
-    };
-    let engine = Engine::start(config(dir.path()), Arc::new(factory)).unwrap();
+    let (engine, log) = batching_engine(config(dir.path()), None, false);
     prove_many(&engine, dir.path(), "bn254-poseidon", 24);
     let batches = log.batches();
     assert!(
@@ -699,18 +709,11 @@ fn queued_proofs_of_one_key_share_device_passes_up_to_the_backend_limit() {
 #[test]
 fn a_device_queue_holds_a_full_batch_whatever_the_queue_depth() {
     let dir = key_dir();
-    let log = Arc::new(BatchLog::default());
-    let factory = BatchingFactory {
-        limit: 4,
-        memory: None,
-        reduces: false,
-        log: Arc::clone(&log),
-    };
     let cfg = EngineConfig {
         queue_depth: 1,
         ..config(dir.path())
     };
-    let engine = Engine::start(cfg, Arc::new(factory)).unwrap();
+    let (engine, log) = batching_engine(cfg, None, false);
     prove_many(&engine, dir.path(), "bn254-poseidon", 24);
     let batches = log.batches();
     assert!(batches.iter().any(|&n| n > 2), "{batches:?}");
@@ -722,18 +725,11 @@ fn a_device_queue_holds_a_full_batch_whatever_the_queue_depth() {
 #[test]
 fn a_device_batch_of_1_runs_every_partition_alone() {
     let dir = key_dir();
-    let log = Arc::new(BatchLog::default());
-    let factory = BatchingFactory {
-        limit: 4,
-        memory: None,
-        reduces: false,
-        log: Arc::clone(&log),
-    };
     let cfg = EngineConfig {
         device_batch: Some(1),
         ..config(dir.path())
     };
-    let engine = Engine::start(cfg, Arc::new(factory)).unwrap();
+    let (engine, log) = batching_engine(cfg, None, false);
     prove_many(&engine, dir.path(), "bn254-poseidon", 12);
     assert_eq!(log.batches(), Vec::<usize>::new());
     assert_eq!(log.singles(), 12);
@@ -756,14 +752,11 @@ fn a_full_device_budget_makes_batches_smaller_instead_of_waiting() {
         .unwrap()
         .meta;
     probe.shutdown();
-    let log = Arc::new(BatchLog::default());
-    let factory = BatchingFactory {
-        limit: 4,
-        memory: Some(meta.host_bytes + 3 * meta.partition_bytes + meta.partition_bytes / 2),
-        reduces: false,
-        log: Arc::clone(&log),
-    };
-    let engine = Engine::start(config(dir.path()), Arc::new(factory)).unwrap();
+    let (engine, log) = batching_engine(
+        config(dir.path()),
+        Some(meta.host_bytes + 3 * meta.partition_bytes + meta.partition_bytes / 2),
+        false,
+    );
     prove_many(&engine, dir.path(), "bn254-poseidon", 16);
     let batches = log.batches();
     assert!(
@@ -788,14 +781,7 @@ fn a_full_device_budget_makes_batches_smaller_instead_of_waiting() {
 #[test]
 fn a_device_that_reduces_gets_the_witness_alone_and_proofs_verify() {
     let dir = key_dir();
-    let log = Arc::new(BatchLog::default());
-    let factory = BatchingFactory {
-        limit: 4,
-        memory: None,
-        reduces: true,
-        log: Arc::clone(&log),
-    };
-    let engine = Engine::start(config(dir.path()), Arc::new(factory)).unwrap();
+    let (engine, log) = batching_engine(config(dir.path()), None, true);
     prove_many(&engine, dir.path(), "bn254-poseidon", 12);
     prove_many(&engine, dir.path(), "bls-poseidon", 4);
     assert_eq!(
