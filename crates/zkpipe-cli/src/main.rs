@@ -7,6 +7,7 @@ mod backend;
 mod bench;
 mod commands;
 mod gpu_factory;
+mod huge_pages;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -84,6 +85,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if matches!(
+        cli.command,
+        Command::Serve(_) | Command::Submit(_) | Command::Loadtest(_)
+    ) {
+        huge_pages::ensure();
+    }
     let result = match cli.command {
         Command::Prove(a) => commands::prove::run(a),
         Command::Verify(a) => commands::verify::run(a),
