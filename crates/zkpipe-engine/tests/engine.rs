@@ -222,19 +222,25 @@ fn cancel_idempotency_and_bad_input() {
     engine.shutdown();
 }
 
-#[test]
-fn a_budget_for_one_job_at_a_time_still_completes_every_job() {
-    let dir = key_dir();
-    // Probe the sizes, then give the engine room for one key and one partition only.
-    let probe = Engine::start(config(dir.path()), Arc::new(CpuFactory)).unwrap();
+/// What the engine says of key `id` in `dir` (sizes, memory), from a probe engine.
+fn key_meta(dir: &Path, id: &str) -> zkpipe_engine::KeyMeta {
+    let probe = Engine::start(config(dir), Arc::new(CpuFactory)).unwrap();
     let meta = probe
         .status()
         .keys
         .into_iter()
-        .find(|k| k.meta.id == "bls-poseidon")
+        .find(|k| k.meta.id == id)
         .unwrap()
         .meta;
     probe.shutdown();
+    meta
+}
+
+#[test]
+fn a_budget_for_one_job_at_a_time_still_completes_every_job() {
+    let dir = key_dir();
+    // Probe the sizes, then give the engine room for one key and one partition only.
+    let meta = key_meta(dir.path(), "bls-poseidon");
     let mut cfg = config(dir.path());
     cfg.memory_limit = meta.host_bytes + meta.partition_bytes + 1024;
     let engine = Engine::start(cfg, Arc::new(CpuFactory)).unwrap();
@@ -743,15 +749,7 @@ fn a_device_batch_of_1_runs_every_partition_alone() {
 #[test]
 fn a_full_device_budget_makes_batches_smaller_instead_of_waiting() {
     let dir = key_dir();
-    let probe = Engine::start(config(dir.path()), Arc::new(CpuFactory)).unwrap();
-    let meta = probe
-        .status()
-        .keys
-        .into_iter()
-        .find(|k| k.meta.id == "bn254-poseidon")
-        .unwrap()
-        .meta;
-    probe.shutdown();
+    let meta = key_meta(dir.path(), "bn254-poseidon");
     let (engine, log) = batching_engine(
         config(dir.path()),
         Some(meta.host_bytes + 3 * meta.partition_bytes + meta.partition_bytes / 2),
