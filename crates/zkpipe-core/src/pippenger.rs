@@ -17,6 +17,10 @@
 //!
 //! Measurements and the choices they led to: `docs/experiments/005-batch-affine-msm.md`.
 //!
+//! The pair additions go through [`PairAdder`]: on CPUs with AVX-512 IFMA, eight at a time
+//! in vector lanes (`crate::ifma`, about twice as fast; experiment 012), elsewhere on
+//! arkworks' affine points. `ZKPIPE_NO_IFMA=1` forces the latter.
+//!
 //! An affine addition costs 5M + 1S plus a share of one inversion, against 7M + 4S in
 //! Jacobian coordinates. Sorting points by bucket before adding makes every addition of a
 //! round independent of the others (no bucket appears twice in a pair list), so collisions
@@ -28,6 +32,7 @@ use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
 use ark_ec::{AdditiveGroup, AffineRepr, CurveConfig};
 use ark_ff::{BigInteger, Field, PrimeField, Zero};
 use rayon::prelude::*;
+use std::borrow::Cow;
 
 /// Scalars in the form [`msm`] takes: standard-form integers of the curve's scalar field.
 pub type BigIntOf<P> = <<P as CurveConfig>::ScalarField as PrimeField>::BigInt;
@@ -147,6 +152,88 @@ pub fn msm_with_plan<P: SWCurveConfig>(
     scalars: &[BigIntOf<P>],
     plan: MsmPlan,
 ) -> Projective<P> {
+    with_adder(MsmTask {
+        bases,
+        scalars,
+        plan,
+    })
+}
+
+/// The point arithmetic of the bucket passes: arkworks' affine points ([`ArkAdder`]), or
+/// eight of them at a time in AVX-512 IFMA lanes (`crate::ifma`, where the CPU has them).
+pub(crate) trait PairAdder<P: SWCurveConfig>: Sync {
+    /// A point as the passes store it.
+    type Point: Copy + Send + Sync;
+    /// One task's scratch, kept between calls.
+    type Scratch: Default + Send;
+    /// Whether [`PairAdder::import`] copies (else it borrows).
+    const CONVERTS: bool;
+    /// Additions per call of [`PairAdder::add_pairs`] (they share one inversion).
+    const BATCH: usize;
+    fn identity(&self) -> Self::Point;
+    fn is_identity(&self, p: &Self::Point) -> bool;
+    fn neg(&self, p: &Self::Point) -> Self::Point;
+    /// The points in this adder's form (borrowed where it is arkworks' own).
+    fn import<'a>(&self, points: &'a [Affine<P>]) -> Cow<'a, [Self::Point]>;
+    /// The points back as arkworks affine points.
+    fn export(&self, points: &[Self::Point]) -> Vec<Affine<P>>;
+    /// work[i] ← work[i] + work[j] for every (i, j) in `pairs` (all indices distinct).
+    fn add_pairs(
+        &self,
+        work: &mut [Self::Point],
+        pairs: &[(u32, u32)],
+        scratch: &mut Self::Scratch,
+    );
+}
+
+/// Work to run with whichever [`PairAdder`] this CPU has (a generic closure).
+pub(crate) trait AdderTask<P: SWCurveConfig> {
+    type Output;
+    fn run<A: PairAdder<P>>(self, adder: &A) -> Self::Output;
+}
+
+/// Runs `task` with the IFMA lanes where this CPU has them and `P` fits them
+/// (`ZKPIPE_NO_IFMA=1` turns them off), else with arkworks' affine arithmetic.
+pub(crate) fn with_adder<P: SWCurveConfig, T: AdderTask<P>>(task: T) -> T::Output {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use crate::ifma::LaneAdder;
+        if let Some(a) = LaneAdder::<P, 5, 1>::new() {
+            return task.run(&a);
+        }
+        if let Some(a) = LaneAdder::<P, 5, 2>::new() {
+            return task.run(&a);
+        }
+        if let Some(a) = LaneAdder::<P, 8, 1>::new() {
+            return task.run(&a);
+        }
+        if let Some(a) = LaneAdder::<P, 8, 2>::new() {
+            return task.run(&a);
+        }
+    }
+    task.run(&ArkAdder)
+}
+
+struct MsmTask<'a, P: SWCurveConfig> {
+    bases: &'a [Affine<P>],
+    scalars: &'a [BigIntOf<P>],
+    plan: MsmPlan,
+}
+
+impl<P: SWCurveConfig> AdderTask<P> for MsmTask<'_, P> {
+    type Output = Projective<P>;
+    fn run<A: PairAdder<P>>(self, adder: &A) -> Projective<P> {
+        msm_with_adder(adder, self.bases, self.scalars, self.plan)
+    }
+}
+
+/// [`msm_with_plan`] on a given adder.
+pub(crate) fn msm_with_adder<P: SWCurveConfig, A: PairAdder<P>>(
+    adder: &A,
+    bases: &[Affine<P>],
+    scalars: &[BigIntOf<P>],
+    plan: MsmPlan,
+) -> Projective<P> {
     let n = bases.len().min(scalars.len());
     let (bases, scalars) = (&bases[..n], &scalars[..n]);
     let bits = max_bits(scalars);
@@ -158,6 +245,7 @@ pub fn msm_with_plan<P: SWCurveConfig>(
     let groups = plan.groups.clamp(1, n);
     let group_len = n.div_ceil(groups);
     let chunk = plan.chunk.max(1);
+    let bases = convert(adder, bases);
 
     let sums: Vec<Projective<P>> = (0..windows * groups)
         .into_par_iter()
@@ -165,9 +253,11 @@ pub fn msm_with_plan<P: SWCurveConfig>(
             let (w, g) = (task / groups, task % groups);
             let lo = (g * group_len).min(n);
             let hi = ((g + 1) * group_len).min(n);
-            let mut adder = TreeAdder::new();
-            let buckets = window_buckets(&bases[lo..hi], &scalars[lo..hi], w, c, chunk, &mut adder);
-            reduce_buckets(buckets, &mut adder)
+            let mut tree = TreeAdder::new(adder);
+            let buckets = bucket_sums(&bases[lo..hi], 1 << (c - 1), chunk, &mut tree, |i| {
+                digit(scalars[lo + i].as_ref(), w, c)
+            });
+            reduce_buckets(buckets, &mut tree)
         })
         .collect();
 
@@ -181,6 +271,22 @@ pub fn msm_with_plan<P: SWCurveConfig>(
         }
     }
     total
+}
+
+/// The bases in the adder's form (converted in parallel where the adder converts).
+fn convert<'a, P: SWCurveConfig, A: PairAdder<P>>(
+    adder: &A,
+    bases: &'a [Affine<P>],
+) -> Cow<'a, [A::Point]> {
+    if !A::CONVERTS {
+        return adder.import(bases);
+    }
+    Cow::Owned(
+        bases
+            .par_chunks(4096)
+            .flat_map_iter(|c| adder.import(c).into_owned())
+            .collect(),
+    )
 }
 
 /// The largest bit length among the scalars.
@@ -238,20 +344,6 @@ struct Segment {
     len: u32,
 }
 
-/// The 2^{c−1} bucket sums of window `w` (infinity marks an empty bucket).
-fn window_buckets<P: SWCurveConfig>(
-    bases: &[Affine<P>],
-    scalars: &[BigIntOf<P>],
-    w: usize,
-    c: usize,
-    chunk: usize,
-    adder: &mut TreeAdder<P>,
-) -> Vec<Affine<P>> {
-    bucket_sums(bases, 1 << (c - 1), chunk, adder, |i| {
-        digit(scalars[i].as_ref(), w, c)
-    })
-}
-
 /// Bucket sums by signed digit: for every i with `digit(i)` = d ≠ 0 (|d| ≤ `nb`), bucket
 /// |d| − 1 receives sign(d)·basesᵢ. `nb` buckets; infinity marks an empty one. Uses the
 /// MSM's sorting passes and batch-affine tree sums (also used by [`crate::subgroup`]).
@@ -260,21 +352,38 @@ pub(crate) fn bucket_sums_by_digit<P: SWCurveConfig>(
     nb: usize,
     digit: impl Fn(usize) -> i64,
 ) -> Vec<Affine<P>> {
-    bucket_sums(bases, nb, chunk_len::<P>(), &mut TreeAdder::new(), digit)
+    struct Task<'a, P: SWCurveConfig, D> {
+        bases: &'a [Affine<P>],
+        nb: usize,
+        digit: D,
+    }
+    impl<P: SWCurveConfig, D: Fn(usize) -> i64> AdderTask<P> for Task<'_, P, D> {
+        type Output = Vec<Affine<P>>;
+        fn run<A: PairAdder<P>>(self, adder: &A) -> Vec<Affine<P>> {
+            let bases = adder.import(self.bases);
+            let mut tree = TreeAdder::new(adder);
+            let sums = bucket_sums(&bases, self.nb, chunk_len::<P>(), &mut tree, self.digit);
+            adder.export(&sums)
+        }
+    }
+    with_adder(Task { bases, nb, digit })
 }
 
-fn bucket_sums<P: SWCurveConfig>(
-    bases: &[Affine<P>],
+/// Bucket sums by `digit(i)` over the indices of `bases` (see [`bucket_sums_by_digit`]),
+/// in sorting passes of `chunk` points whose buckets carry over.
+fn bucket_sums<P: SWCurveConfig, A: PairAdder<P>>(
+    bases: &[A::Point],
     nb: usize,
     chunk: usize,
-    adder: &mut TreeAdder<P>,
+    tree: &mut TreeAdder<'_, P, A>,
     digit: impl Fn(usize) -> i64,
-) -> Vec<Affine<P>> {
-    let mut buckets = vec![Affine::<P>::identity(); nb];
+) -> Vec<A::Point> {
+    let adder = tree.adder;
+    let mut buckets = vec![adder.identity(); nb];
     let mut codes: Vec<u32> = Vec::with_capacity(chunk.min(bases.len()));
     let mut counts = vec![0u32; nb];
     let mut next = vec![0u32; nb];
-    let mut work: Vec<Affine<P>> = Vec::new();
+    let mut work: Vec<A::Point> = Vec::new();
     let mut segments: Vec<Segment> = Vec::new();
     let mut seg_buckets: Vec<u32> = Vec::new();
 
@@ -302,9 +411,9 @@ fn bucket_sums<P: SWCurveConfig>(
                 continue;
             }
             let start = len;
-            if !buckets[b].infinity {
+            if !adder.is_identity(&buckets[b]) {
                 if work.len() <= len {
-                    work.resize(len + 1, Affine::identity());
+                    work.resize(len + 1, adder.identity());
                 }
                 work[len] = buckets[b];
                 len += 1;
@@ -318,17 +427,17 @@ fn bucket_sums<P: SWCurveConfig>(
             seg_buckets.push(b as u32);
         }
         if work.len() < len {
-            work.resize(len, Affine::identity());
+            work.resize(len, adder.identity());
         }
         // Scatter the points into their runs, reading the bases in order.
         for (p, &code) in bases.iter().zip(&codes) {
             if code != u32::MAX {
                 let b = (code >> 1) as usize;
-                work[next[b] as usize] = if code & 1 == 1 { -*p } else { *p };
+                work[next[b] as usize] = if code & 1 == 1 { adder.neg(p) } else { *p };
                 next[b] += 1;
             }
         }
-        adder.sum_segments(&mut work, &segments);
+        tree.sum_segments(&mut work, &segments);
         for (seg, &b) in segments.iter().zip(&seg_buckets) {
             buckets[b as usize] = work[seg.start as usize];
         }
@@ -336,28 +445,28 @@ fn bucket_sums<P: SWCurveConfig>(
     buckets
 }
 
-/// Sums runs of points in place with batch-affine additions (scratch kept between calls).
-struct TreeAdder<P: SWCurveConfig> {
+/// Sums runs of points in place with batch additions (scratch kept between calls).
+struct TreeAdder<'a, P: SWCurveConfig, A: PairAdder<P>> {
+    adder: &'a A,
     active: Vec<Segment>,
     pairs: Vec<(u32, u32)>,
-    prefix: Vec<P::BaseField>,
-    kinds: Vec<PairKind>,
+    scratch: A::Scratch,
 }
 
-impl<P: SWCurveConfig> TreeAdder<P> {
-    fn new() -> Self {
+impl<'a, P: SWCurveConfig, A: PairAdder<P>> TreeAdder<'a, P, A> {
+    fn new(adder: &'a A) -> Self {
         TreeAdder {
+            adder,
             active: Vec::new(),
             pairs: Vec::new(),
-            prefix: Vec::new(),
-            kinds: Vec::new(),
+            scratch: A::Scratch::default(),
         }
     }
 
     /// Leaves the sum of each segment (disjoint runs of `work`) at the segment's start.
     /// Round r adds element i + 2^r into element i, for every segment at once, so each
     /// round's additions are independent and share inversions in batches.
-    fn sum_segments(&mut self, work: &mut [Affine<P>], segments: &[Segment]) {
+    fn sum_segments(&mut self, work: &mut [A::Point], segments: &[Segment]) {
         self.active.clear();
         self.active.extend(segments.iter().filter(|s| s.len >= 2));
         let mut stride = 1u32;
@@ -370,8 +479,8 @@ impl<P: SWCurveConfig> TreeAdder<P> {
                     i += 2 * stride;
                 }
             }
-            for batch in self.pairs.chunks(BATCH) {
-                add_pairs_in_place(work, batch, &mut self.prefix, &mut self.kinds);
+            for batch in self.pairs.chunks(A::BATCH) {
+                self.adder.add_pairs(work, batch, &mut self.scratch);
             }
             stride *= 2;
             self.active.retain(|s| s.len > stride);
@@ -379,12 +488,43 @@ impl<P: SWCurveConfig> TreeAdder<P> {
     }
 }
 
-/// Additions sharing one field inversion.
-const BATCH: usize = 1024;
+/// arkworks' affine points, one addition at a time (the portable [`PairAdder`]).
+pub(crate) struct ArkAdder;
+
+impl<P: SWCurveConfig> PairAdder<P> for ArkAdder {
+    type Point = Affine<P>;
+    type Scratch = (Vec<P::BaseField>, Vec<PairKind>);
+    const CONVERTS: bool = false;
+    const BATCH: usize = 1024;
+
+    fn identity(&self) -> Affine<P> {
+        Affine::identity()
+    }
+
+    fn is_identity(&self, p: &Affine<P>) -> bool {
+        p.infinity
+    }
+
+    fn neg(&self, p: &Affine<P>) -> Affine<P> {
+        -*p
+    }
+
+    fn import<'a>(&self, points: &'a [Affine<P>]) -> Cow<'a, [Affine<P>]> {
+        Cow::Borrowed(points)
+    }
+
+    fn export(&self, points: &[Affine<P>]) -> Vec<Affine<P>> {
+        points.to_vec()
+    }
+
+    fn add_pairs(&self, work: &mut [Affine<P>], pairs: &[(u32, u32)], scratch: &mut Self::Scratch) {
+        add_pairs_in_place(work, pairs, &mut scratch.0, &mut scratch.1);
+    }
+}
 
 /// How one affine pair p + q is computed.
 #[derive(Clone, Copy)]
-enum PairKind {
+pub(crate) enum PairKind {
     /// The sum is q (p is infinity).
     TakeQ,
     /// The sum is p (q is infinity).
@@ -478,23 +618,24 @@ fn add_pairs_in_place<P: SWCurveConfig>(
 /// 2·m additions in all), Σ (i + 1)·B_i = 2^k·Σ hi·R_hi + Σ lo·C_lo + Σ R_hi, where the
 /// two weighted sums are short running sums in projective coordinates (2·(rows + columns)
 /// additions instead of 2·m).
-fn reduce_buckets<P: SWCurveConfig>(
-    mut buckets: Vec<Affine<P>>,
-    adder: &mut TreeAdder<P>,
+fn reduce_buckets<P: SWCurveConfig, A: PairAdder<P>>(
+    mut buckets: Vec<A::Point>,
+    tree: &mut TreeAdder<'_, P, A>,
 ) -> Projective<P> {
+    let adder = tree.adder;
     let m = buckets.len();
-    let Some(top) = buckets.iter().rposition(|b| !b.infinity) else {
+    let Some(top) = buckets.iter().rposition(|b| !adder.is_identity(b)) else {
         return Projective::zero();
     };
     if top < 64 {
-        let (weighted, total) = running_sums(&buckets[..=top]);
+        let (weighted, total) = running_sums(&adder.export(&buckets[..=top]));
         return weighted + total;
     }
     let log_m = m.trailing_zeros();
     let k = log_m.div_ceil(2);
     let (rows, cols) = (m >> k, 1usize << k);
     // Columns from a transposed copy, rows in place (the buckets are not needed after).
-    let mut by_column: Vec<Affine<P>> = Vec::with_capacity(m);
+    let mut by_column: Vec<A::Point> = Vec::with_capacity(m);
     for lo in 0..cols {
         by_column.extend((0..rows).map(|hi| buckets[hi * cols + lo]));
     }
@@ -506,12 +647,12 @@ fn reduce_buckets<P: SWCurveConfig>(
             })
             .collect()
     };
-    adder.sum_segments(&mut by_column, &runs(cols, rows));
-    adder.sum_segments(&mut buckets, &runs(rows, cols));
-    let row_sums: Vec<Affine<P>> = (0..rows).map(|hi| buckets[hi * cols]).collect();
-    let col_sums: Vec<Affine<P>> = (0..cols).map(|lo| by_column[lo * rows]).collect();
-    let (mut by_row, total) = running_sums(&row_sums);
-    let (by_col, _) = running_sums(&col_sums);
+    tree.sum_segments(&mut by_column, &runs(cols, rows));
+    tree.sum_segments(&mut buckets, &runs(rows, cols));
+    let row_sums: Vec<A::Point> = (0..rows).map(|hi| buckets[hi * cols]).collect();
+    let col_sums: Vec<A::Point> = (0..cols).map(|lo| by_column[lo * rows]).collect();
+    let (mut by_row, total) = running_sums(&adder.export(&row_sums));
+    let (by_col, _) = running_sums(&adder.export(&col_sums));
     for _ in 0..k {
         by_row.double_in_place();
     }
@@ -578,6 +719,9 @@ mod tests {
             }
             let got = msm_with_plan(bases, scalars, plan);
             assert_eq!(got, want, "{what}: {plan:?}");
+            // The portable adder too (the default is the IFMA lanes where the CPU has them).
+            let got = msm_with_adder(&ArkAdder, bases, scalars, plan);
+            assert_eq!(got, want, "{what}: {plan:?}, arkworks adder");
         }
     }
 

@@ -1,0 +1,805 @@
+//! The MSM's batch-affine pair additions on AVX-512 IFMA: eight additions side by side, one
+//! per 64-bit lane.
+//!
+//! Why hand-written: the bucket passes of [`crate::pippenger`] spent about half their time
+//! in arkworks' scalar Montgomery multiplication, and no maintained crate offers vectorized
+//! Montgomery arithmetic over arkworks' BN254 and BLS12-381 fields. `vpmadd52luq` and
+//! `vpmadd52huq` multiply 52-bit limbs in eight lanes at once, so field elements here are
+//! radix 2^52.
+//!
+//! ```text
+//!  element a of F_p (or F_p² = F_p[u]/(u² + 1)): each F_p component as L limbs of 52 bits,
+//!      holding a·R' mod p, R' = 2^{52L}, fully reduced (L = 5 for ≤ 258-bit p, 8 for ≤ 414)
+//!  point: x then y ([`LanePoint`]); the point at infinity has u64::MAX as its first word
+//!  pair additions (one round of the tree sums, ≤ 1024 pairs):
+//!      scalar: classify each pair (infinity / equal x / add / double), do the trivial ones
+//!      lanes:  forward  — gather x₁, x₂ of 8 pairs, chain the products of x₂ − x₁ (4 chains)
+//!              invert the 32 chain products at once (arkworks, one inversion)
+//!              backward — λ = (y₂ − y₁)/(x₂ − x₁), x₃ = λ² − x₁ − x₂, y₃ = λ(x₁ − x₃) − y₁,
+//!                         scattered back to the first point of each pair
+//! ```
+//!
+//! Points enter and leave in standard form through arkworks' `into_bigint`/`from_bigint`, so
+//! this module is generic over the curve: any short-Weierstrass curve with a = 0 whose base
+//! field is F_p or a quadratic extension with u² = −1 (every group here).
+
+#![allow(unsafe_code)]
+// Limb loops index several arrays by the same j, as the arithmetic is written on paper.
+#![allow(clippy::needless_range_loop)]
+
+use std::arch::x86_64::*;
+use std::borrow::Cow;
+use std::marker::PhantomData;
+
+use ark_ec::short_weierstrass::{Affine, SWCurveConfig};
+use ark_ff::{Field, PrimeField, Zero};
+
+use crate::pippenger::PairAdder;
+
+const MASK: u64 = (1 << 52) - 1;
+
+/// Pairs per group of lanes, and independent product chains in the batch inversion (so
+/// the chained multiplications' latency overlaps).
+const LANES: usize = 8;
+const CHAINS: usize = 4;
+
+/// Whether this CPU runs the lanes (checked once per MSM; `std` caches the CPUID).
+pub(crate) fn available() -> bool {
+    std::env::var_os("ZKPIPE_NO_IFMA").is_none()
+        && is_x86_feature_detected!("avx512f")
+        && is_x86_feature_detected!("avx512ifma")
+}
+
+/// A point in lane form: L limbs per F_p component, D components per coordinate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub(crate) struct LanePoint<const L: usize, const D: usize> {
+    x: [[u64; L]; D],
+    y: [[u64; L]; D],
+}
+
+impl<const L: usize, const D: usize> LanePoint<L, D> {
+    const INFINITY: Self = {
+        let mut x = [[0; L]; D];
+        x[0][0] = u64::MAX;
+        LanePoint { x, y: [[0; L]; D] }
+    };
+    /// u64 words from one point to the next, and from x to y.
+    const STRIDE: usize = 2 * L * D;
+    const Y: usize = L * D;
+
+    fn is_infinity(&self) -> bool {
+        self.x[0][0] == u64::MAX
+    }
+}
+
+/// The modulus in radix 2^52 and the constants the lanes need.
+#[derive(Clone, Copy, Debug)]
+struct Modulus<const L: usize> {
+    p: [u64; L],
+    /// −p⁻¹ mod 2^52.
+    n0: u64,
+    /// R' mod p: one, in lane form.
+    one: [u64; L],
+    /// R'² mod p: multiplying a standard-form integer by it gives lane form.
+    r2: [u64; L],
+}
+
+impl<const L: usize> Modulus<L> {
+    fn of<F: PrimeField>() -> Self {
+        let p = to52(F::MODULUS.as_ref());
+        let mut inv = 1u64; // p⁻¹ mod 2^64 by Newton's iteration (p is odd)
+        for _ in 0..6 {
+            inv = inv.wrapping_mul(2u64.wrapping_sub(p[0].wrapping_mul(inv)));
+        }
+        let pow2 = |e: u64| to52(F::from(2u64).pow([e]).into_bigint().as_ref());
+        Modulus {
+            p,
+            n0: inv.wrapping_neg() & MASK,
+            one: pow2(52 * L as u64),
+            r2: pow2(104 * L as u64),
+        }
+    }
+
+    /// p − a for a in [1, p), on 52-bit limbs; 0 stays 0.
+    fn neg(&self, a: &[u64; L]) -> [u64; L] {
+        if a.iter().all(|&w| w == 0) {
+            return *a;
+        }
+        let mut out = [0; L];
+        let mut borrow = 0u64;
+        for j in 0..L {
+            let v = self.p[j].wrapping_sub(a[j]).wrapping_sub(borrow);
+            borrow = v >> 63;
+            out[j] = v & MASK;
+        }
+        out
+    }
+}
+
+/// 52-bit limbs of a little-endian 64-bit-limb integer (which must fit in 52·L bits).
+fn to52<const L: usize>(words: &[u64]) -> [u64; L] {
+    std::array::from_fn(|i| {
+        let (w, s) = (52 * i / 64, 52 * i % 64);
+        let lo = words.get(w).map_or(0, |&v| v >> s);
+        let hi = match words.get(w + 1) {
+            Some(&v) if s > 12 => v << (64 - s),
+            _ => 0,
+        };
+        (lo | hi) & MASK
+    })
+}
+
+/// The inverse of [`to52`], into `out` (bits past its end must be zero).
+fn from52<const L: usize>(limbs: &[u64; L], out: &mut [u64]) {
+    out.fill(0);
+    for (i, &limb) in limbs.iter().enumerate() {
+        let (w, s) = (52 * i / 64, 52 * i % 64);
+        if let Some(o) = out.get_mut(w) {
+            *o |= limb << s;
+        }
+        if s > 12 {
+            if let Some(o) = out.get_mut(w + 1) {
+                *o |= limb >> (64 - s);
+            }
+        }
+    }
+}
+
+/// The modulus broadcast to all lanes.
+struct VMod<const L: usize> {
+    p: [__m512i; L],
+    n0: __m512i,
+    mask: __m512i,
+}
+
+/// One F_p component of eight elements: limb j of lane l is `.0[j]`'s lane l.
+#[derive(Clone, Copy)]
+struct Fe<const L: usize>([__m512i; L]);
+
+/// Eight elements of F_p or F_p²: D components.
+type El<const L: usize, const D: usize> = [Fe<L>; D];
+
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn vmod<const L: usize>(m: &Modulus<L>) -> VMod<L> {
+    VMod {
+        p: m.p.map(|w| _mm512_set1_epi64(w as i64)),
+        n0: _mm512_set1_epi64(m.n0 as i64),
+        mask: _mm512_set1_epi64(MASK as i64),
+    }
+}
+
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn splat<const L: usize>(limbs: &[u64; L]) -> Fe<L> {
+    Fe(limbs.map(|w| _mm512_set1_epi64(w as i64)))
+}
+
+/// Carries propagated so every limb is below 2^52 (the value must be non-negative and
+/// fit in L limbs).
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn normalize<const L: usize>(mut t: [__m512i; L], m: &VMod<L>) -> [__m512i; L] {
+    let mut carry = _mm512_setzero_si512();
+    for limb in &mut t {
+        let v = _mm512_add_epi64(*limb, carry);
+        carry = _mm512_srli_epi64::<52>(v);
+        *limb = _mm512_and_si512(v, m.mask);
+    }
+    t
+}
+
+/// t − p where t ≥ p, else t (t normalized, below 2p).
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn reduce_once<const L: usize>(t: [__m512i; L], m: &VMod<L>) -> Fe<L> {
+    let mut u = t;
+    let mut borrow = _mm512_setzero_si512();
+    for j in 0..L {
+        let v = _mm512_sub_epi64(_mm512_sub_epi64(t[j], m.p[j]), borrow);
+        borrow = _mm512_srli_epi64::<63>(v);
+        u[j] = _mm512_and_si512(v, m.mask);
+    }
+    let below_p = _mm512_test_epi64_mask(borrow, borrow);
+    Fe(std::array::from_fn(|j| {
+        _mm512_mask_blend_epi64(below_p, u[j], t[j])
+    }))
+}
+
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn fe_add<const L: usize>(a: Fe<L>, b: Fe<L>, m: &VMod<L>) -> Fe<L> {
+    let s = std::array::from_fn(|j| _mm512_add_epi64(a.0[j], b.0[j]));
+    reduce_once(normalize(s, m), m)
+}
+
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn fe_sub<const L: usize>(a: Fe<L>, b: Fe<L>, m: &VMod<L>) -> Fe<L> {
+    let mut t = [_mm512_setzero_si512(); L];
+    let mut borrow = _mm512_setzero_si512();
+    for j in 0..L {
+        let v = _mm512_sub_epi64(_mm512_sub_epi64(a.0[j], b.0[j]), borrow);
+        borrow = _mm512_srli_epi64::<63>(v);
+        t[j] = _mm512_and_si512(v, m.mask);
+    }
+    // A borrow out of the top limb means a < b: add p back (the carry out cancels it).
+    let negative = _mm512_test_epi64_mask(borrow, borrow);
+    for j in 0..L {
+        t[j] = _mm512_mask_add_epi64(t[j], negative, t[j], m.p[j]);
+    }
+    Fe(normalize(t, m))
+}
+
+/// Montgomery product a·b/R' mod p, fully reduced (operand scanning; the 52-bit products
+/// accumulate in 64-bit lanes, which hold 2^12 of them, so carries wait until the end).
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn fe_mul<const L: usize>(a: Fe<L>, b: Fe<L>, m: &VMod<L>) -> Fe<L> {
+    let zero = _mm512_setzero_si512();
+    let mut t = [zero; L];
+    let mut top = zero;
+    for i in 0..L {
+        let ai = a.0[i];
+        // t += a_i·b: low halves into limb j, high halves into limb j + 1.
+        for j in 0..L {
+            t[j] = _mm512_madd52lo_epu64(t[j], ai, b.0[j]);
+        }
+        for j in 0..L - 1 {
+            t[j + 1] = _mm512_madd52hi_epu64(t[j + 1], ai, b.0[j]);
+        }
+        top = _mm512_madd52hi_epu64(top, ai, b.0[L - 1]);
+        // t += q·p with q = t₀·(−p⁻¹) mod 2^52, which clears limb 0; then shift one limb.
+        let q = _mm512_madd52lo_epu64(zero, t[0], m.n0);
+        for j in 0..L {
+            t[j] = _mm512_madd52lo_epu64(t[j], q, m.p[j]);
+        }
+        for j in 0..L - 1 {
+            t[j + 1] = _mm512_madd52hi_epu64(t[j + 1], q, m.p[j]);
+        }
+        top = _mm512_madd52hi_epu64(top, q, m.p[L - 1]);
+        let carry = _mm512_srli_epi64::<52>(t[0]);
+        for j in 0..L - 1 {
+            t[j] = t[j + 1];
+        }
+        t[0] = _mm512_add_epi64(t[0], carry);
+        t[L - 1] = top;
+        top = zero;
+    }
+    reduce_once(normalize(t, m), m)
+}
+
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn el_add<const L: usize, const D: usize>(a: El<L, D>, b: El<L, D>, m: &VMod<L>) -> El<L, D> {
+    std::array::from_fn(|c| fe_add(a[c], b[c], m))
+}
+
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn el_sub<const L: usize, const D: usize>(a: El<L, D>, b: El<L, D>, m: &VMod<L>) -> El<L, D> {
+    std::array::from_fn(|c| fe_sub(a[c], b[c], m))
+}
+
+/// a·b; in F_p² (u² = −1) by Karatsuba, three F_p products.
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn el_mul<const L: usize, const D: usize>(a: El<L, D>, b: El<L, D>, m: &VMod<L>) -> El<L, D> {
+    if D == 1 {
+        return std::array::from_fn(|_| fe_mul(a[0], b[0], m));
+    }
+    let v0 = fe_mul(a[0], b[0], m);
+    let v1 = fe_mul(a[1], b[1], m);
+    let v2 = fe_mul(fe_add(a[0], a[1], m), fe_add(b[0], b[1], m), m);
+    let c0 = fe_sub(v0, v1, m);
+    let c1 = fe_sub(fe_sub(v2, v0, m), v1, m);
+    std::array::from_fn(|c| if c == 0 { c0 } else { c1 })
+}
+
+/// a²; in F_p², (a₀ + a₁)(a₀ − a₁) + 2a₀a₁·u, two F_p products.
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn el_square<const L: usize, const D: usize>(a: El<L, D>, m: &VMod<L>) -> El<L, D> {
+    if D == 1 {
+        return std::array::from_fn(|_| fe_mul(a[0], a[0], m));
+    }
+    let c0 = fe_mul(fe_add(a[0], a[1], m), fe_sub(a[0], a[1], m), m);
+    let p = fe_mul(a[0], a[1], m);
+    let c1 = fe_add(p, p, m);
+    std::array::from_fn(|c| if c == 0 { c0 } else { c1 })
+}
+
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn el_blend<const L: usize, const D: usize>(k: __mmask8, a: El<L, D>, b: El<L, D>) -> El<L, D> {
+    std::array::from_fn(|c| {
+        Fe(std::array::from_fn(|j| {
+            _mm512_mask_blend_epi64(k, a[c].0[j], b[c].0[j])
+        }))
+    })
+}
+
+/// The coordinate at word `offset` of the points at word indices `at` (one per lane).
+///
+/// # Safety
+/// Every lane's `at + offset + L·D` must lie within the slice `base` points into.
+#[target_feature(enable = "avx512f,avx512ifma")]
+unsafe fn gather<const L: usize, const D: usize>(
+    base: *const u64,
+    at: __m512i,
+    offset: usize,
+) -> El<L, D> {
+    std::array::from_fn(|c| {
+        Fe(std::array::from_fn(|j| {
+            let idx = _mm512_add_epi64(at, _mm512_set1_epi64((offset + c * L + j) as i64));
+            // SAFETY: in bounds by the caller's contract.
+            unsafe { _mm512_i64gather_epi64::<8>(idx, base as *const i64) }
+        }))
+    })
+}
+
+/// Stores `v` at word `offset` of the points at `at`, in the lanes set in `k`.
+///
+/// # Safety
+/// As [`gather`], for the lanes in `k`; those lanes' `at` must be distinct.
+#[target_feature(enable = "avx512f,avx512ifma")]
+unsafe fn scatter<const L: usize, const D: usize>(
+    base: *mut u64,
+    at: __m512i,
+    offset: usize,
+    k: __mmask8,
+    v: El<L, D>,
+) {
+    for c in 0..D {
+        for j in 0..L {
+            let idx = _mm512_add_epi64(at, _mm512_set1_epi64((offset + c * L + j) as i64));
+            // SAFETY: in bounds by the caller's contract.
+            unsafe { _mm512_mask_i64scatter_epi64::<8>(base as *mut i64, k, idx, v[c].0[j]) };
+        }
+    }
+}
+
+/// Eight lane elements out to arrays, one per lane.
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn unpack<const L: usize, const D: usize>(v: El<L, D>) -> [[[u64; L]; D]; LANES] {
+    let mut out = [[[0u64; L]; D]; LANES];
+    for c in 0..D {
+        for j in 0..L {
+            let mut lane = [0u64; LANES];
+            // SAFETY: `lane` holds 8 u64s; unaligned stores are allowed.
+            unsafe { _mm512_storeu_si512(lane.as_mut_ptr().cast(), v[c].0[j]) };
+            for (l, o) in out.iter_mut().enumerate() {
+                o[c][j] = lane[l];
+            }
+        }
+    }
+    out
+}
+
+/// The lanes' raw registers, for scratch.
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn dump<const L: usize, const D: usize>(v: El<L, D>) -> [[[u64; LANES]; L]; D] {
+    let mut out = [[[0u64; LANES]; L]; D];
+    for c in 0..D {
+        for j in 0..L {
+            // SAFETY: 8 u64s; unaligned stores are allowed.
+            unsafe { _mm512_storeu_si512(out[c][j].as_mut_ptr().cast(), v[c].0[j]) };
+        }
+    }
+    out
+}
+
+/// The inverse of [`dump`].
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn undump<const L: usize, const D: usize>(raw: &[[[u64; LANES]; L]; D]) -> El<L, D> {
+    // SAFETY: 8 u64s; unaligned loads are allowed.
+    std::array::from_fn(|c| {
+        Fe(std::array::from_fn(|j| unsafe {
+            _mm512_loadu_si512(raw[c][j].as_ptr().cast())
+        }))
+    })
+}
+
+/// Arrays, one per lane, into eight lane elements.
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn pack<const L: usize, const D: usize>(xs: &[[[u64; L]; D]; LANES]) -> El<L, D> {
+    std::array::from_fn(|c| {
+        Fe(std::array::from_fn(|j| {
+            let lane: [u64; LANES] = std::array::from_fn(|l| xs[l][c][j]);
+            // SAFETY: `lane` holds 8 u64s; unaligned loads are allowed.
+            unsafe { _mm512_loadu_si512(lane.as_ptr().cast()) }
+        }))
+    })
+}
+
+/// Pair additions and conversions for curve `P` in lanes of L limbs, D components.
+pub(crate) struct LaneAdder<P, const L: usize, const D: usize> {
+    modulus: Modulus<L>,
+    _curve: PhantomData<P>,
+}
+
+/// Scratch of one task: the pairs needing arithmetic, which of them double, and the
+/// forward pass's prefix products.
+pub(crate) struct LaneScratch<const L: usize, const D: usize> {
+    pairs: Vec<(u32, u32)>,
+    doubles: Vec<bool>,
+    prefix: Vec<[[[u64; LANES]; L]; D]>,
+}
+
+impl<const L: usize, const D: usize> Default for LaneScratch<L, D> {
+    fn default() -> Self {
+        LaneScratch {
+            pairs: Vec::new(),
+            doubles: Vec::new(),
+            prefix: Vec::new(),
+        }
+    }
+}
+
+type Bpf<P> = <<P as ark_ec::CurveConfig>::BaseField as Field>::BasePrimeField;
+
+impl<P: SWCurveConfig, const L: usize, const D: usize> LaneAdder<P, L, D> {
+    /// The adder for `P`, if this CPU has the lanes and `P` fits this layout (a = 0, base
+    /// field of degree D over a prime field that fits L limbs with two bits to spare).
+    pub(crate) fn new() -> Option<Self> {
+        let bits = Bpf::<P>::MODULUS_BIT_SIZE as usize;
+        let fits = bits + 2 <= 52 * L && (L == 5 || bits + 2 > 52 * 5);
+        let degree = P::BaseField::extension_degree() as usize;
+        let sqrt_minus_one = D == 1 || {
+            // u² = −1: the quadratic non-residue the extension is built on.
+            let u = P::BaseField::from_base_prime_field_elems([Bpf::<P>::zero(), Bpf::<P>::ONE]);
+            u.is_some_and(|u| u.square() == -P::BaseField::ONE)
+        };
+        (available() && fits && degree == D && sqrt_minus_one && P::COEFF_A.is_zero()).then(|| {
+            LaneAdder {
+                modulus: Modulus::of::<Bpf<P>>(),
+                _curve: PhantomData,
+            }
+        })
+    }
+
+    /// Standard-form limbs of each F_p component of `f`.
+    fn components(f: &P::BaseField) -> [[u64; L]; D] {
+        let mut out = [[0; L]; D];
+        for (o, c) in out.iter_mut().zip(f.to_base_prime_field_elements()) {
+            *o = to52(c.into_bigint().as_ref());
+        }
+        out
+    }
+
+    fn field_of(components: &[[u64; L]; D]) -> P::BaseField {
+        let elems = components.iter().map(|c| {
+            let mut big = <Bpf<P> as PrimeField>::BigInt::default();
+            from52(c, big.as_mut());
+            Bpf::<P>::from_bigint(big).expect("lane values are reduced below p")
+        });
+        P::BaseField::from_base_prime_field_elems(elems).expect("D components")
+    }
+
+    /// Multiplies every coordinate of `points` by `factor` in lanes (standard form × R'²
+    /// enters lane form, lane form × 1 leaves it).
+    fn rescale(&self, points: &mut [LanePoint<L, D>], factor: &[u64; L]) {
+        // SAFETY: `available()` held when this adder was made.
+        unsafe { rescale_lanes(points, factor, &self.modulus) }
+    }
+}
+
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn rescale_lanes<const L: usize, const D: usize>(
+    points: &mut [LanePoint<L, D>],
+    factor: &[u64; L],
+    modulus: &Modulus<L>,
+) {
+    let m = vmod(modulus);
+    let f = splat(factor);
+    for block in points.chunks_mut(LANES) {
+        let mut xs = [[[0u64; L]; D]; LANES];
+        let mut ys = xs;
+        for (l, p) in block.iter().enumerate() {
+            (xs[l], ys[l]) = (p.x, p.y);
+        }
+        let (x, y): (El<L, D>, El<L, D>) = (pack(&xs), pack(&ys));
+        let xs = unpack::<L, D>(std::array::from_fn(|c| fe_mul(x[c], f, &m)));
+        let ys = unpack::<L, D>(std::array::from_fn(|c| fe_mul(y[c], f, &m)));
+        for (l, p) in block.iter_mut().enumerate() {
+            if !p.is_infinity() {
+                (p.x, p.y) = (xs[l], ys[l]);
+            }
+        }
+    }
+}
+
+impl<P: SWCurveConfig, const L: usize, const D: usize> PairAdder<P> for LaneAdder<P, L, D> {
+    type Point = LanePoint<L, D>;
+    type Scratch = LaneScratch<L, D>;
+    const CONVERTS: bool = true;
+    // Larger than arkworks' batches: the inversion here also converts 32 lane values.
+    const BATCH: usize = 4096;
+
+    fn identity(&self) -> Self::Point {
+        LanePoint::INFINITY
+    }
+
+    fn is_identity(&self, p: &Self::Point) -> bool {
+        p.is_infinity()
+    }
+
+    fn neg(&self, p: &Self::Point) -> Self::Point {
+        if p.is_infinity() {
+            return *p;
+        }
+        LanePoint {
+            x: p.x,
+            y: p.y.map(|c| self.modulus.neg(&c)),
+        }
+    }
+
+    fn import<'a>(&self, points: &'a [Affine<P>]) -> Cow<'a, [Self::Point]> {
+        let mut out: Vec<Self::Point> = points
+            .iter()
+            .map(|p| {
+                if p.infinity {
+                    LanePoint::INFINITY
+                } else {
+                    LanePoint {
+                        x: Self::components(&p.x),
+                        y: Self::components(&p.y),
+                    }
+                }
+            })
+            .collect();
+        self.rescale(&mut out, &self.modulus.r2);
+        Cow::Owned(out)
+    }
+
+    fn export(&self, points: &[Self::Point]) -> Vec<Affine<P>> {
+        let mut one = [0u64; L];
+        one[0] = 1;
+        let mut standard = points.to_vec();
+        self.rescale(&mut standard, &one);
+        standard
+            .iter()
+            .map(|p| {
+                if p.is_infinity() {
+                    Affine::identity()
+                } else {
+                    Affine::new_unchecked(Self::field_of(&p.x), Self::field_of(&p.y))
+                }
+            })
+            .collect()
+    }
+
+    fn add_pairs(
+        &self,
+        work: &mut [Self::Point],
+        pairs: &[(u32, u32)],
+        scratch: &mut Self::Scratch,
+    ) {
+        // Trivial pairs now; the rest (chord or tangent) go to the lanes.
+        scratch.pairs.clear();
+        scratch.doubles.clear();
+        for &(i, j) in pairs {
+            let (p, q) = (&work[i as usize], &work[j as usize]);
+            if p.is_infinity() {
+                work[i as usize] = *q;
+            } else if q.is_infinity() {
+            } else if p.x[0][0] != q.x[0][0] || p.x != q.x {
+                scratch.pairs.push((i, j));
+                scratch.doubles.push(false);
+            } else if p.y == q.y && p.y.iter().flatten().any(|&w| w != 0) {
+                scratch.pairs.push((i, j));
+                scratch.doubles.push(true);
+            } else {
+                work[i as usize] = LanePoint::INFINITY;
+            }
+        }
+        if scratch.pairs.is_empty() {
+            return;
+        }
+        // SAFETY: `available()` held when this adder was made; every index in
+        // `scratch.pairs` is below `work.len()` and the first indices are distinct.
+        unsafe { add_in_lanes::<P, L, D>(work, scratch, &self.modulus) }
+    }
+}
+
+/// work[i] ← work[i] + work[j] for the (i, j) in `scratch.pairs`: chords, or tangents
+/// where `scratch.doubles` says so. No input is infinity and no sum is.
+///
+/// # Safety
+/// Every index is below `work.len()`, and the first indices are distinct.
+#[target_feature(enable = "avx512f,avx512ifma")]
+unsafe fn add_in_lanes<P: SWCurveConfig, const L: usize, const D: usize>(
+    work: &mut [LanePoint<L, D>],
+    scratch: &mut LaneScratch<L, D>,
+    modulus: &Modulus<L>,
+) {
+    let m = vmod(modulus);
+    let one: El<L, D> = std::array::from_fn(|c| {
+        if c == 0 {
+            splat(&modulus.one)
+        } else {
+            Fe([_mm512_setzero_si512(); L])
+        }
+    });
+    let (pairs, doubles) = (&scratch.pairs, &scratch.doubles);
+    let groups = pairs.len().div_ceil(LANES);
+    let stride = LanePoint::<L, D>::STRIDE as i64;
+    let base = work.as_mut_ptr() as *mut u64;
+
+    // Word indices of both points of group g's pairs, which lanes are live, which double.
+    // Dead lanes repeat the group's first pair: harmless reads, no writes.
+    let group = |g: usize| {
+        let lo = g * LANES;
+        let hi = (lo + LANES).min(pairs.len());
+        let (mut i, mut j) = ([0i64; LANES], [0i64; LANES]);
+        let mut doubling: __mmask8 = 0;
+        for l in 0..LANES {
+            let k = if lo + l < hi { lo + l } else { lo };
+            i[l] = pairs[k].0 as i64 * stride;
+            j[l] = pairs[k].1 as i64 * stride;
+            if lo + l < hi && doubles[k] {
+                doubling |= 1 << l;
+            }
+        }
+        let live: __mmask8 = ((1u32 << (hi - lo)) - 1) as u8;
+        // SAFETY: 8 i64s each.
+        let load = |a: &[i64; LANES]| unsafe { _mm512_loadu_si512(a.as_ptr().cast()) };
+        (load(&i), load(&j), live, doubling)
+    };
+    // The denominator: x₂ − x₁, or 2y₁ where doubling, 1 in dead lanes.
+    let denominator = |at_i: __m512i, at_j: __m512i, live: __mmask8, doubling: __mmask8| {
+        // SAFETY: indices from `pairs`, in bounds by this function's contract.
+        let (x1, x2) = unsafe { (gather::<L, D>(base, at_i, 0), gather::<L, D>(base, at_j, 0)) };
+        let mut den = el_sub(x2, x1, &m);
+        if doubling != 0 {
+            // SAFETY: as above.
+            let y1 = unsafe { gather::<L, D>(base, at_i, LanePoint::<L, D>::Y) };
+            den = el_blend(doubling, den, el_add(y1, y1, &m));
+        }
+        el_blend(live, one, den)
+    };
+
+    // Forward: prefix[g] = the product of the earlier denominators of g's chain.
+    scratch.prefix.clear();
+    let mut acc = [one; CHAINS];
+    for g in 0..groups {
+        let (at_i, at_j, live, doubling) = group(g);
+        let den = denominator(at_i, at_j, live, doubling);
+        scratch.prefix.push(dump(acc[g % CHAINS]));
+        acc[g % CHAINS] = el_mul(acc[g % CHAINS], den, &m);
+    }
+
+    // Invert the chains' products: out of lane form, one arkworks batch inversion, back.
+    let chains = groups.min(CHAINS);
+    let mut totals: Vec<P::BaseField> = Vec::with_capacity(chains * LANES);
+    let mut std_one = [0u64; L];
+    std_one[0] = 1;
+    let std_one = splat(&std_one);
+    for a in &acc[..chains] {
+        for lane in unpack::<L, D>(std::array::from_fn(|c| fe_mul(a[c], std_one, &m))) {
+            totals.push(LaneAdder::<P, L, D>::field_of(&lane));
+        }
+    }
+    ark_ff::batch_inversion(&mut totals);
+    let r2 = splat(&modulus.r2);
+    let mut inv: [El<L, D>; CHAINS] = std::array::from_fn(|chain| {
+        if chain >= chains {
+            return one;
+        }
+        let lanes: [[[u64; L]; D]; LANES] =
+            std::array::from_fn(|l| LaneAdder::<P, L, D>::components(&totals[chain * LANES + l]));
+        let v: El<L, D> = pack(&lanes);
+        std::array::from_fn(|c| fe_mul(v[c], r2, &m))
+    });
+
+    // Backward: peel each group's inverse off its chain and finish its additions.
+    for g in (0..groups).rev() {
+        let (at_i, at_j, live, doubling) = group(g);
+        let chain = g % CHAINS;
+        let den = denominator(at_i, at_j, live, doubling);
+        let den_inv = el_mul(inv[chain], undump(&scratch.prefix[g]), &m);
+        inv[chain] = el_mul(inv[chain], den, &m);
+        // SAFETY: as in `denominator`.
+        let (x1, y1, x2, y2) = unsafe {
+            (
+                gather::<L, D>(base, at_i, 0),
+                gather::<L, D>(base, at_i, LanePoint::<L, D>::Y),
+                gather::<L, D>(base, at_j, 0),
+                gather::<L, D>(base, at_j, LanePoint::<L, D>::Y),
+            )
+        };
+        let mut num = el_sub(y2, y1, &m);
+        if doubling != 0 {
+            let xx = el_square(x1, &m);
+            num = el_blend(doubling, num, el_add(el_add(xx, xx, &m), xx, &m));
+        }
+        let lambda = el_mul(num, den_inv, &m);
+        let x3 = el_sub(el_sub(el_square(lambda, &m), x1, &m), x2, &m);
+        let y3 = el_sub(el_mul(lambda, el_sub(x1, x3, &m), &m), y1, &m);
+        // SAFETY: live lanes' first indices are distinct and in bounds.
+        unsafe {
+            scatter(base, at_i, 0, live, x3);
+            scatter(base, at_i, LanePoint::<L, D>::Y, live, y3);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ark_ec::short_weierstrass::Projective;
+    use ark_ec::CurveGroup;
+    use ark_ff::UniformRand;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha20Rng;
+
+    /// Pairs of every kind, summed in lanes and by arkworks. Counts that are not multiples
+    /// of 8 leave dead lanes; more than 32 groups use every chain more than once.
+    fn pairs_match<P: SWCurveConfig, const L: usize, const D: usize>(seed: u64) {
+        let Some(adder) = LaneAdder::<P, L, D>::new() else {
+            eprintln!("ifma: this CPU has no AVX-512 IFMA; lane additions not exercised");
+            return;
+        };
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        for n in [1usize, 7, 8, 9, 33, 300, 1001] {
+            let mut pts: Vec<Affine<P>> = Vec::with_capacity(2 * n);
+            for k in 0..n {
+                let p = Projective::<P>::rand(&mut rng).into_affine();
+                let q = match (k + rng.gen_range(0..2)) % 6 {
+                    0 => p,                  // tangent
+                    1 => -p,                 // sum is infinity
+                    2 => Affine::identity(), // q at infinity
+                    _ => Projective::<P>::rand(&mut rng).into_affine(),
+                };
+                let p = if k % 11 == 5 { Affine::identity() } else { p };
+                pts.extend([p, q]);
+            }
+            let want: Vec<Affine<P>> = pts.chunks(2).map(|c| (c[0] + c[1]).into_affine()).collect();
+            let mut work = adder.import(&pts).into_owned();
+            let pairs: Vec<(u32, u32)> = (0..n as u32).map(|k| (2 * k, 2 * k + 1)).collect();
+            adder.add_pairs(&mut work, &pairs, &mut LaneScratch::default());
+            let got = adder.export(&work);
+            for k in 0..n {
+                assert_eq!(got[2 * k], want[k], "n = {n}, pair {k}");
+                assert_eq!(
+                    got[2 * k + 1],
+                    pts[2 * k + 1],
+                    "n = {n}: second point untouched"
+                );
+            }
+        }
+    }
+
+    /// Conversion in and out of lane form keeps every point, negation included.
+    fn round_trip<P: SWCurveConfig, const L: usize, const D: usize>(seed: u64) {
+        let Some(adder) = LaneAdder::<P, L, D>::new() else {
+            eprintln!("ifma: this CPU has no AVX-512 IFMA; conversions not exercised");
+            return;
+        };
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        let mut pts: Vec<Affine<P>> = (0..37)
+            .map(|_| Projective::<P>::rand(&mut rng).into_affine())
+            .collect();
+        pts.push(Affine::identity());
+        pts.push(P::GENERATOR);
+        let lanes = adder.import(&pts);
+        assert_eq!(adder.export(&lanes), pts);
+        let neg: Vec<_> = lanes.iter().map(|p| adder.neg(p)).collect();
+        let want: Vec<Affine<P>> = pts.iter().map(|p| -*p).collect();
+        assert_eq!(adder.export(&neg), want);
+    }
+
+    #[test]
+    fn bn254() {
+        pairs_match::<ark_bn254::g1::Config, 5, 1>(1);
+        pairs_match::<ark_bn254::g2::Config, 5, 2>(2);
+        round_trip::<ark_bn254::g1::Config, 5, 1>(3);
+        round_trip::<ark_bn254::g2::Config, 5, 2>(4);
+    }
+
+    #[test]
+    fn bls12_381() {
+        pairs_match::<ark_bls12_381::g1::Config, 8, 1>(5);
+        pairs_match::<ark_bls12_381::g2::Config, 8, 2>(6);
+        round_trip::<ark_bls12_381::g1::Config, 8, 1>(7);
+        round_trip::<ark_bls12_381::g2::Config, 8, 2>(8);
+    }
+
+    /// Layouts that do not fit a curve are refused, so dispatch falls through correctly.
+    #[test]
+    fn layouts_are_exclusive() {
+        assert!(LaneAdder::<ark_bn254::g1::Config, 8, 1>::new().is_none());
+        assert!(LaneAdder::<ark_bn254::g1::Config, 5, 2>::new().is_none());
+        assert!(LaneAdder::<ark_bls12_381::g1::Config, 5, 1>::new().is_none());
+        assert!(LaneAdder::<ark_bls12_381::g2::Config, 8, 1>::new().is_none());
+    }
+}
