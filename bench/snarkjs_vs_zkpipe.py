@@ -42,6 +42,8 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--curves", default="bn254,bls12-381")
     ap.add_argument("--tag", required=True, help="names the result files, e.g. run3")
+    ap.add_argument("--portable", action="store_true",
+                    help="also run zkpipe with ZKPIPE_NO_IFMA=1 (the MSM without AVX-512 IFMA lanes)")
     a = ap.parse_args()
     run(["cargo", "build", "--release", "--locked", "--bin", "zkpipe"], cwd=ROOT)
     for curve in a.curves.split(","):
@@ -61,6 +63,10 @@ def main():
             "zkpipe prove": lambda o: [ZKPIPE, "prove", key, wtns, o / "proof.json", o / "public.json", "--timings"],
             "zkpipe prove --trusted-key": lambda o: [ZKPIPE, "prove", key, wtns, o / "proof.json", o / "public.json", "--timings", "--trusted-key"],
         }
+        if a.portable:
+            portable = ["env", "ZKPIPE_NO_IFMA=1"]
+            tools["zkpipe prove, ZKPIPE_NO_IFMA=1"] = lambda o: portable + tools["zkpipe prove"](o)
+            tools["zkpipe prove --trusted-key, ZKPIPE_NO_IFMA=1"] = lambda o: portable + tools["zkpipe prove --trusted-key"](o)
         res = {t: {"wall_s": [], "rss_mib": [], "stages": []} for t in tools}
         out = w / "out"
         out.mkdir(exist_ok=True)
@@ -76,6 +82,8 @@ def main():
         zkey_mib = key.stat().st_size / 2**20
         info = run([ZKPIPE, "inspect", key]).stdout
         cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+        flags = next((l.split(":", 1)[1].split() for l in open("/proc/cpuinfo") if l.startswith("flags")), [])
+        cpu += ", AVX-512 IFMA" if "avx512ifma" in flags else ", no AVX-512 IFMA"
         lines = [
             f"# snarkjs vs zkpipe, CPU prove, {curve}",
             "",
@@ -83,7 +91,7 @@ def main():
             f"- circuit: bench/circuits/poseidon_chain_64k.circom; key: `zkpipe setup --dev --seed 1`, {zkey_mib:.1f} MiB",
             "- " + ", ".join(l.strip() for l in info.splitlines() if l.split(":")[0] in ("nVars", "nPublic", "domain size", "coefficients")),
             f"- {a.runs} runs each, interleaved; wall time and peak RSS from /usr/bin/time -v; every proof verified by snarkjs",
-            f"- command: `python3 bench/snarkjs_vs_zkpipe.py --runs {a.runs} --curves {curve} --tag {a.tag}`",
+            f"- command: `python3 bench/snarkjs_vs_zkpipe.py --runs {a.runs} --curves {curve} --tag {a.tag}{' --portable' if a.portable else ''}`",
             "",
             "| tool | min s | median s | max s | median peak RSS MiB | speed-up vs snarkjs (median) |",
             "|---|---:|---:|---:|---:|---:|",

@@ -344,32 +344,58 @@ struct Segment {
     len: u32,
 }
 
-/// Bucket sums by signed digit: for every i with `digit(i)` = d ≠ 0 (|d| ≤ `nb`), bucket
-/// |d| − 1 receives sign(d)·basesᵢ. `nb` buckets; infinity marks an empty one. Uses the
-/// MSM's sorting passes and batch-affine tree sums (also used by [`crate::subgroup`]).
-pub(crate) fn bucket_sums_by_digit<P: SWCurveConfig>(
+/// Bucket sums by signed digit, for several digit functions over the same bases (used by
+/// [`crate::subgroup`]): for block b and every i with `digit(b, i)` = d ≠ 0
+/// (|d| ≤ `buckets[b]`), bucket |d| − 1 receives sign(d)·basesᵢ. The bases are split into
+/// `groups` contiguous parts summed in parallel; the result is indexed [block][group][bucket]
+/// (infinity marks an empty bucket). The bases are converted to the adder's form once for
+/// all blocks.
+pub(crate) fn grouped_bucket_sums<P: SWCurveConfig>(
     bases: &[Affine<P>],
-    nb: usize,
-    digit: impl Fn(usize) -> i64,
-) -> Vec<Affine<P>> {
+    groups: usize,
+    buckets: &[usize],
+    digit: impl Fn(usize, usize) -> i64 + Sync,
+) -> Vec<Vec<Vec<Affine<P>>>> {
     struct Task<'a, P: SWCurveConfig, D> {
         bases: &'a [Affine<P>],
-        nb: usize,
+        groups: usize,
+        buckets: &'a [usize],
         digit: D,
     }
-    impl<P: SWCurveConfig, D: Fn(usize) -> i64> AdderTask<P> for Task<'_, P, D> {
-        type Output = Vec<Affine<P>>;
-        fn run<A: PairAdder<P>>(self, adder: &A) -> Vec<Affine<P>> {
-            let bases = adder.import(self.bases);
-            let mut tree = TreeAdder::new(adder);
-            let sums = bucket_sums(&bases, self.nb, chunk_len::<P>(), &mut tree, self.digit);
-            adder.export(&sums)
+    impl<P: SWCurveConfig, D: Fn(usize, usize) -> i64 + Sync> AdderTask<P> for Task<'_, P, D> {
+        type Output = Vec<Vec<Vec<Affine<P>>>>;
+        fn run<A: PairAdder<P>>(self, adder: &A) -> Self::Output {
+            let bases = convert(adder, self.bases);
+            let len = bases.len().div_ceil(self.groups.max(1)).max(1);
+            let digit = &self.digit;
+            self.buckets
+                .iter()
+                .enumerate()
+                .map(|(b, &nb)| {
+                    bases
+                        .par_chunks(len)
+                        .enumerate()
+                        .map(|(g, part)| {
+                            let mut tree = TreeAdder::new(adder);
+                            let sums = bucket_sums(part, nb, chunk_len::<P>(), &mut tree, |i| {
+                                digit(b, g * len + i)
+                            });
+                            adder.export(&sums)
+                        })
+                        .collect()
+                })
+                .collect()
         }
     }
-    with_adder(Task { bases, nb, digit })
+    with_adder(Task {
+        bases,
+        groups,
+        buckets,
+        digit,
+    })
 }
 
-/// Bucket sums by `digit(i)` over the indices of `bases` (see [`bucket_sums_by_digit`]),
+/// Bucket sums by `digit(i)` over the indices of `bases` (as [`grouped_bucket_sums`]),
 /// in sorting passes of `chunk` points whose buckets carry over.
 fn bucket_sums<P: SWCurveConfig, A: PairAdder<P>>(
     bases: &[A::Point],

@@ -15,8 +15,9 @@
 //! **Cost.** k trials share one pass (Pippenger's trick, applied to the trials): each point
 //! draws a random k-bit vector v and goes into bucket v (N batch-affine additions for k
 //! trials), then Q_t = Σ_{v: bit t of v set} B_v for every t by folding the 2^k buckets
-//! (about 2·2^k projective additions). k is chosen to balance the two; 64 trials cost about
-//! 5 passes over the points instead of 41. Each Q_t is then checked exactly.
+//! (about 2·2^k projective additions). k is chosen to balance the two; 64 trials cost 6–8
+//! passes over the points instead of 41. All passes share one conversion of the points
+//! into the MSM's adder form. Each Q_t is then checked exactly.
 //! (Written here because arkworks' MSM always walks all 255 scalar bits and has no
 //! shared-bucket multi-sum.)
 
@@ -36,36 +37,45 @@ fn cofactor_is_one<C: SWCurveConfig>() -> bool {
     C::COFACTOR[0] == 1 && C::COFACTOR.iter().skip(1).all(|&l| l == 0)
 }
 
+/// Relative cost of one projective addition in the merge and fold of buckets against one
+/// accumulated point (a batch-affine addition, in IFMA lanes where the CPU has them).
+const FOLD_COST: usize = 4;
+
 /// Trials per pass over `n` points split into `groups` parallel parts: the k minimizing
-/// ⌈64/k⌉ · (n + (groups + 4)·2^k), i.e. passes times (accumulating additions + merging the
-/// groups' buckets and folding them, weighted for projective additions).
+/// ⌈64/k⌉ · (n + FOLD_COST·(groups + 4)·2^k), i.e. passes times (accumulating additions +
+/// merging the groups' buckets and folding them).
 pub fn block_bits(n: usize, groups: usize) -> usize {
     (1..=MAX_BLOCK_BITS)
-        .min_by_key(|&k| TRIALS.div_ceil(k) * (n + (groups + 4) * (1usize << k)))
+        .min_by_key(|&k| TRIALS.div_ceil(k) * (n + FOLD_COST * (groups + 4) * (1usize << k)))
         .unwrap_or(1)
 }
 
-/// Q_t = Σ_{i: bit t of codesᵢ} Pᵢ for t < `k`.
-fn subset_sums<C: SWCurveConfig>(
+/// For each block (codes, k): Q_t = Σ_{i: bit t of codesᵢ} Pᵢ for t < k.
+fn block_subset_sums<C: SWCurveConfig>(
     points: &[Affine<C>],
-    codes: &[u16],
-    k: usize,
-) -> Vec<Projective<C>> {
-    let nb = (1usize << k) - 1;
+    blocks: &[(&[u16], usize)],
+) -> Vec<Vec<Projective<C>>> {
     let groups = rayon::current_num_threads().clamp(1, points.len().max(1));
-    let len = points.len().div_ceil(groups).max(1);
-    // Bucket v − 1 holds the points with code v ≠ 0, per group of points.
-    let per_group: Vec<Vec<Affine<C>>> = points
-        .par_chunks(len)
-        .zip(codes.par_chunks(len))
-        .map(|(ps, cs)| crate::pippenger::bucket_sums_by_digit(ps, nb, |i| cs[i] as i64))
-        .collect();
+    let nbs: Vec<usize> = blocks.iter().map(|&(_, k)| (1usize << k) - 1).collect();
+    // Bucket v − 1 holds the points with code v ≠ 0, per block and group of points.
+    let per_block =
+        crate::pippenger::grouped_bucket_sums(points, groups, &nbs, |b, i| blocks[b].0[i] as i64);
+    per_block
+        .iter()
+        .zip(blocks)
+        .map(|(per_group, &(_, k))| fold(per_group, k))
+        .collect()
+}
+
+/// Q_t for t < k from each group's 2^k − 1 buckets (bucket v − 1 = the points coded v).
+fn fold<C: SWCurveConfig>(per_group: &[Vec<Affine<C>>], k: usize) -> Vec<Projective<C>> {
+    let nb = (1usize << k) - 1;
     let mut sums: Vec<Projective<C>> = (0..=nb)
         .into_par_iter()
         .map(|v| {
             let mut s = Projective::<C>::ZERO;
             if v > 0 {
-                for g in &per_group {
+                for g in per_group {
                     s += g[v - 1];
                 }
             }
@@ -87,6 +97,16 @@ fn subset_sums<C: SWCurveConfig>(
     out
 }
 
+/// Q_t = Σ_{i: bit t of codesᵢ} Pᵢ for t < `k`.
+#[cfg(test)]
+fn subset_sums<C: SWCurveConfig>(
+    points: &[Affine<C>],
+    codes: &[u16],
+    k: usize,
+) -> Vec<Projective<C>> {
+    block_subset_sums(points, &[(codes, k)]).remove(0)
+}
+
 /// True if all `points` (already known to be on the curve) are in the prime-order
 /// subgroup, except with probability ≤ 2⁻⁶⁴ over `rng`.
 pub fn all_in_subgroup<C: SWCurveConfig>(
@@ -96,27 +116,29 @@ pub fn all_in_subgroup<C: SWCurveConfig>(
     if cofactor_is_one::<C>() || points.is_empty() {
         return true;
     }
+    // All blocks' codes first, so the points go through one conversion for all passes.
     let k = block_bits(points.len(), rayon::current_num_threads());
     let mut bytes = vec![0u8; 2 * points.len()];
-    let mut codes = vec![0u16; points.len()];
+    let mut blocks: Vec<(Vec<u16>, usize)> = Vec::new();
     let mut done = 0;
     while done < TRIALS {
         let bits = k.min(TRIALS - done);
         rng.fill_bytes(&mut bytes);
         let mask = ((1u32 << bits) - 1) as u16;
-        for (c, b) in codes.iter_mut().zip(bytes.chunks_exact(2)) {
-            *c = u16::from_le_bytes([b[0], b[1]]) & mask;
-        }
-        let sums = Projective::normalize_batch(&subset_sums(points, &codes, bits));
-        if !sums
-            .iter()
-            .all(|q| q.is_in_correct_subgroup_assuming_on_curve())
-        {
-            return false;
-        }
+        let codes = bytes
+            .chunks_exact(2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]) & mask)
+            .collect();
+        blocks.push((codes, bits));
         done += bits;
     }
-    true
+    let blocks: Vec<(&[u16], usize)> = blocks.iter().map(|(c, k)| (c.as_slice(), *k)).collect();
+    let sums = block_subset_sums(points, &blocks);
+    sums.iter().all(|block| {
+        Projective::normalize_batch(block)
+            .iter()
+            .all(|q| q.is_in_correct_subgroup_assuming_on_curve())
+    })
 }
 
 #[cfg(test)]
@@ -135,8 +157,8 @@ mod tests {
         assert_eq!(TRIALS, 64, "soundness 2^-64 needs 64 trials of error 1/2");
         // The 2^16 bench keys: 250k BLS12-381 G1 points → 13 trials per pass, 5 passes;
         // 65k G2 points → 11 per pass.
-        assert_eq!(block_bits(250_000, 2), 13);
-        assert_eq!(block_bits(65_536, 2), 11);
+        assert_eq!(block_bits(250_000, 2), 11);
+        assert_eq!(block_bits(65_536, 2), 8);
         for n in [1, 2, 10, 1000, 1 << 20, 1 << 24] {
             for g in [1, 2, 16] {
                 let k = block_bits(n, g);
@@ -170,6 +192,18 @@ mod tests {
                     assert_eq!(*got, want, "n {n} k {k} t {t}");
                 }
             }
+            // Several blocks in one call (one conversion) match the blocks one by one.
+            let codes: Vec<Vec<u16>> = [2usize, 5]
+                .iter()
+                .map(|&k| {
+                    (0..n)
+                        .map(|_| (rng.next_u32() as u16) & ((1 << k) - 1))
+                        .collect()
+                })
+                .collect();
+            let together = block_subset_sums(&points, &[(&codes[0], 2), (&codes[1], 5)]);
+            assert_eq!(together[0], subset_sums(&points, &codes[0], 2), "n {n}");
+            assert_eq!(together[1], subset_sums(&points, &codes[1], 5), "n {n}");
         }
     }
 
