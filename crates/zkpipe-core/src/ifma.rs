@@ -11,7 +11,7 @@
 //!  element a of F_p (or F_p² = F_p[u]/(u² + 1)): each F_p component as L limbs of 52 bits,
 //!      holding a·R' mod p, R' = 2^{52L}, fully reduced (L = 5 for ≤ 258-bit p, 8 for ≤ 414)
 //!  point: x then y ([`LanePoint`]); the point at infinity has u64::MAX as its first word
-//!  pair additions (one round of the tree sums, ≤ 1024 pairs):
+//!  pair additions (one round of the tree sums, ≤ 4096 pairs per call):
 //!      scalar: classify each pair (infinity / equal x / add / double), do the trivial ones
 //!      lanes:  forward  — gather x₁, x₂ of 8 pairs, chain the products of x₂ − x₁ (4 chains)
 //!              invert the 32 chain products at once (arkworks, one inversion)
@@ -38,9 +38,10 @@ use crate::pippenger::PairAdder;
 
 const MASK: u64 = (1 << 52) - 1;
 
-/// Pairs per group of lanes, and independent product chains in the batch inversion (so
-/// the chained multiplications' latency overlaps).
+/// Pairs per group: one per 64-bit lane of a 512-bit register.
 const LANES: usize = 8;
+/// Independent product chains in the batch inversion, so that the chained products'
+/// latency overlaps.
 const CHAINS: usize = 4;
 
 /// Whether this CPU runs the lanes (checked once per MSM; `std` caches the CPUID).

@@ -186,6 +186,16 @@ pub(crate) trait PairAdder<P: SWCurveConfig>: Sync {
     );
 }
 
+/// Which arithmetic the CPU MSM's additions use on this machine: `"avx512-ifma lanes"` or
+/// `"arkworks affine"` (for reports; every group of both curves fits the lanes).
+pub fn cpu_adder() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    if crate::ifma::available() {
+        return "avx512-ifma lanes";
+    }
+    "arkworks affine"
+}
+
 /// Work to run with whichever [`PairAdder`] this CPU has (a generic closure).
 pub(crate) trait AdderTask<P: SWCurveConfig> {
     type Output;
