@@ -44,11 +44,19 @@ pub trait BatchAffineMsm: AffineRepr {
         bases: &[Self],
         scalars: &[<Self::ScalarField as PrimeField>::BigInt],
     ) -> Self::Group;
+
+    /// Bytes per base that [`BatchAffineMsm::msm_batch_affine`] copies while it runs
+    /// ([`base_copy_bytes`]).
+    fn msm_copy_bytes() -> usize;
 }
 
 impl<P: SWCurveConfig> BatchAffineMsm for Affine<P> {
     fn msm_batch_affine(bases: &[Self], scalars: &[BigIntOf<P>]) -> Projective<P> {
         msm(bases, scalars)
+    }
+
+    fn msm_copy_bytes() -> usize {
+        base_copy_bytes::<P>()
     }
 }
 
@@ -194,6 +202,23 @@ pub fn cpu_adder() -> &'static str {
         return "avx512-ifma lanes";
     }
     "arkworks affine"
+}
+
+/// Bytes per base point that an MSM on this machine copies while it runs (its adder's
+/// point form), or 0 where the adder reads arkworks' points in place.
+pub fn base_copy_bytes<P: SWCurveConfig>() -> usize {
+    struct Size;
+    impl<P: SWCurveConfig> AdderTask<P> for Size {
+        type Output = usize;
+        fn run<A: PairAdder<P>>(self, _: &A) -> usize {
+            if A::CONVERTS {
+                std::mem::size_of::<A::Point>()
+            } else {
+                0
+            }
+        }
+    }
+    with_adder::<P, _>(Size)
 }
 
 /// Work to run with whichever [`PairAdder`] this CPU has (a generic closure).
@@ -879,6 +904,20 @@ mod tests {
         random_sizes::<ark_bls12_381::g2::Config>(41, 1 << 14);
         edge_cases::<ark_bls12_381::g2::Config>(42);
         oversized_scalars::<ark_bls12_381::g2::Config>(43);
+    }
+
+    /// The copy the planner's memory estimates count is the adder's own point form.
+    #[test]
+    fn base_copies_follow_the_adder() {
+        let lanes = cpu_adder() == "avx512-ifma lanes";
+        let sizes = [
+            base_copy_bytes::<ark_bn254::g1::Config>(),
+            base_copy_bytes::<ark_bn254::g2::Config>(),
+            base_copy_bytes::<ark_bls12_381::g1::Config>(),
+            base_copy_bytes::<ark_bls12_381::g2::Config>(),
+        ];
+        let want = if lanes { [80, 160, 128, 256] } else { [0; 4] };
+        assert_eq!(sizes, want, "lanes: {lanes}");
     }
 
     #[test]

@@ -9,10 +9,13 @@
 use crate::keys::KeyMeta;
 use crate::memory::MemoryBudget;
 use crate::queue::PriorityQueue;
+use ark_ec::pairing::Pairing;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
+use zkpipe_core::pippenger::BatchAffineMsm;
 use zkpipe_core::{Backend, Bls12_381, Bn254, CompiledKey, CpuBackend, Error as CoreError};
+use zkpipe_formats::CurveId;
 
 /// What a factory says about one of its devices.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +59,12 @@ pub trait BackendFactory: Send + Sync {
         0
     }
 
+    /// Host memory the backends hold for one partition of this key during the device
+    /// stage, beyond the engine's own buffers (counted in the key's `partition_bytes`).
+    fn partition_host_bytes(&self, _key: &KeyMeta) -> u64 {
+        0
+    }
+
     /// How many partitions' device passes should run on one device at once (the
     /// engine's `device_passes` overrides it).
     fn passes_per_device(&self) -> usize {
@@ -87,6 +96,23 @@ impl BackendFactory for CpuFactory {
             name: "cpu".into(),
             memory_total: None,
         }]
+    }
+
+    /// The CPU MSMs' copies of their bases in the adder's form (all five MSMs of a
+    /// partition may run at once): none where the adder reads arkworks' points in place.
+    fn partition_host_bytes(&self, key: &KeyMeta) -> u64 {
+        fn copies<E: Pairing>() -> (usize, usize)
+        where
+            E::G1Affine: BatchAffineMsm,
+            E::G2Affine: BatchAffineMsm,
+        {
+            (E::G1Affine::msm_copy_bytes(), E::G2Affine::msm_copy_bytes())
+        }
+        let (g1, g2) = match key.curve {
+            CurveId::Bn254 => copies::<Bn254>(),
+            CurveId::Bls12_381 => copies::<Bls12_381>(),
+        };
+        ((3 * key.n_vars + key.domain_size) * g1 + key.n_vars * g2) as u64
     }
 
     fn bind_bn254(

@@ -38,7 +38,8 @@ pub struct KeyMeta {
     pub n_coefficients: usize,
     /// Host bytes of the compiled key when resident (points and matrices).
     pub host_bytes: u64,
-    /// Host bytes one partition of this key needs in flight (buffers and scratch).
+    /// Host bytes one partition of this key needs in flight (buffers and scratch, and what
+    /// the backend itself holds on the host during the device stage).
     pub partition_bytes: u64,
 }
 
@@ -240,6 +241,8 @@ pub(crate) struct KeyStore {
     entries: Mutex<HashMap<String, Arc<KeyEntry>>>,
     /// Where evicted keys go to be freed (the deallocation worker).
     free: Box<dyn Fn(Box<dyn std::any::Any + Send>) + Send + Sync>,
+    /// The backends' own host bytes per partition of a key.
+    partition_extra: Box<dyn Fn(&KeyMeta) -> u64 + Send + Sync>,
 }
 
 /// Whether `id` is a plain file stem: no separators, no leading dot, nothing odd.
@@ -253,18 +256,22 @@ pub fn valid_key_id(id: &str) -> bool {
 }
 
 impl KeyStore {
+    /// `partition_extra` adds the backends' own host memory per partition (see
+    /// [`crate::BackendFactory::partition_host_bytes`]) to each key's `partition_bytes`.
     pub fn new(
         dir: PathBuf,
         checks: PointChecks,
         budget: Arc<MemoryBudget>,
         signal: Arc<Signal>,
         free: Box<dyn Fn(Box<dyn std::any::Any + Send>) + Send + Sync>,
+        partition_extra: Box<dyn Fn(&KeyMeta) -> u64 + Send + Sync>,
     ) -> Self {
         Self {
             dir,
             checks,
             budget,
             signal,
+            partition_extra,
             entries: Mutex::new(HashMap::new()),
             free,
         }
@@ -297,7 +304,8 @@ impl KeyStore {
             id: id.to_string(),
             message: e.to_string(),
         })?;
-        let meta = KeyMeta::from_zkey(id, &real, &z);
+        let mut meta = KeyMeta::from_zkey(id, &real, &z);
+        meta.partition_bytes += (self.partition_extra)(&meta);
         drop(z);
         let entry = Arc::new(KeyEntry {
             meta,

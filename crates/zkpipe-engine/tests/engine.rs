@@ -8,8 +8,8 @@ use std::time::Duration;
 use zkpipe_core::verify::public_from_json;
 use zkpipe_core::{verify, Bls12_381, Bn254, Curve, PointChecks, Proof, VerifyingKey};
 use zkpipe_engine::{
-    CpuFactory, Engine, EngineConfig, EngineError, JobState, Priority, Residency, StageConfig,
-    SubmitRequest,
+    BackendFactory, CpuFactory, Engine, EngineConfig, EngineError, JobState, Priority, Residency,
+    StageConfig, SubmitRequest,
 };
 use zkpipe_formats::json::ProofJson;
 use zkpipe_formats::zkey::ZkeyFile;
@@ -789,4 +789,57 @@ fn a_device_that_reduces_gets_the_witness_alone_and_proofs_verify() {
     );
     assert_eq!(log.batches().iter().sum::<usize>() + log.singles(), 16);
     engine.shutdown();
+}
+
+/// A CPU factory whose backends hold 1 GiB more host memory per partition.
+struct Hungry;
+
+const HUNGER: u64 = 1 << 30;
+
+impl BackendFactory for Hungry {
+    fn devices(&self) -> Vec<zkpipe_engine::DeviceInfo> {
+        CpuFactory.devices()
+    }
+    fn partition_host_bytes(&self, key: &zkpipe_engine::KeyMeta) -> u64 {
+        CpuFactory.partition_host_bytes(key) + HUNGER
+    }
+    fn bind_bn254(
+        &self,
+        key: &Arc<zkpipe_core::CompiledKey<Bn254>>,
+        device: usize,
+    ) -> Result<Arc<dyn zkpipe_core::Backend<Bn254>>, zkpipe_core::Error> {
+        CpuFactory.bind_bn254(key, device)
+    }
+    fn bind_bls12_381(
+        &self,
+        key: &Arc<zkpipe_core::CompiledKey<Bls12_381>>,
+        device: usize,
+    ) -> Result<Arc<dyn zkpipe_core::Backend<Bls12_381>>, zkpipe_core::Error> {
+        CpuFactory.bind_bls12_381(key, device)
+    }
+}
+
+#[test]
+fn backends_host_memory_counts_in_each_partition() {
+    let dir = key_dir();
+    let meta = key_meta(dir.path(), "bn254-poseidon");
+    let hungry = Engine::start(config(dir.path()), Arc::new(Hungry)).unwrap();
+    let seen = hungry
+        .status()
+        .keys
+        .into_iter()
+        .find(|k| k.meta.id == "bn254-poseidon")
+        .unwrap()
+        .meta;
+    hungry.shutdown();
+    assert_eq!(seen.partition_bytes, meta.partition_bytes + HUNGER);
+    // A budget that fits the CPU backend's partition refuses the hungry one at once.
+    let mut cfg = config(dir.path());
+    cfg.memory_limit = meta.host_bytes + meta.partition_bytes + 1024;
+    let tight = Engine::start(cfg, Arc::new(Hungry)).unwrap();
+    assert!(matches!(
+        tight.submit(request("bn254-poseidon", 1, Priority::Normal)),
+        Err(EngineError::TooLarge { .. })
+    ));
+    tight.shutdown();
 }
