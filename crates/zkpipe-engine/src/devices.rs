@@ -9,12 +9,11 @@
 use crate::keys::KeyMeta;
 use crate::memory::MemoryBudget;
 use crate::queue::PriorityQueue;
-use ark_ec::pairing::Pairing;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use zkpipe_core::pippenger::BatchAffineMsm;
-use zkpipe_core::{Backend, Bls12_381, Bn254, CompiledKey, CpuBackend, Error as CoreError};
+use zkpipe_core::{Backend, Bls12_381, Bn254, CompiledKey, CpuBackend, Curve, Error as CoreError};
 use zkpipe_formats::CurveId;
 
 /// What a factory says about one of its devices.
@@ -101,11 +100,7 @@ impl BackendFactory for CpuFactory {
     /// The CPU MSMs' copies of their bases in the adder's form (all five MSMs of a
     /// partition may run at once): none where the adder reads arkworks' points in place.
     fn partition_host_bytes(&self, key: &KeyMeta) -> u64 {
-        fn copies<E: Pairing>() -> (usize, usize)
-        where
-            E::G1Affine: BatchAffineMsm,
-            E::G2Affine: BatchAffineMsm,
-        {
+        fn copies<E: Curve>() -> (usize, usize) {
             (E::G1Affine::msm_copy_bytes(), E::G2Affine::msm_copy_bytes())
         }
         let (g1, g2) = match key.curve {
