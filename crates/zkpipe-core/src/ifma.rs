@@ -34,7 +34,7 @@ use std::marker::PhantomData;
 use ark_ec::short_weierstrass::{Affine, SWCurveConfig};
 use ark_ff::{Field, PrimeField, Zero};
 
-use crate::pippenger::PairAdder;
+use crate::pippenger::{PairAdder, PairKind};
 
 const MASK: u64 = (1 << 52) - 1;
 
@@ -570,17 +570,20 @@ impl<P: SWCurveConfig, const L: usize, const D: usize> PairAdder<P> for LaneAdde
         scratch.doubles.clear();
         for &(i, j) in pairs {
             let (p, q) = (&work[i as usize], &work[j as usize]);
-            if p.is_infinity() {
-                work[i as usize] = *q;
-            } else if q.is_infinity() {
-            } else if p.x[0][0] != q.x[0][0] || p.x != q.x {
-                scratch.pairs.push((i, j));
-                scratch.doubles.push(false);
-            } else if p.y == q.y && p.y.iter().flatten().any(|&w| w != 0) {
-                scratch.pairs.push((i, j));
-                scratch.doubles.push(true);
-            } else {
-                work[i as usize] = LanePoint::INFINITY;
+            let kind = PairKind::of(
+                p.is_infinity(),
+                q.is_infinity(),
+                || p.x[0][0] != q.x[0][0] || p.x != q.x,
+                || p.y == q.y && p.y.iter().flatten().any(|&w| w != 0),
+            );
+            match kind {
+                PairKind::TakeQ => work[i as usize] = *q,
+                PairKind::KeepP => {}
+                PairKind::Infinity => work[i as usize] = LanePoint::INFINITY,
+                PairKind::Add | PairKind::Double => {
+                    scratch.pairs.push((i, j));
+                    scratch.doubles.push(matches!(kind, PairKind::Double));
+                }
             }
         }
         if scratch.pairs.is_empty() {

@@ -598,19 +598,38 @@ pub(crate) enum PairKind {
     Double,
 }
 
+impl PairKind {
+    /// The rule every adder follows, from what its point form answers: whether p and q are
+    /// infinity, whether their x coordinates differ, and whether q = p with y ≠ 0.
+    #[inline]
+    pub(crate) fn of(
+        p_infinity: bool,
+        q_infinity: bool,
+        x_differs: impl FnOnce() -> bool,
+        tangent: impl FnOnce() -> bool,
+    ) -> Self {
+        if p_infinity {
+            PairKind::TakeQ
+        } else if q_infinity {
+            PairKind::KeepP
+        } else if x_differs() {
+            PairKind::Add
+        } else if tangent() {
+            PairKind::Double
+        } else {
+            PairKind::Infinity
+        }
+    }
+}
+
 #[inline]
 fn pair_kind<P: SWCurveConfig>(p: &Affine<P>, q: &Affine<P>) -> PairKind {
-    if p.infinity {
-        PairKind::TakeQ
-    } else if q.infinity {
-        PairKind::KeepP
-    } else if p.x != q.x {
-        PairKind::Add
-    } else if p.y == q.y && !p.y.is_zero() {
-        PairKind::Double
-    } else {
-        PairKind::Infinity
-    }
+    PairKind::of(
+        p.infinity,
+        q.infinity,
+        || p.x != q.x,
+        || p.y == q.y && !p.y.is_zero(),
+    )
 }
 
 /// work[i] ← work[i] + work[j] for every (i, j) in `pairs` (all indices distinct), with a

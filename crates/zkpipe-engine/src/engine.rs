@@ -194,10 +194,7 @@ impl Engine {
             Arc::clone(&budget),
             Arc::clone(&signal),
             Box::new(move |b| freer.free_any(b)),
-            {
-                let factory = Arc::clone(&factory);
-                Box::new(move |meta| factory.partition_host_bytes(meta))
-            },
+            Arc::clone(&factory),
         ));
         let infos = factory.devices();
         if infos.is_empty() {

@@ -241,8 +241,8 @@ pub(crate) struct KeyStore {
     entries: Mutex<HashMap<String, Arc<KeyEntry>>>,
     /// Where evicted keys go to be freed (the deallocation worker).
     free: Box<dyn Fn(Box<dyn std::any::Any + Send>) + Send + Sync>,
-    /// The backends' own host bytes per partition of a key.
-    partition_extra: Box<dyn Fn(&KeyMeta) -> u64 + Send + Sync>,
+    /// Whose backends' own host bytes per partition count in each key's `partition_bytes`.
+    factory: Arc<dyn BackendFactory>,
 }
 
 /// Whether `id` is a plain file stem: no separators, no leading dot, nothing odd.
@@ -256,22 +256,22 @@ pub fn valid_key_id(id: &str) -> bool {
 }
 
 impl KeyStore {
-    /// `partition_extra` adds the backends' own host memory per partition (see
-    /// [`crate::BackendFactory::partition_host_bytes`]) to each key's `partition_bytes`.
+    /// Each key's `partition_bytes` includes what `factory`'s backends hold on the host
+    /// per partition ([`BackendFactory::partition_host_bytes`]).
     pub fn new(
         dir: PathBuf,
         checks: PointChecks,
         budget: Arc<MemoryBudget>,
         signal: Arc<Signal>,
         free: Box<dyn Fn(Box<dyn std::any::Any + Send>) + Send + Sync>,
-        partition_extra: Box<dyn Fn(&KeyMeta) -> u64 + Send + Sync>,
+        factory: Arc<dyn BackendFactory>,
     ) -> Self {
         Self {
             dir,
             checks,
             budget,
             signal,
-            partition_extra,
+            factory,
             entries: Mutex::new(HashMap::new()),
             free,
         }
@@ -305,7 +305,7 @@ impl KeyStore {
             message: e.to_string(),
         })?;
         let mut meta = KeyMeta::from_zkey(id, &real, &z);
-        meta.partition_bytes += (self.partition_extra)(&meta);
+        meta.partition_bytes += self.factory.partition_host_bytes(&meta);
         drop(z);
         let entry = Arc::new(KeyEntry {
             meta,

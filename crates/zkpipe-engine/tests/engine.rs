@@ -224,7 +224,12 @@ fn cancel_idempotency_and_bad_input() {
 
 /// What the engine says of key `id` in `dir` (sizes, memory), from a probe engine.
 fn key_meta(dir: &Path, id: &str) -> zkpipe_engine::KeyMeta {
-    let probe = Engine::start(config(dir), Arc::new(CpuFactory)).unwrap();
+    key_meta_on(dir, id, Arc::new(CpuFactory))
+}
+
+/// [`key_meta`] as an engine with `factory` sees it.
+fn key_meta_on(dir: &Path, id: &str, factory: Arc<dyn BackendFactory>) -> zkpipe_engine::KeyMeta {
+    let probe = Engine::start(config(dir), factory).unwrap();
     let meta = probe
         .status()
         .keys
@@ -270,6 +275,26 @@ fn a_budget_for_one_job_at_a_time_still_completes_every_job() {
     engine.shutdown();
 }
 
+/// The `bind_*` methods of a test factory whose backends are the CPU's.
+macro_rules! cpu_backends {
+    () => {
+        fn bind_bn254(
+            &self,
+            k: &Arc<zkpipe_core::CompiledKey<Bn254>>,
+            d: usize,
+        ) -> Result<Arc<dyn zkpipe_core::Backend<Bn254>>, zkpipe_core::Error> {
+            CpuFactory.bind_bn254(k, d)
+        }
+        fn bind_bls12_381(
+            &self,
+            k: &Arc<zkpipe_core::CompiledKey<Bls12_381>>,
+            d: usize,
+        ) -> Result<Arc<dyn zkpipe_core::Backend<Bls12_381>>, zkpipe_core::Error> {
+            CpuFactory.bind_bls12_381(k, d)
+        }
+    };
+}
+
 /// Two CPU "devices" with device-memory budgets, to exercise placement and device admission.
 struct TwoDevices;
 
@@ -288,20 +313,7 @@ impl zkpipe_engine::BackendFactory for TwoDevices {
     fn partition_device_bytes(&self, key: &zkpipe_engine::KeyMeta) -> u64 {
         key.partition_bytes
     }
-    fn bind_bn254(
-        &self,
-        k: &Arc<zkpipe_core::CompiledKey<Bn254>>,
-        d: usize,
-    ) -> Result<Arc<dyn zkpipe_core::Backend<Bn254>>, zkpipe_core::Error> {
-        CpuFactory.bind_bn254(k, d)
-    }
-    fn bind_bls12_381(
-        &self,
-        k: &Arc<zkpipe_core::CompiledKey<Bls12_381>>,
-        d: usize,
-    ) -> Result<Arc<dyn zkpipe_core::Backend<Bls12_381>>, zkpipe_core::Error> {
-        CpuFactory.bind_bls12_381(k, d)
-    }
+    cpu_backends!();
 }
 
 #[test]
@@ -803,35 +815,14 @@ impl BackendFactory for Hungry {
     fn partition_host_bytes(&self, key: &zkpipe_engine::KeyMeta) -> u64 {
         CpuFactory.partition_host_bytes(key) + HUNGER
     }
-    fn bind_bn254(
-        &self,
-        key: &Arc<zkpipe_core::CompiledKey<Bn254>>,
-        device: usize,
-    ) -> Result<Arc<dyn zkpipe_core::Backend<Bn254>>, zkpipe_core::Error> {
-        CpuFactory.bind_bn254(key, device)
-    }
-    fn bind_bls12_381(
-        &self,
-        key: &Arc<zkpipe_core::CompiledKey<Bls12_381>>,
-        device: usize,
-    ) -> Result<Arc<dyn zkpipe_core::Backend<Bls12_381>>, zkpipe_core::Error> {
-        CpuFactory.bind_bls12_381(key, device)
-    }
+    cpu_backends!();
 }
 
 #[test]
 fn backends_host_memory_counts_in_each_partition() {
     let dir = key_dir();
     let meta = key_meta(dir.path(), "bn254-poseidon");
-    let hungry = Engine::start(config(dir.path()), Arc::new(Hungry)).unwrap();
-    let seen = hungry
-        .status()
-        .keys
-        .into_iter()
-        .find(|k| k.meta.id == "bn254-poseidon")
-        .unwrap()
-        .meta;
-    hungry.shutdown();
+    let seen = key_meta_on(dir.path(), "bn254-poseidon", Arc::new(Hungry));
     assert_eq!(seen.partition_bytes, meta.partition_bytes + HUNGER);
     // A budget that fits the CPU backend's partition refuses the hungry one at once.
     let mut cfg = config(dir.path());
