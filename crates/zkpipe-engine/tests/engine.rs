@@ -632,6 +632,10 @@ impl zkpipe_engine::BackendFactory for BatchingFactory {
     fn partition_device_bytes(&self, key: &zkpipe_engine::KeyMeta) -> u64 {
         key.partition_bytes
     }
+    /// Its backends run the CPU's MSMs, so they hold what the CPU's do.
+    fn partition_host_bytes(&self, key: &zkpipe_engine::KeyMeta) -> u64 {
+        CpuFactory.partition_host_bytes(key)
+    }
     fn bind_bn254(
         &self,
         _: &Arc<zkpipe_core::CompiledKey<Bn254>>,
@@ -655,6 +659,12 @@ fn batching_engine(
     memory: Option<u64>,
     reduces: bool,
 ) -> (Engine, Arc<BatchLog>) {
+    let (factory, log) = batching_factory(memory, reduces);
+    (Engine::start(cfg, factory).unwrap(), log)
+}
+
+/// A [`BatchingFactory`] (batch limit 4) and its log.
+fn batching_factory(memory: Option<u64>, reduces: bool) -> (Arc<BatchingFactory>, Arc<BatchLog>) {
     let log = Arc::new(BatchLog::default());
     let factory = BatchingFactory {
         limit: 4,
@@ -662,7 +672,7 @@ fn batching_engine(
         reduces,
         log: Arc::clone(&log),
     };
-    (Engine::start(cfg, Arc::new(factory)).unwrap(), log)
+    (Arc::new(factory), log)
 }
 
 /// Submits `n` single-partition jobs of `id` at once and checks every proof.
@@ -761,7 +771,12 @@ fn a_device_batch_of_1_runs_every_partition_alone() {
 #[test]
 fn a_full_device_budget_makes_batches_smaller_instead_of_waiting() {
     let dir = key_dir();
-    let meta = key_meta(dir.path(), "bn254-poseidon");
+    // Sizes as this factory's engine counts them (its backends' host copies included).
+    let meta = key_meta_on(
+        dir.path(),
+        "bn254-poseidon",
+        batching_factory(None, false).0,
+    );
     let (engine, log) = batching_engine(
         config(dir.path()),
         Some(meta.host_bytes + 3 * meta.partition_bytes + meta.partition_bytes / 2),
