@@ -21,6 +21,7 @@ cu=$(echo "$PWD"/$venv/lib/python3*/site-packages/nvidia/cu13)
 # The wheels have lib/, not lib64/: point the linker and sppark's probe at it.
 export PATH="$cu/bin:$PATH" NVCC="$cu/bin/nvcc" LIBRARY_PATH="$cu/lib" CUDA_LIB_DIR="$cu/lib"
 export CARGO_TARGET_DIR=target/cuda
-cargo build --release --locked -p zkpipe-cli --features cuda --bin zkpipe
-cargo build --release --locked -p zkpipe-cuda --features cuda --bin zkpipe-gpu-check
+# One invocation: both binaries share one resolution of features, so nothing is built twice.
+cargo build --release --locked -p zkpipe-cli -p zkpipe-cuda --features zkpipe-cli/cuda \
+  --bin zkpipe --bin zkpipe-gpu-check
 echo "built target/cuda/release/{zkpipe,zkpipe-gpu-check} ($(nvcc --version | grep -o 'release [0-9.]*'))"
