@@ -383,8 +383,9 @@ struct Segment {
 /// [`crate::subgroup`]): for block b and every i with `digit(b, i)` = d ≠ 0
 /// (|d| ≤ `buckets[b]`), bucket |d| − 1 receives sign(d)·basesᵢ. The bases are split into
 /// `groups` contiguous parts summed in parallel; the result is indexed [block][group][bucket]
-/// (infinity marks an empty bucket). The bases are converted to the adder's form once for
-/// all blocks.
+/// (infinity marks an empty bucket). Each group converts its bases to the adder's form one
+/// sorting pass at a time and feeds every block from that one conversion, so no copy of
+/// the whole input is held (experiment 012).
 pub(crate) fn grouped_bucket_sums<P: SWCurveConfig>(
     bases: &[Affine<P>],
     groups: usize,
@@ -400,26 +401,42 @@ pub(crate) fn grouped_bucket_sums<P: SWCurveConfig>(
     impl<P: SWCurveConfig, D: Fn(usize, usize) -> i64 + Sync> AdderTask<P> for Task<'_, P, D> {
         type Output = Vec<Vec<Vec<Affine<P>>>>;
         fn run<A: PairAdder<P>>(self, adder: &A) -> Self::Output {
-            let bases = convert(adder, self.bases);
-            let len = bases.len().div_ceil(self.groups.max(1)).max(1);
+            let len = self.bases.len().div_ceil(self.groups.max(1)).max(1);
+            let chunk = chunk_len::<P>();
             let digit = &self.digit;
-            self.buckets
-                .iter()
+            // [group][block][bucket]
+            let per_group: Vec<Vec<Vec<Affine<P>>>> = self
+                .bases
+                .par_chunks(len)
                 .enumerate()
-                .map(|(b, &nb)| {
-                    bases
-                        .par_chunks(len)
-                        .enumerate()
-                        .map(|(g, part)| {
-                            let mut tree = TreeAdder::new(adder);
-                            let sums = bucket_sums(part, nb, chunk_len::<P>(), &mut tree, |i| {
-                                digit(b, g * len + i)
+                .map(|(g, part)| {
+                    let mut tree = TreeAdder::new(adder);
+                    let mut sort = SortScratch::default();
+                    let mut sums: Vec<Vec<A::Point>> = self
+                        .buckets
+                        .iter()
+                        .map(|&nb| vec![adder.identity(); nb])
+                        .collect();
+                    for (pass, points) in part.chunks(chunk).enumerate() {
+                        let points = adder.import(points);
+                        let first = g * len + pass * chunk;
+                        for (b, block) in sums.iter_mut().enumerate() {
+                            add_pass(block, &points, &mut tree, &mut sort, |i| {
+                                digit(b, first + i)
                             });
-                            adder.export(&sums)
-                        })
-                        .collect()
+                        }
+                    }
+                    sums.iter().map(|block| adder.export(block)).collect()
                 })
-                .collect()
+                .collect();
+            let mut per_block: Vec<Vec<Vec<Affine<P>>>> =
+                self.buckets.iter().map(|_| Vec::new()).collect();
+            for blocks in per_group {
+                for (out, sums) in per_block.iter_mut().zip(blocks) {
+                    out.push(sums);
+                }
+            }
+            per_block
         }
     }
     with_adder(Task {
@@ -439,71 +456,114 @@ fn bucket_sums<P: SWCurveConfig, A: PairAdder<P>>(
     tree: &mut TreeAdder<'_, P, A>,
     digit: impl Fn(usize) -> i64,
 ) -> Vec<A::Point> {
-    let adder = tree.adder;
-    let mut buckets = vec![adder.identity(); nb];
-    let mut codes: Vec<u32> = Vec::with_capacity(chunk.min(bases.len()));
-    let mut counts = vec![0u32; nb];
-    let mut next = vec![0u32; nb];
-    let mut work: Vec<A::Point> = Vec::new();
-    let mut segments: Vec<Segment> = Vec::new();
-    let mut seg_buckets: Vec<u32> = Vec::new();
+    let mut sums = vec![tree.adder.identity(); nb];
+    let mut sort = SortScratch::default();
+    for (pass, points) in bases.chunks(chunk).enumerate() {
+        add_pass(&mut sums, points, tree, &mut sort, |i| {
+            digit(pass * chunk + i)
+        });
+    }
+    sums
+}
 
-    for (pass, bases) in bases.chunks(chunk).enumerate() {
-        // Digits → code (bucket << 1 | negative), u32::MAX for nothing to add; histogram.
-        codes.clear();
-        counts.fill(0);
-        // (Bases at infinity are not filtered here: the pair additions absorb them.)
-        for i in pass * chunk..pass * chunk + bases.len() {
-            let d = digit(i);
-            if d == 0 {
-                codes.push(u32::MAX);
-            } else {
-                let b = (d.unsigned_abs() - 1) as u32;
-                counts[b as usize] += 1;
-                codes.push(b << 1 | (d < 0) as u32);
-            }
-        }
-        // Lay out one run per bucket hit: its current value (if any), then its new points.
-        segments.clear();
-        seg_buckets.clear();
-        let mut len = 0usize;
-        for b in 0..nb {
-            if counts[b] == 0 {
-                continue;
-            }
-            let start = len;
-            if !adder.is_identity(&buckets[b]) {
-                if work.len() <= len {
-                    work.resize(len + 1, adder.identity());
-                }
-                work[len] = buckets[b];
-                len += 1;
-            }
-            next[b] = len as u32;
-            len += counts[b] as usize;
-            segments.push(Segment {
-                start: start as u32,
-                len: (len - start) as u32,
-            });
-            seg_buckets.push(b as u32);
-        }
-        if work.len() < len {
-            work.resize(len, adder.identity());
-        }
-        // Scatter the points into their runs, reading the bases in order.
-        for (p, &code) in bases.iter().zip(&codes) {
-            if code != u32::MAX {
-                let b = (code >> 1) as usize;
-                work[next[b] as usize] = if code & 1 == 1 { adder.neg(p) } else { *p };
-                next[b] += 1;
-            }
-        }
-        tree.sum_segments(&mut work, &segments);
-        for (seg, &b) in segments.iter().zip(&seg_buckets) {
-            buckets[b as usize] = work[seg.start as usize];
+/// One task's buffers for sorting a pass's points by bucket (kept between passes).
+struct SortScratch<T> {
+    codes: Vec<u32>,
+    counts: Vec<u32>,
+    next: Vec<u32>,
+    work: Vec<T>,
+    segments: Vec<Segment>,
+    seg_buckets: Vec<u32>,
+}
+
+impl<T> Default for SortScratch<T> {
+    fn default() -> Self {
+        SortScratch {
+            codes: Vec::new(),
+            counts: Vec::new(),
+            next: Vec::new(),
+            work: Vec::new(),
+            segments: Vec::new(),
+            seg_buckets: Vec::new(),
         }
     }
-    buckets
+}
+
+/// One sorting pass: sign(d)·pointsᵢ goes into `sums[|d| − 1]` for every i with
+/// d = `digit(i)` ≠ 0. The points are laid out in one run per bucket hit (after the
+/// bucket's value so far) and the runs are summed in place.
+fn add_pass<P: SWCurveConfig, A: PairAdder<P>>(
+    sums: &mut [A::Point],
+    points: &[A::Point],
+    tree: &mut TreeAdder<'_, P, A>,
+    sort: &mut SortScratch<A::Point>,
+    digit: impl Fn(usize) -> i64,
+) {
+    let adder = tree.adder;
+    let nb = sums.len();
+    let SortScratch {
+        codes,
+        counts,
+        next,
+        work,
+        segments,
+        seg_buckets,
+    } = sort;
+    // Digits → code (bucket << 1 | negative), u32::MAX for nothing to add; histogram.
+    codes.clear();
+    counts.clear();
+    counts.resize(nb, 0);
+    next.resize(nb, 0);
+    // (Bases at infinity are not filtered here: the pair additions absorb them.)
+    for i in 0..points.len() {
+        let d = digit(i);
+        if d == 0 {
+            codes.push(u32::MAX);
+        } else {
+            let b = (d.unsigned_abs() - 1) as u32;
+            counts[b as usize] += 1;
+            codes.push(b << 1 | (d < 0) as u32);
+        }
+    }
+    // Lay out one run per bucket hit: its current value (if any), then its new points.
+    segments.clear();
+    seg_buckets.clear();
+    let mut len = 0usize;
+    for b in 0..nb {
+        if counts[b] == 0 {
+            continue;
+        }
+        let start = len;
+        if !adder.is_identity(&sums[b]) {
+            if work.len() <= len {
+                work.resize(len + 1, adder.identity());
+            }
+            work[len] = sums[b];
+            len += 1;
+        }
+        next[b] = len as u32;
+        len += counts[b] as usize;
+        segments.push(Segment {
+            start: start as u32,
+            len: (len - start) as u32,
+        });
+        seg_buckets.push(b as u32);
+    }
+    if work.len() < len {
+        work.resize(len, adder.identity());
+    }
+    // Scatter the points into their runs, reading them in order.
+    for (p, &code) in points.iter().zip(codes.iter()) {
+        if code != u32::MAX {
+            let b = (code >> 1) as usize;
+            work[next[b] as usize] = if code & 1 == 1 { adder.neg(p) } else { *p };
+            next[b] += 1;
+        }
+    }
+    tree.sum_segments(work, segments);
+    for (seg, &b) in segments.iter().zip(seg_buckets.iter()) {
+        sums[b as usize] = work[seg.start as usize];
+    }
 }
 
 /// Sums runs of points in place with batch additions (scratch kept between calls).

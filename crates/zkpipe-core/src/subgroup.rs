@@ -16,8 +16,8 @@
 //! draws a random k-bit vector v and goes into bucket v (N batch-affine additions for k
 //! trials), then Q_t = Σ_{v: bit t of v set} B_v for every t by folding the 2^k buckets
 //! (about 2·2^k projective additions). k is chosen to balance the two; 64 trials cost 6–8
-//! passes over the points instead of 41. All passes share one conversion of the points
-//! into the MSM's adder form. Each Q_t is then checked exactly.
+//! passes over the points instead of 41. Each point is converted into the MSM's adder form
+//! once for all passes, a sorting pass's worth at a time. Each Q_t is then checked exactly.
 //! (Written here because arkworks' MSM always walks all 255 scalar bits and has no
 //! shared-bucket multi-sum.)
 
@@ -116,7 +116,7 @@ pub fn all_in_subgroup<C: SWCurveConfig>(
     if cofactor_is_one::<C>() || points.is_empty() {
         return true;
     }
-    // All blocks' codes first, so the points go through one conversion for all passes.
+    // All blocks' codes first, so each point is converted once for all passes.
     let k = block_bits(points.len(), rayon::current_num_threads());
     let mut bytes = vec![0u8; 2 * points.len()];
     let mut blocks: Vec<(Vec<u16>, usize)> = Vec::new();
