@@ -368,7 +368,7 @@ fn digit(limbs: &[u64], w: usize, c: usize) -> i64 {
 /// Points per sorting pass: about 1.1 MiB of affine points, so the runs being summed stay
 /// in a core's L2 (measured best among 2^13..2^16 for BN254 G1 on a 2 MiB-L2 Xeon); buckets
 /// carry over from one pass to the next.
-fn chunk_len<P: SWCurveConfig>() -> usize {
+pub(crate) fn chunk_len<P: SWCurveConfig>() -> usize {
     (((1 << 20) + (1 << 17)) / std::mem::size_of::<Affine<P>>()).max(4096)
 }
 

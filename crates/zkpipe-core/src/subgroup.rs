@@ -207,6 +207,50 @@ mod tests {
         }
     }
 
+    /// Past one sorting pass (each group converts its points a pass at a time and feeds
+    /// every block from it): several blocks still match the definition, and a bad point in
+    /// a later pass is still caught.
+    #[test]
+    fn blocks_over_several_sorting_passes() {
+        type C = ark_bls12_381::g1::Config;
+        let rng = &mut ark_std::test_rng();
+        // Cheap distinct points: a running sum of one random point.
+        let n = 3 * crate::pippenger::chunk_len::<C>() + 123;
+        let step = Projective::<C>::rand(rng);
+        let mut acc = Projective::<C>::rand(rng);
+        let proj: Vec<Projective<C>> = (0..n)
+            .map(|_| {
+                acc += step;
+                acc
+            })
+            .collect();
+        let points = Projective::normalize_batch(&proj);
+        let codes: Vec<Vec<u16>> = [3usize, 6]
+            .iter()
+            .map(|&k| {
+                (0..n)
+                    .map(|_| (rng.next_u32() as u16) & ((1 << k) - 1))
+                    .collect()
+            })
+            .collect();
+        let got = block_subset_sums(&points, &[(&codes[0], 3), (&codes[1], 6)]);
+        for (b, k) in [(0, 3), (1, 6)] {
+            assert_eq!(got[b].len(), k);
+            for (t, got) in got[b].iter().enumerate() {
+                let want: Projective<C> = proj
+                    .iter()
+                    .zip(&codes[b])
+                    .filter(|(_, &c)| c >> t & 1 == 1)
+                    .map(|(p, _)| *p)
+                    .sum();
+                assert_eq!(*got, want, "block {b} trial {t}");
+            }
+        }
+        let mut bad = points;
+        bad[n - 5] = with_order_3_component();
+        assert!(!all_in_subgroup(&bad, rng));
+    }
+
     fn off_subgroup<C: SWCurveConfig>() -> Affine<C> {
         let mut x = C::BaseField::one();
         loop {
