@@ -385,7 +385,7 @@ struct Segment {
 /// `groups` contiguous parts summed in parallel; the result is indexed [block][group][bucket]
 /// (infinity marks an empty bucket). Each group converts its bases to the adder's form one
 /// sorting pass at a time and feeds every block from that one conversion, so no copy of
-/// the whole input is held (experiment 012).
+/// the whole input is held (experiment 013).
 pub(crate) fn grouped_bucket_sums<P: SWCurveConfig>(
     bases: &[Affine<P>],
     groups: usize,
