@@ -5,12 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-fixtures=tests/fixtures
-if [ ! -x "$fixtures/node_modules/.bin/snarkjs" ] \
-   || [ "$fixtures/package-lock.json" -nt "$fixtures/node_modules/.package-lock.json" ]; then
-  echo "== installing snarkjs/circom2 (npm ci in $fixtures)"
-  npm ci --prefix "$fixtures" --no-audit --no-fund --loglevel=error
-fi
+scripts/install-snarkjs.sh
 
 echo "== cargo test --release --workspace"
 cargo test --release --workspace --locked
