@@ -167,6 +167,33 @@ mod tests {
         }
     }
 
+    /// A random k-bit code per point.
+    fn random_codes(n: usize, k: usize, rng: &mut impl RngCore) -> Vec<u16> {
+        (0..n)
+            .map(|_| (rng.next_u32() as u16) & ((1 << k) - 1))
+            .collect()
+    }
+
+    /// Checks `got` = [Q_0, …, Q_{k−1}] against Q_t = Σ_{i: bit t of codesᵢ} Pᵢ.
+    fn assert_subset_sums<C: SWCurveConfig>(
+        got: &[Projective<C>],
+        points: &[Affine<C>],
+        codes: &[u16],
+        k: usize,
+        what: &str,
+    ) {
+        assert_eq!(got.len(), k, "{what}");
+        for (t, got) in got.iter().enumerate() {
+            let want: Projective<C> = points
+                .iter()
+                .zip(codes)
+                .filter(|(_, &c)| c >> t & 1 == 1)
+                .map(|(p, _)| *p)
+                .sum();
+            assert_eq!(*got, want, "{what} t {t}");
+        }
+    }
+
     /// Subset sums against the definition, for ragged group splits and every k.
     #[test]
     fn subset_sums_match_definition() {
@@ -177,30 +204,12 @@ mod tests {
                 .map(|_| Projective::<C>::rand(rng).into_affine())
                 .collect();
             for k in [1, 3, 8] {
-                let codes: Vec<u16> = (0..n)
-                    .map(|_| (rng.next_u32() as u16) & ((1 << k) - 1))
-                    .collect();
+                let codes = random_codes(n, k, rng);
                 let got = subset_sums(&points, &codes, k);
-                assert_eq!(got.len(), k);
-                for (t, got) in got.iter().enumerate() {
-                    let want: Projective<C> = points
-                        .iter()
-                        .zip(&codes)
-                        .filter(|(_, &c)| c >> t & 1 == 1)
-                        .map(|(p, _)| *p)
-                        .sum();
-                    assert_eq!(*got, want, "n {n} k {k} t {t}");
-                }
+                assert_subset_sums(&got, &points, &codes, k, &format!("n {n} k {k}"));
             }
             // Several blocks in one call (one conversion) match the blocks one by one.
-            let codes: Vec<Vec<u16>> = [2usize, 5]
-                .iter()
-                .map(|&k| {
-                    (0..n)
-                        .map(|_| (rng.next_u32() as u16) & ((1 << k) - 1))
-                        .collect()
-                })
-                .collect();
+            let codes = [random_codes(n, 2, rng), random_codes(n, 5, rng)];
             let together = block_subset_sums(&points, &[(&codes[0], 2), (&codes[1], 5)]);
             assert_eq!(together[0], subset_sums(&points, &codes[0], 2), "n {n}");
             assert_eq!(together[1], subset_sums(&points, &codes[1], 5), "n {n}");
@@ -225,26 +234,10 @@ mod tests {
             })
             .collect();
         let points = Projective::normalize_batch(&proj);
-        let codes: Vec<Vec<u16>> = [3usize, 6]
-            .iter()
-            .map(|&k| {
-                (0..n)
-                    .map(|_| (rng.next_u32() as u16) & ((1 << k) - 1))
-                    .collect()
-            })
-            .collect();
+        let codes = [random_codes(n, 3, rng), random_codes(n, 6, rng)];
         let got = block_subset_sums(&points, &[(&codes[0], 3), (&codes[1], 6)]);
         for (b, k) in [(0, 3), (1, 6)] {
-            assert_eq!(got[b].len(), k);
-            for (t, got) in got[b].iter().enumerate() {
-                let want: Projective<C> = proj
-                    .iter()
-                    .zip(&codes[b])
-                    .filter(|(_, &c)| c >> t & 1 == 1)
-                    .map(|(p, _)| *p)
-                    .sum();
-                assert_eq!(*got, want, "block {b} trial {t}");
-            }
+            assert_subset_sums(&got[b], &points, &codes[b], k, &format!("block {b}"));
         }
         let mut bad = points;
         bad[n - 5] = with_order_3_component();
