@@ -382,7 +382,7 @@ struct Segment {
 /// Bucket sums by signed digit, for several digit functions over the same bases (used by
 /// [`crate::subgroup`]): for block b and every i with `digit(b, i)` = d ≠ 0
 /// (|d| ≤ `buckets[b]`), bucket |d| − 1 receives sign(d)·basesᵢ. The bases are split into
-/// `groups` contiguous parts summed in parallel; the result is indexed [block][group][bucket]
+/// `groups` contiguous parts summed in parallel; the result is indexed [group][block][bucket]
 /// (infinity marks an empty bucket). Each group converts its bases to the adder's form one
 /// sorting pass at a time and feeds every block from that one conversion, so no copy of
 /// the whole input is held (experiment 013).
@@ -404,9 +404,7 @@ pub(crate) fn grouped_bucket_sums<P: SWCurveConfig>(
             let len = self.bases.len().div_ceil(self.groups.max(1)).max(1);
             let chunk = chunk_len::<P>();
             let digit = &self.digit;
-            // [group][block][bucket]
-            let per_group: Vec<Vec<Vec<Affine<P>>>> = self
-                .bases
+            self.bases
                 .par_chunks(len)
                 .enumerate()
                 .map(|(g, part)| {
@@ -428,15 +426,7 @@ pub(crate) fn grouped_bucket_sums<P: SWCurveConfig>(
                     }
                     sums.iter().map(|block| adder.export(block)).collect()
                 })
-                .collect();
-            let mut per_block: Vec<Vec<Vec<Affine<P>>>> =
-                self.buckets.iter().map(|_| Vec::new()).collect();
-            for blocks in per_group {
-                for (out, sums) in per_block.iter_mut().zip(blocks) {
-                    out.push(sums);
-                }
-            }
-            per_block
+                .collect()
         }
     }
     with_adder(Task {
