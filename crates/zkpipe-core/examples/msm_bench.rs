@@ -1,4 +1,4 @@
-//! arkworks `msm_bigint` against `zkpipe_core::pippenger::msm`, interleaved, on one
+//! arkworks `msm_bigint` against `zkpipe_core::msm::pippenger::msm`, interleaved, on one
 //! machine:
 //!
 //! ```text
@@ -16,7 +16,7 @@ use ark_ff::{PrimeField, UniformRand};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use std::time::Instant;
-use zkpipe_core::pippenger::{self, BigIntOf, MsmPlan};
+use zkpipe_core::msm::pippenger::{self, BigIntOf, MsmPlan};
 
 fn inputs<P: SWCurveConfig>(n: usize) -> (Vec<Affine<P>>, Vec<BigIntOf<P>>) {
     let mut rng = ChaCha20Rng::seed_from_u64(n as u64);

@@ -4,7 +4,7 @@
 use crate::curve::Curve;
 use crate::error::Error;
 use crate::key::CompiledKey;
-use crate::pippenger::BatchAffineMsm;
+use crate::msm::pippenger::BatchAffineMsm;
 use crate::quotient::{self, QuotientDomain};
 use crate::reduce::QapEvals;
 use crate::stages::{scalars_into, DeviceSums};

@@ -5,7 +5,7 @@
 //! only in the arkworks types they name, so one macro writes both.
 
 use crate::error::PointError;
-use crate::pippenger::BatchAffineMsm;
+use crate::msm::pippenger::BatchAffineMsm;
 use ark_ec::pairing::{Pairing, PairingOutput};
 use ark_ec::AdditiveGroup;
 use ark_ec::AffineRepr;

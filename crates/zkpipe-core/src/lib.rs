@@ -32,9 +32,6 @@ pub mod verify;
 
 pub mod backend;
 pub mod check;
-#[cfg(target_arch = "x86_64")]
-mod ifma;
-pub mod pippenger;
 pub mod proof;
 pub mod timings;
 

@@ -59,7 +59,7 @@ fn block_subset_sums<C: SWCurveConfig>(
     let nbs: Vec<usize> = blocks.iter().map(|&(_, k)| (1usize << k) - 1).collect();
     // Bucket v − 1 holds the points with code v ≠ 0, per group of points and block.
     let per_group =
-        crate::pippenger::grouped_bucket_sums(points, groups, &nbs, |b, i| blocks[b].0[i] as i64);
+        crate::msm::pippenger::grouped_bucket_sums(points, groups, &nbs, |b, i| blocks[b].0[i] as i64);
     blocks
         .iter()
         .enumerate()
@@ -229,7 +229,7 @@ mod tests {
         type C = ark_bls12_381::g1::Config;
         let rng = &mut ark_std::test_rng();
         // Cheap distinct points: a running sum of one random point.
-        let n = 3 * crate::pippenger::chunk_len::<C>() + 123;
+        let n = 3 * crate::msm::pippenger::chunk_len::<C>() + 123;
         let step = Projective::<C>::rand(rng);
         let mut acc = Projective::<C>::rand(rng);
         let proj: Vec<Projective<C>> = (0..n)

@@ -12,7 +12,7 @@ use crate::queue::PriorityQueue;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
-use zkpipe_core::pippenger::BatchAffineMsm;
+use zkpipe_core::msm::pippenger::BatchAffineMsm;
 use zkpipe_core::{Backend, Bls12_381, Bn254, CompiledKey, CpuBackend, Curve, Error as CoreError};
 use zkpipe_formats::CurveId;
 

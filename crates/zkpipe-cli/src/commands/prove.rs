@@ -95,7 +95,7 @@ fn prove_with<E: Curve + GpuCurve>(a: &Args, zkey: &ZkeyFile, t: &mut Timings) -
     if a.timings {
         print_timings(t, &a.zkey);
         if backend.name() == "cpu" {
-            let adder = zkpipe_core::pippenger::cpu_adder();
+            let adder = zkpipe_core::msm::pippenger::cpu_adder();
             eprintln!("  {:<12} {adder}", "msm_adder");
         }
     }

@@ -198,7 +198,7 @@ pub(crate) trait PairAdder<P: SWCurveConfig>: Sync {
 /// `"arkworks affine"` (for reports; every group of both curves fits the lanes).
 pub fn cpu_adder() -> &'static str {
     #[cfg(target_arch = "x86_64")]
-    if crate::ifma::available() {
+    if crate::msm::ifma::available() {
         return "avx512-ifma lanes";
     }
     "arkworks affine"
@@ -232,7 +232,7 @@ pub(crate) trait AdderTask<P: SWCurveConfig> {
 pub(crate) fn with_adder<P: SWCurveConfig, T: AdderTask<P>>(task: T) -> T::Output {
     #[cfg(target_arch = "x86_64")]
     {
-        use crate::ifma::LaneAdder;
+        use crate::msm::ifma::LaneAdder;
         if let Some(a) = LaneAdder::<P, 5, 1>::new() {
             return task.run(&a);
         }

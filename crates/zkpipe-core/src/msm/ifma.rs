@@ -34,7 +34,7 @@ use std::marker::PhantomData;
 use ark_ec::short_weierstrass::{Affine, SWCurveConfig};
 use ark_ff::{Field, PrimeField, Zero};
 
-use crate::pippenger::{PairAdder, PairKind};
+use crate::msm::pippenger::{PairAdder, PairKind};
 
 const MASK: u64 = (1 << 52) - 1;
 

@@ -1,8 +1,12 @@
 //! Stage 3, msm: the five sums a Groth16 proof needs. They are computed by
 //! [`crate::stages::device_stage`] (and [`crate::stages::tail_stage`] for `[B]₂`) on a
-//! [`crate::Backend`]; the CPU algorithm is in [`crate::pippenger`].
+//! [`crate::Backend`]; the CPU algorithm is in [`pippenger`].
 
 use crate::curve::Curve;
+
+#[cfg(target_arch = "x86_64")]
+mod ifma;
+pub mod pippenger;
 
 /// The five sums, before randomization.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
