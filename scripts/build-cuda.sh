@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 venv=.venv-cuda
-if [ ! -x "$venv/bin/nvcc-ready" ]; then
+if [ ! -e "$venv/bin/nvcc-ready" ]; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q 'nvidia-cuda-nvcc==13.0.*' 'nvidia-cuda-runtime==13.0.*' \
     'nvidia-cuda-crt==13.0.*' 'nvidia-cuda-cccl==13.0.*' 'nvidia-nvvm==13.0.*'

@@ -88,12 +88,22 @@ pub enum Error {
     /// A key that is well-formed on disk but unusable (e.g. domain too large for the field).
     #[error("unusable key: {0}")]
     InvalidKey(String),
-    /// A device (backend) failed.
+    /// A device was asked for something it cannot do with the inputs given (lengths, an
+    /// unbound key).
     #[error("{backend} backend: {message}")]
     Backend {
-        /// Backend name.
+        /// Device kind ("cpu", "cuda").
         backend: &'static str,
         /// What failed.
         message: String,
+    },
+    /// A device failed; its own error is the source (a CUDA error, say).
+    #[error("{device}: {source}")]
+    Device {
+        /// The device ("cuda:0").
+        device: String,
+        /// Its error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
 }

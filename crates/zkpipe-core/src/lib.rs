@@ -5,18 +5,21 @@
 //!  Wtns ──► Witness ─┐
 //!                    ▼
 //!   1. reduce     a = A·w, b = B·w, c = a∘b
-//!   2. quotient   iNTT → odd-coset NTT → h = a·b − c        (Backend)
-//!   3. msm        [A]₁, [B]₁, [B]₂, [C]₁, [H]₁              (Backend)
+//!   2. quotient   iNTT → odd-coset NTT → h = a·b − c        (a device: BoundKey)
+//!   3. msm        [A]₁, [B]₁, [B]₂, [C]₁, [H]₁              (a device: BoundKey)
 //!   4. assemble   π_A, π_B, π_C with fresh r, s
 //!   5. verify     the pairing check (self-check of every proof by default)
 //! ```
 //!
-//! Everything is generic over [`curve::Curve`]; concrete curves appear only at the edges,
-//! where a file's header decides which one to use.
+//! [`stages`] groups these steps into the three pipeline stages (reduce, device, tail)
+//! that `prove` and the engine run; [`device`] is the seam to whatever runs steps 2–3
+//! ([`cpu`] is the reference). Everything is generic over [`curve::Curve`]; concrete
+//! curves appear only at the edges, where a file's header decides which one to use.
 // Unsafe code is denied everywhere but `ifma` (SIMD intrinsics: gathers, scatters, loads).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod csr;
 pub mod curve;
 pub mod error;
 pub mod key;
@@ -30,8 +33,9 @@ pub mod reduce;
 pub mod stages;
 pub mod verify;
 
-pub mod backend;
 pub mod check;
+pub mod cpu;
+pub mod device;
 pub mod proof;
 pub mod timings;
 
@@ -39,8 +43,9 @@ pub mod setup;
 pub mod subgroup;
 pub mod synth;
 
-pub use backend::{Backend, CpuBackend, PassInput};
+pub use cpu::{CpuBound, CpuDevices};
 pub use curve::Curve;
+pub use device::{BindCurve, BoundKey, Caps, DeviceInfo, Devices, G1Set, KeyShape, PassInput};
 pub use error::{Error, PointError};
 pub use key::{CompiledKey, PointChecks, VerifyingKey};
 pub use proof::Proof;

@@ -1,10 +1,9 @@
 //! One proof, stage by stage: reduce → quotient → msm → assemble → self-check.
 //! The CLI runs these back to back; an engine can run each stage on its own pool.
 
-use crate::backend::Backend;
 use crate::curve::Curve;
+use crate::device::{BoundKey, PassInput};
 use crate::error::Error;
-use crate::key::CompiledKey;
 use crate::proof::Proof;
 use crate::reduce::{QapEvals, RowSchedule, DEFAULT_SCHEDULE};
 use crate::stages::{check_witness, device_stage, reduce_stage, tail_stage, ReduceOn};
@@ -31,22 +30,28 @@ impl Default for ProveOptions {
     }
 }
 
-/// Proves `witness` with `key` on `backend`, recording each stage in `t`: the three
-/// stages of [`crate::stages`] back to back (the G2 MSM in the tail, on `backend`).
-pub fn prove<E: Curve, B: Backend<E> + ?Sized>(
-    key: &CompiledKey<E>,
+/// Proves `witness` with the key `bound` holds, on its device, recording each stage in
+/// `t`: the three stages of [`crate::stages`] back to back.
+pub fn prove<E: Curve>(
+    bound: &dyn BoundKey<E>,
     witness: &Witness<E::ScalarField>,
-    backend: &B,
     opts: &ProveOptions,
     rng: &mut (impl RngCore + CryptoRng),
     t: &mut Timings,
 ) -> Result<Proof<E>, Error> {
+    let key = &**bound.key();
     check_witness(key, witness)?;
     let mut evals = QapEvals::zeroed(0);
     let (mut w, mut h) = (Vec::new(), Vec::new());
-    let on = ReduceOn::for_backend(backend, key, opts.schedule);
+    let on = ReduceOn::for_caps(bound.caps(), opts.schedule);
     reduce_stage(key, witness, &mut evals, &mut w, on, t)?;
-    let sums = device_stage(backend, key, &mut evals, &w, &mut h, false, t)?;
+    let input = PassInput {
+        evals: &mut evals,
+        w: &w,
+        h: &mut h,
+        t: &mut *t,
+    };
+    let sums = device_stage(bound, &mut [input]).remove(0)?;
     drop((evals, h));
-    tail_stage(backend, key, witness, &w, &sums, opts.self_check, rng, t)
+    tail_stage(key, witness, &w, &sums, opts.self_check, rng, t)
 }

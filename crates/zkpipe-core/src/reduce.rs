@@ -5,7 +5,7 @@
 //! out in small chunks that idle threads claim (rayon's work stealing), not as one fixed
 //! range per thread.
 
-use crate::key::Csr;
+use crate::csr::Csr;
 use ark_ff::Field;
 use rayon::prelude::*;
 

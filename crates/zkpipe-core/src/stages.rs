@@ -1,44 +1,30 @@
-//! One proof as three stages over explicit, caller-owned buffers, so that an engine can run
-//! each stage on its own pool or device and recycle the buffers:
+//! One proof as three pipeline stages over explicit, caller-owned buffers, so that an
+//! engine can run each on its own pool or device and recycle the buffers. The steps of
+//! the proof (numbered as in the crate doc) fall into them so:
 //!
 //! ```text
-//!   reduce_stage   (CPU)     witness → a, b, c over the domain; w as MSM scalars
-//!   device_stage   (device)  quotient → h; G1 MSMs [A]₁, [B]₁, [C]₁, [H]₁ (and [B]₂ if asked)
-//!   tail_stage     (CPU)     [B]₂ if not done on the device; assemble; self-check
+//!   reduce_stage  (CPU)     step 1: witness → a, b, c over the domain; w as MSM scalars
+//!   device_stage  (device)  steps 2–3: quotient → h; [A]₁, [B]₁, [C]₁, [H]₁ ([B]₂ where the
+//!                           device does it), for one or several proofs in one pass
+//!   tail_stage    (CPU)     step 3's [B]₂ if the device left it; steps 4–5: assemble, self-check
 //! ```
 //!
 //! [`crate::prover::prove`] runs the three back to back; there is one code path.
 
 use crate::assemble::assemble;
-use crate::backend::{Backend, PassInput, ScalarInt};
+use crate::cpu;
 use crate::curve::Curve;
+use crate::device::{BoundKey, Caps, PassInput};
 use crate::error::Error;
 use crate::key::CompiledKey;
-use crate::msm::MsmResults;
+use crate::msm::{scalars_into, DeviceSums, MsmResults, ScalarInt};
 use crate::proof::Proof;
 use crate::reduce::{reduce, QapEvals, RowSchedule};
 use crate::timings::{Stage, Timings};
 use crate::verify::verify;
 use crate::witness::Witness;
-use ark_ff::PrimeField;
 use ark_std::UniformRand;
 use rand::{CryptoRng, RngCore};
-use rayon::prelude::*;
-
-/// The sums the device stage produces; `b2` is `None` when the G2 MSM is left to the tail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DeviceSums<E: Curve> {
-    /// Σ wᵢ·Aᵢ.
-    pub a: E::G1,
-    /// Σ wᵢ·B₁ᵢ.
-    pub b1: E::G1,
-    /// Σ wᵢ·B₂ᵢ, if computed on the device.
-    pub b2: Option<E::G2>,
-    /// Σ wᵢ·Cᵢ over private signals.
-    pub c: E::G1,
-    /// Σ hⱼ·Hⱼ.
-    pub h: E::G1,
-}
 
 /// Checks that `witness` has the key's nVars values.
 pub fn check_witness<E: Curve>(
@@ -54,29 +40,19 @@ pub fn check_witness<E: Curve>(
     Ok(())
 }
 
-/// Field elements → standard-form integers into `out` (cleared first; its capacity is reused).
-pub fn scalars_into<F: PrimeField>(v: &[F], out: &mut Vec<F::BigInt>) {
-    out.clear();
-    out.par_extend(v.par_iter().map(|x| x.into_bigint()));
-}
-
-/// Where stage 1's sparse products run: see [`Backend::reduces_on_device`].
+/// Where the reduce stage's sparse products run: see [`Caps::reduces`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReduceOn {
     /// On the current rayon pool, into `evals`.
     Cpu(RowSchedule),
-    /// In the device stage; stage 1 leaves `evals` empty.
+    /// In the device stage; the reduce stage leaves `evals` empty.
     Device,
 }
 
 impl ReduceOn {
-    /// Where `backend` wants `key`'s products, with `schedule` for the CPU.
-    pub fn for_backend<E: Curve, B: Backend<E> + ?Sized>(
-        backend: &B,
-        key: &CompiledKey<E>,
-        schedule: RowSchedule,
-    ) -> Self {
-        if backend.reduces_on_device(key) {
+    /// Where a device with `caps` wants the products, with `schedule` for the CPU.
+    pub fn for_caps(caps: Caps, schedule: RowSchedule) -> Self {
+        if caps.reduces {
             ReduceOn::Device
         } else {
             ReduceOn::Cpu(schedule)
@@ -84,9 +60,9 @@ impl ReduceOn {
     }
 }
 
-/// Stage 1: the witness as MSM scalars into `w` and, on the CPU, a = A·w, b = B·w,
-/// c = a∘b into `evals` (resized to the domain if needed; emptied when the device
-/// computes them). Runs on the current rayon pool.
+/// The reduce stage: the witness as MSM scalars into `w` and, on the CPU, a = A·w,
+/// b = B·w, c = a∘b into `evals` (resized to the domain if needed; emptied when the
+/// device computes them). Runs on the current rayon pool.
 pub fn reduce_stage<E: Curve>(
     key: &CompiledKey<E>,
     witness: &Witness<E::ScalarField>,
@@ -112,60 +88,44 @@ pub fn reduce_stage<E: Curve>(
     Ok(())
 }
 
-/// Stage 2: the quotient (h into `evals.a`, then as MSM scalars into `h`) and the G1 MSMs
-/// on `backend`; the G2 MSM too if `g2_on_device`. `evals` and `h` are scratch the caller
-/// may recycle afterwards.
-pub fn device_stage<E: Curve, B: Backend<E> + ?Sized>(
-    backend: &B,
-    key: &CompiledKey<E>,
-    evals: &mut QapEvals<E::ScalarField>,
-    w: &[ScalarInt<E>],
-    h: &mut Vec<ScalarInt<E>>,
-    g2_on_device: bool,
-    t: &mut Timings,
-) -> Result<DeviceSums<E>, Error> {
-    check_lengths(key, evals, w, backend.reduces_on_device(key))?;
-    backend.device_pass(key, evals, w, h, g2_on_device, t)
-}
-
-/// Stage 2 for several proofs of `key` at once on `backend` (see
-/// [`Backend::device_batch`]); results in input order. An input whose lengths do not fit
-/// the key fails alone; the others still run.
-pub fn device_stage_batch<E: Curve, B: Backend<E> + ?Sized>(
-    backend: &B,
-    key: &CompiledKey<E>,
+/// The device stage of one or several proofs of `bound`'s key in one pass, results in
+/// input order: the quotient (h into `evals.a`, then as MSM scalars into `h`) and the
+/// MSMs the device does. An input whose lengths do not fit the key fails alone; the
+/// others still run. At most the device's `batch_limit` inputs are passed at once (more
+/// run in several passes). `evals` and `h` are scratch the caller may recycle afterwards.
+pub fn device_stage<E: Curve>(
+    bound: &dyn BoundKey<E>,
     inputs: &mut [PassInput<'_, E>],
-    g2_on_device: bool,
 ) -> Vec<Result<DeviceSums<E>, Error>> {
-    let on_device = backend.reduces_on_device(key);
+    let key = &**bound.key();
+    let caps = bound.caps();
     let checks: Vec<Result<(), Error>> = inputs
         .iter()
-        .map(|p| check_lengths(key, p.evals, p.w, on_device))
+        .map(|p| check_lengths(key, p.evals, p.w, caps.reduces))
         .collect();
-    let mut good: Vec<PassInput<'_, E>> = Vec::with_capacity(inputs.len());
-    for (p, ok) in inputs.iter_mut().zip(&checks) {
-        if ok.is_ok() {
-            good.push(PassInput {
-                evals: &mut *p.evals,
-                w: p.w,
-                h: &mut *p.h,
-                t: &mut *p.t,
-            });
-        }
+    let mut good: Vec<PassInput<'_, E>> = inputs
+        .iter_mut()
+        .zip(&checks)
+        .filter(|(_, ok)| ok.is_ok())
+        .map(|(p, _)| PassInput {
+            evals: &mut *p.evals,
+            w: p.w,
+            h: &mut *p.h,
+            t: &mut *p.t,
+        })
+        .collect();
+    let mut sums = Vec::with_capacity(good.len());
+    for chunk in good.chunks_mut(caps.batch_limit.max(1)) {
+        sums.extend(bound.pass(chunk));
     }
-    let mut sums = if good.is_empty() {
-        Vec::new()
-    } else {
-        backend.device_batch(key, &mut good, g2_on_device)
-    }
-    .into_iter();
+    let mut sums = sums.into_iter();
     checks
         .into_iter()
         .map(|ok| match ok {
             Ok(()) => sums.next().unwrap_or_else(|| {
                 Err(Error::Backend {
-                    backend: backend.name(),
-                    message: "device batch returned fewer results than proofs".into(),
+                    backend: bound.name(),
+                    message: "a device pass returned fewer results than proofs".into(),
                 })
             }),
             Err(e) => Err(e),
@@ -173,11 +133,10 @@ pub fn device_stage_batch<E: Curve, B: Backend<E> + ?Sized>(
         .collect()
 }
 
-/// Stage 3: [B]₂ on `g2_backend` if the device stage left it, then assemble with fresh
+/// The tail stage: [B]₂ on the CPU if the device stage left it, then assemble with fresh
 /// r, s and, if `self_check`, verify the proof against the key's verification key.
 #[allow(clippy::too_many_arguments)]
-pub fn tail_stage<E: Curve, B: Backend<E> + ?Sized>(
-    g2_backend: &B,
+pub fn tail_stage<E: Curve>(
     key: &CompiledKey<E>,
     witness: &Witness<E::ScalarField>,
     w: &[ScalarInt<E>],
@@ -196,7 +155,7 @@ pub fn tail_stage<E: Curve, B: Backend<E> + ?Sized>(
                     found: w.len(),
                 });
             }
-            t.time(Stage::MsmB2, || g2_backend.msm_g2(&key.points.b2, w))?
+            t.time(Stage::MsmB2, || cpu::msm_g2::<E>(&key.points.b2, w))?
         }
     };
     let all = MsmResults {
@@ -249,11 +208,13 @@ fn check_lengths<E: Curve>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::CpuBackend;
+    use crate::cpu::{CpuBound, CPU_CAPS};
+    use crate::device::G1Set;
     use crate::key::PointChecks;
     use crate::reduce::DEFAULT_SCHEDULE;
     use crate::Bn254;
     use std::path::PathBuf;
+    use std::sync::{Arc, Mutex};
     use zkpipe_formats::wtns::Wtns;
     use zkpipe_formats::zkey::ZkeyFile;
 
@@ -268,7 +229,12 @@ mod tests {
             .join(file)
     }
 
-    /// Stage 1 of a fixture witness: its (evals, w) for the device stage.
+    fn key() -> Arc<CompiledKey<Bn254>> {
+        let zkey = ZkeyFile::open(fixture("circuit.zkey")).unwrap();
+        Arc::new(CompiledKey::<Bn254>::compile(&zkey, PointChecks::Trusted).unwrap())
+    }
+
+    /// The reduce stage of a fixture witness: its (evals, w) for the device stage.
     fn reduced(key: &CompiledKey<Bn254>, file: &str) -> Reduced {
         let wtns = Wtns::read(fixture(file)).unwrap();
         let witness = Witness::check_for(&wtns, key).unwrap();
@@ -279,12 +245,27 @@ mod tests {
         (evals, w)
     }
 
-    /// Where the device reduces, stage 1 leaves a, b, c out and still prepares w; a
-    /// backend that does not reduce refuses such a pass with an error, not a panic.
+    /// The device stage of each input on `bound`, in order.
+    fn run(
+        bound: &dyn BoundKey<Bn254>,
+        batch: &mut [Reduced],
+    ) -> Vec<Result<DeviceSums<Bn254>, Error>> {
+        let mut hs: Vec<Vec<ScalarInt<Bn254>>> = vec![Vec::new(); batch.len()];
+        let mut ts = vec![Timings::default(); batch.len()];
+        let mut inputs: Vec<PassInput<'_, Bn254>> = batch
+            .iter_mut()
+            .zip(&mut hs)
+            .zip(&mut ts)
+            .map(|(((evals, w), h), t)| PassInput { evals, w, h, t })
+            .collect();
+        device_stage(bound, &mut inputs)
+    }
+
+    /// Where the device reduces, the reduce stage leaves a, b, c out and still prepares
+    /// w; a device that does not reduce refuses such a pass with an error, not a panic.
     #[test]
-    fn stage_1_leaves_a_b_c_to_a_device_that_reduces() {
-        let zkey = ZkeyFile::open(fixture("circuit.zkey")).unwrap();
-        let key = CompiledKey::<Bn254>::compile(&zkey, PointChecks::Trusted).unwrap();
+    fn the_reduce_stage_leaves_a_b_c_to_a_device_that_reduces() {
+        let key = key();
         let wtns = Wtns::read(fixture("witness.wtns")).unwrap();
         let witness = Witness::check_for(&wtns, &key).unwrap();
         let (mut evals, mut w) = (QapEvals::zeroed(key.domain_size()), Vec::new());
@@ -297,60 +278,110 @@ mod tests {
             "w is prepared all the same"
         );
         assert_eq!(
-            ReduceOn::for_backend(&CpuBackend, &key, DEFAULT_SCHEDULE),
+            ReduceOn::for_caps(CPU_CAPS, DEFAULT_SCHEDULE),
             ReduceOn::Cpu(DEFAULT_SCHEDULE)
         );
-        let mut h = Vec::new();
-        let r = device_stage(&CpuBackend, &key, &mut evals, &w, &mut h, true, &mut t);
+        let r = run(&CpuBound::new(key), &mut [(evals, w)]);
         assert!(
-            matches!(&r, Err(Error::InvalidKey(m)) if m.contains("0 rows")),
+            matches!(&r[0], Err(Error::InvalidKey(m)) if m.contains("0 rows")),
             "{r:?}"
         );
     }
 
-    /// A batch gives each input what `device_stage` gives it alone, in input order, and an
-    /// input whose `w` does not fit the key fails without failing the others.
+    /// A device whose passes take at most two proofs, recording the size of each pass.
+    struct Pairs {
+        cpu: CpuBound<Bn254>,
+        passes: Mutex<Vec<usize>>,
+    }
+
+    impl BoundKey<Bn254> for Pairs {
+        fn name(&self) -> &'static str {
+            "pairs"
+        }
+        fn key(&self) -> &Arc<CompiledKey<Bn254>> {
+            self.cpu.key()
+        }
+        fn caps(&self) -> Caps {
+            Caps {
+                batch_limit: 2,
+                g2: true,
+                ..CPU_CAPS
+            }
+        }
+        fn quotient(
+            &self,
+            evals: &mut QapEvals<<Bn254 as ark_ec::pairing::Pairing>::ScalarField>,
+        ) -> Result<(), Error> {
+            self.cpu.quotient(evals)
+        }
+        fn msm_g1(
+            &self,
+            set: G1Set,
+            s: &[ScalarInt<Bn254>],
+        ) -> Result<<Bn254 as ark_ec::pairing::Pairing>::G1, Error> {
+            self.cpu.msm_g1(set, s)
+        }
+        fn msm_g2(
+            &self,
+            s: &[ScalarInt<Bn254>],
+        ) -> Result<<Bn254 as ark_ec::pairing::Pairing>::G2, Error> {
+            self.cpu.msm_g2(s)
+        }
+        fn pass(
+            &self,
+            inputs: &mut [PassInput<'_, Bn254>],
+        ) -> Vec<Result<DeviceSums<Bn254>, Error>> {
+            self.passes.lock().unwrap().push(inputs.len());
+            inputs
+                .iter_mut()
+                .map(|p| crate::device::verbs_pass(self, p))
+                .collect()
+        }
+    }
+
+    /// Several proofs give each what it gets alone, in input order; an input whose `w`
+    /// does not fit the key fails without failing the others; passes never exceed the
+    /// device's batch limit; the verbs' pass computes [B]₂ where the caps say so, and the
+    /// CPU's leaves it to the tail.
     #[test]
     fn a_batch_matches_single_passes_in_order_and_a_bad_input_fails_alone() {
-        let zkey = ZkeyFile::open(fixture("circuit.zkey")).unwrap();
-        let key = CompiledKey::<Bn254>::compile(&zkey, PointChecks::Trusted).unwrap();
+        let key = key();
+        let cpu = CpuBound::new(Arc::clone(&key));
         let good = reduced(&key, "witness.wtns");
         // A witness that does not satisfy the circuit still has a device stage, with other sums.
         let other = reduced(&key, "bad_witness.wtns");
         let mut short = good.clone();
         short.1.pop();
-        let single = |(mut evals, w): Reduced| {
-            let (mut h, mut t) = (Vec::new(), Timings::default());
-            device_stage(&CpuBackend, &key, &mut evals, &w, &mut h, true, &mut t)
-        };
-        let (want_good, want_other) = (
-            single(good.clone()).unwrap(),
-            single(other.clone()).unwrap(),
-        );
+        let want_good = run(&cpu, &mut [good.clone()]).remove(0).unwrap();
+        let want_other = run(&cpu, &mut [other.clone()]).remove(0).unwrap();
         assert_ne!(want_good, want_other, "the inputs differ, so order shows");
+        assert!(want_good.b2.is_none(), "the CPU leaves [B]₂ to the tail");
 
-        let mut batch = [good.clone(), other, short, good];
-        let mut hs: Vec<Vec<ScalarInt<Bn254>>> = vec![Vec::new(); batch.len()];
-        let mut ts = vec![Timings::default(); batch.len()];
-        let mut inputs: Vec<PassInput<'_, Bn254>> = batch
-            .iter_mut()
-            .zip(&mut hs)
-            .zip(&mut ts)
-            .map(|(((evals, w), h), t)| PassInput { evals, w, h, t })
-            .collect();
-        let got = device_stage_batch(&CpuBackend, &key, &mut inputs, true);
+        let pairs = Pairs {
+            cpu,
+            passes: Mutex::new(Vec::new()),
+        };
+        let got = run(&pairs, &mut [good.clone(), other, short, good.clone()]);
         assert_eq!(got.len(), 4);
-        assert_eq!(got[0].as_ref().unwrap(), &want_good);
-        assert_eq!(got[1].as_ref().unwrap(), &want_other);
+        let strip = |s: &DeviceSums<Bn254>| DeviceSums { b2: None, ..*s };
+        assert_eq!(strip(got[0].as_ref().unwrap()), want_good);
+        assert_eq!(strip(got[1].as_ref().unwrap()), want_other);
         assert!(
             matches!(got[2], Err(Error::WitnessLength { expected, found }) if found + 1 == expected),
             "{:?}",
             got[2]
         );
-        assert_eq!(got[3].as_ref().unwrap(), &want_good);
-        assert!(
-            got[0].as_ref().unwrap().b2.is_some(),
-            "g2 on the device was asked for"
+        assert_eq!(strip(got[3].as_ref().unwrap()), want_good);
+        assert_eq!(
+            *pairs.passes.lock().unwrap(),
+            vec![2, 1],
+            "three good inputs in passes of at most two"
+        );
+        let b2 = crate::cpu::msm_g2::<Bn254>(&key.points.b2, &good.1).unwrap();
+        assert_eq!(
+            got[0].as_ref().unwrap().b2,
+            Some(b2),
+            "[B]₂ where the caps say so"
         );
     }
 }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use zkpipe_core::proof::Proof;
 use zkpipe_core::verify::public_from_json;
 use zkpipe_core::{
-    prove, CompiledKey, CpuBackend, Curve, Error, PointChecks, PointError, ProveOptions, Timings,
+    prove, CompiledKey, CpuBound, Curve, Error, PointChecks, PointError, ProveOptions, Timings,
     Witness,
 };
 use zkpipe_formats::json::{read_json, ProofJson, PublicJson};
@@ -27,7 +27,9 @@ fn prove_and_verify<E: Curve>(curve: &str) {
     for circuit in ["multi_public", "poseidon"] {
         let dir = fixture(curve, circuit);
         let zkey = ZkeyFile::open(dir.join("circuit.zkey")).unwrap();
-        let key = CompiledKey::<E>::compile(&zkey, PointChecks::Batched).unwrap();
+        let key =
+            std::sync::Arc::new(CompiledKey::<E>::compile(&zkey, PointChecks::Batched).unwrap());
+        let bound = CpuBound::new(std::sync::Arc::clone(&key));
         let exact = CompiledKey::<E>::compile(&zkey, PointChecks::PerPoint).unwrap();
         assert_eq!(key.points.b2, exact.points.b2);
         let trusted = CompiledKey::<E>::compile(&zkey, PointChecks::Trusted).unwrap();
@@ -37,9 +39,8 @@ fn prove_and_verify<E: Curve>(curve: &str) {
         let prove_once = || {
             let mut t = Timings::default();
             prove(
-                &key,
+                &bound,
                 &w,
-                &CpuBackend,
                 &ProveOptions::default(),
                 &mut rand::rngs::OsRng,
                 &mut t,

@@ -1,12 +1,38 @@
-//! Stage 3, msm: the five sums a Groth16 proof needs. They are computed by
-//! [`crate::stages::device_stage`] (and [`crate::stages::tail_stage`] for `[B]₂`) on a
-//! [`crate::Backend`]; the CPU algorithm is in [`pippenger`].
+//! Step 3, msm: the five sums a Groth16 proof needs, and the CPU's algorithm for them.
+//! A device computes them in its pass ([`crate::device::BoundKey::pass`]); the CPU's
+//! batch-affine Pippenger is in [`pippenger`], its lane adders beside it.
 
 use crate::curve::Curve;
+use ark_ff::PrimeField;
+use rayon::prelude::*;
 
 #[cfg(target_arch = "x86_64")]
 mod ifma;
 pub mod pippenger;
+
+/// Scalars as the MSM wants them: standard-form integers.
+pub type ScalarInt<E> = <<E as ark_ec::pairing::Pairing>::ScalarField as PrimeField>::BigInt;
+
+/// Field elements → standard-form integers into `out` (cleared first; its capacity is reused).
+pub fn scalars_into<F: PrimeField>(v: &[F], out: &mut Vec<F::BigInt>) {
+    out.clear();
+    out.par_extend(v.par_iter().map(|x| x.into_bigint()));
+}
+
+/// The sums a device pass produces; `b2` is `None` when the G2 MSM is left to the tail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceSums<E: Curve> {
+    /// Σ wᵢ·Aᵢ.
+    pub a: E::G1,
+    /// Σ wᵢ·B₁ᵢ.
+    pub b1: E::G1,
+    /// Σ wᵢ·B₂ᵢ, if computed on the device.
+    pub b2: Option<E::G2>,
+    /// Σ wᵢ·Cᵢ over private signals.
+    pub c: E::G1,
+    /// Σ hⱼ·Hⱼ.
+    pub h: E::G1,
+}
 
 /// The five sums, before randomization.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,176 @@
+//! The CPU as a device: arkworks' FFTs for the quotient and [`crate::msm::pippenger`]'s
+//! batch-affine MSM, on the current rayon pool. The reference every other device is
+//! checked against.
+
+use crate::curve::Curve;
+use crate::device::{BoundKey, Caps, DeviceInfo, Devices, G1Set, KeyShape, PassInput};
+use crate::error::Error;
+use crate::key::CompiledKey;
+use crate::msm::pippenger::BatchAffineMsm;
+use crate::msm::{scalars_into, DeviceSums, ScalarInt};
+use crate::quotient;
+use crate::reduce::QapEvals;
+use crate::timings::{timed, Stage};
+use crate::{Bls12_381, Bn254};
+use std::sync::Arc;
+use zkpipe_formats::CurveId;
+
+/// The CPU as the only device, "cpu". Its passes leave [B]₂ to the tail (which also runs
+/// on the CPU), so a daemon's tail pool, not the device pool, carries the G2 MSM.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CpuDevices;
+
+/// What a key bound to the CPU does: no reduce in the pass, no [B]₂, one proof a pass.
+pub const CPU_CAPS: Caps = Caps {
+    reduces: false,
+    g2: false,
+    batch_limit: 1,
+};
+
+impl Devices for CpuDevices {
+    fn list(&self) -> Vec<DeviceInfo> {
+        vec![DeviceInfo {
+            name: "cpu".into(),
+            memory_total: None,
+        }]
+    }
+
+    fn caps(&self, _shape: &KeyShape) -> Caps {
+        CPU_CAPS
+    }
+
+    /// The MSMs' copies of their bases in the adder's form (all five MSMs of a proof may
+    /// run at once): none where the adder reads arkworks' points in place.
+    fn partition_host_bytes(&self, shape: &KeyShape) -> u64 {
+        fn copies<E: Curve>() -> (usize, usize) {
+            (E::G1Affine::msm_copy_bytes(), E::G2Affine::msm_copy_bytes())
+        }
+        let (g1, g2) = match shape.curve {
+            CurveId::Bn254 => copies::<Bn254>(),
+            CurveId::Bls12_381 => copies::<Bls12_381>(),
+        };
+        ((3 * shape.n_vars + shape.domain_size) * g1 + shape.n_vars * g2) as u64
+    }
+
+    fn bind_bn254(
+        &self,
+        _device: usize,
+        key: Arc<CompiledKey<Bn254>>,
+    ) -> Result<Box<dyn BoundKey<Bn254>>, Error> {
+        Ok(Box::new(CpuBound::new(key)))
+    }
+
+    fn bind_bls12_381(
+        &self,
+        _device: usize,
+        key: Arc<CompiledKey<Bls12_381>>,
+    ) -> Result<Box<dyn BoundKey<Bls12_381>>, Error> {
+        Ok(Box::new(CpuBound::new(key)))
+    }
+}
+
+/// A key bound to the CPU: nothing to upload, so it only holds the key.
+#[derive(Debug, Clone)]
+pub struct CpuBound<E: Curve> {
+    key: Arc<CompiledKey<E>>,
+}
+
+impl<E: Curve> CpuBound<E> {
+    /// Binds `key` to the CPU.
+    pub fn new(key: Arc<CompiledKey<E>>) -> Self {
+        Self { key }
+    }
+}
+
+/// Σ scalarsᵢ·basesᵢ in G1 on the CPU (lengths must match).
+pub fn msm_g1<E: Curve>(bases: &[E::G1Affine], scalars: &[ScalarInt<E>]) -> Result<E::G1, Error> {
+    check_lengths(bases.len(), scalars.len())?;
+    Ok(E::G1Affine::msm_batch_affine(bases, scalars))
+}
+
+/// Σ scalarsᵢ·basesᵢ in G2 on the CPU (lengths must match).
+pub fn msm_g2<E: Curve>(bases: &[E::G2Affine], scalars: &[ScalarInt<E>]) -> Result<E::G2, Error> {
+    check_lengths(bases.len(), scalars.len())?;
+    Ok(E::G2Affine::msm_batch_affine(bases, scalars))
+}
+
+fn check_lengths(bases: usize, scalars: usize) -> Result<(), Error> {
+    if bases != scalars {
+        return Err(Error::Backend {
+            backend: "cpu",
+            message: format!("MSM with {bases} bases and {scalars} scalars"),
+        });
+    }
+    Ok(())
+}
+
+impl<E: Curve> BoundKey<E> for CpuBound<E> {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn key(&self) -> &Arc<CompiledKey<E>> {
+        &self.key
+    }
+
+    fn caps(&self) -> Caps {
+        CPU_CAPS
+    }
+
+    fn quotient(&self, evals: &mut QapEvals<E::ScalarField>) -> Result<(), Error> {
+        quotient::quotient(&self.key.domain, evals);
+        Ok(())
+    }
+
+    fn msm_g1(&self, set: G1Set, scalars: &[ScalarInt<E>]) -> Result<E::G1, Error> {
+        msm_g1::<E>(set.points(&self.key), scalars)
+    }
+
+    fn msm_g2(&self, scalars: &[ScalarInt<E>]) -> Result<E::G2, Error> {
+        msm_g2::<E>(&self.key.points.b2, scalars)
+    }
+
+    /// Each proof's quotient and G1 MSMs as one rayon task tree, so no thread idles at
+    /// the serial ends of one MSM (planning, the last uneven windows, combining windows):
+    /// (quotient → [H]₁) alongside [A]₁, [B]₁, [C]₁. Each stage still records its own
+    /// span; the spans overlap, and [`crate::Timings::wall`] counts the overlap once.
+    fn pass(&self, inputs: &mut [PassInput<'_, E>]) -> Vec<Result<DeviceSums<E>, Error>> {
+        inputs.iter_mut().map(|p| self.pass_one(p)).collect()
+    }
+}
+
+impl<E: Curve> CpuBound<E> {
+    fn pass_one(&self, p: &mut PassInput<'_, E>) -> Result<DeviceSums<E>, Error> {
+        let key = &*self.key;
+        let w = p.w;
+        let private = &w[key.n_public + 1..];
+        let g1 = |set: G1Set, scalars: &[ScalarInt<E>]| {
+            timed(set.stage(), || msm_g1::<E>(set.points(key), scalars))
+        };
+        let (evals, h) = (&mut *p.evals, &mut *p.h);
+        let ((quotient, msm_h), (msm_a, (msm_b1, msm_c))) = rayon::join(
+            || {
+                let q = timed(Stage::Quotient, || quotient::quotient(&key.domain, evals));
+                scalars_into(evals.h(), h);
+                (q, g1(G1Set::H, h))
+            },
+            || {
+                rayon::join(
+                    || g1(G1Set::A, w),
+                    || rayon::join(|| g1(G1Set::B1, w), || g1(G1Set::C, private)),
+                )
+            },
+        );
+        p.t.spans.push(quotient.1);
+        let mut spans = vec![msm_a.1, msm_b1.1, msm_c.1, msm_h.1];
+        spans.sort_by_key(|s| s.end);
+        p.t.spans.extend(spans);
+        Ok(DeviceSums {
+            a: msm_a.0?,
+            b1: msm_b1.0?,
+            b2: None,
+            c: msm_c.0?,
+            h: msm_h.0?,
+        })
+    }
+}

@@ -1,0 +1,284 @@
+//! The device seam: what a proof needs from whatever runs its heavy math.
+//!
+//! ```text
+//!  Devices (the CPU, or every visible GPU)
+//!     │ bind(device, Arc<CompiledKey>)            once per (key, device): uploads what stays
+//!     ▼
+//!  BoundKey ── caps()                             reduces? [B]₂? how many proofs per pass?
+//!          ── pass(&mut [PassInput])              the device stage of one or several proofs
+//!          ── quotient / msm_g1(G1Set) / msm_g2   the verbs a pass is made of
+//! ```
+//!
+//! A bound key owns what it keeps resident (for a GPU, the key's points and matrices) and
+//! holds the compiled key itself, so nothing is recognised by address: MSMs name their
+//! point set. A device that cannot do something says so in its [`Caps`], and the caller
+//! routes (the G2 MSM to the CPU tail, a, b, c to the CPU reduce); nothing falls back
+//! silently. The CPU ([`crate::cpu::CpuDevices`]) is the reference and the test oracle.
+
+use crate::curve::Curve;
+use crate::error::Error;
+use crate::key::CompiledKey;
+use crate::msm::{scalars_into, DeviceSums, ScalarInt};
+use crate::reduce::QapEvals;
+use crate::timings::{Stage, Timings};
+use crate::{Bls12_381, Bn254};
+use std::sync::Arc;
+use zkpipe_formats::zkey::ZkeyFile;
+use zkpipe_formats::CurveId;
+
+/// A G1 point set of a proving key, as MSMs name it ([B]₂'s points are the only G2 set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum G1Set {
+    /// zkey section 5: Σ wᵢ·Aᵢ over every signal.
+    A,
+    /// zkey section 6: Σ wᵢ·B₁ᵢ over every signal.
+    B1,
+    /// zkey section 8: Σ wᵢ·Cᵢ over the private signals.
+    C,
+    /// zkey section 9: Σ hⱼ·Hⱼ over the domain.
+    H,
+}
+
+impl G1Set {
+    /// The set's points in `key`.
+    pub fn points<E: Curve>(self, key: &CompiledKey<E>) -> &[E::G1Affine] {
+        let p = &key.points;
+        match self {
+            G1Set::A => &p.a,
+            G1Set::B1 => &p.b1,
+            G1Set::C => &p.c,
+            G1Set::H => &p.h,
+        }
+    }
+
+    /// The stage its MSM is timed as.
+    pub fn stage(self) -> Stage {
+        match self {
+            G1Set::A => Stage::MsmA,
+            G1Set::B1 => Stage::MsmB1,
+            G1Set::C => Stage::MsmC,
+            G1Set::H => Stage::MsmH,
+        }
+    }
+}
+
+/// What a bound key does in its device pass, so the engine and the CLI route the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caps {
+    /// The pass computes a = A·w, b = B·w, c = a∘b itself from w, so the reduce stage
+    /// only prepares w and hands it empty `evals` ([`Stage::ReduceDevice`]).
+    pub reduces: bool,
+    /// The pass computes [B]₂; otherwise the tail does, on the CPU.
+    pub g2: bool,
+    /// The most proofs one [`BoundKey::pass`] takes (1: no batching).
+    pub batch_limit: usize,
+}
+
+/// The shape of a key as its zkey header gives it: enough to size memory and decide
+/// capabilities before the key is loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyShape {
+    /// Its curve.
+    pub curve: CurveId,
+    /// Signals including the constant 1 (witness length).
+    pub n_vars: usize,
+    /// Public signals.
+    pub n_public: usize,
+    /// Evaluation domain size.
+    pub domain_size: usize,
+    /// Entries of the A and B matrices together.
+    pub n_coefficients: usize,
+}
+
+impl KeyShape {
+    /// From a mapped zkey's header.
+    pub fn of_zkey(z: &ZkeyFile) -> Self {
+        let h = &z.header;
+        Self {
+            curve: h.curve,
+            n_vars: h.n_vars as usize,
+            n_public: h.n_public as usize,
+            domain_size: h.domain_size as usize,
+            n_coefficients: z.n_coefficients() as usize,
+        }
+    }
+
+    /// From a compiled key.
+    pub fn of_key<E: Curve>(k: &CompiledKey<E>) -> Self {
+        Self {
+            curve: E::ID,
+            n_vars: k.n_vars,
+            n_public: k.n_public,
+            domain_size: k.domain_size(),
+            n_coefficients: k.a.cols.len() + k.b.cols.len(),
+        }
+    }
+}
+
+/// One device as its [`Devices`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// Name for status, metrics and messages ("cpu", "cuda:0 (NVIDIA H100 …)").
+    pub name: String,
+    /// Device memory in bytes, if the device has memory of its own.
+    pub memory_total: Option<u64>,
+}
+
+/// One proof's buffers in a device pass.
+pub struct PassInput<'a, E: Curve> {
+    /// a, b, c over the domain (empty where the device reduces); h in `a` afterwards.
+    pub evals: &'a mut QapEvals<E::ScalarField>,
+    /// The witness as MSM scalars (the key's nVars of them).
+    pub w: &'a [ScalarInt<E>],
+    /// Scratch for h as MSM scalars.
+    pub h: &'a mut Vec<ScalarInt<E>>,
+    /// This proof's timings.
+    pub t: &'a mut Timings,
+}
+
+/// A compiled key bound to one device: see the module doc.
+pub trait BoundKey<E: Curve>: Send + Sync {
+    /// Short name of the device kind, for messages ("cpu", "cuda").
+    fn name(&self) -> &'static str;
+
+    /// The key it was bound with.
+    fn key(&self) -> &Arc<CompiledKey<E>>;
+
+    /// What its pass does.
+    fn caps(&self) -> Caps;
+
+    /// The quotient: a, b, c on the domain → h = a·b − c on the coset, in `evals.a`.
+    fn quotient(&self, evals: &mut QapEvals<E::ScalarField>) -> Result<(), Error>;
+
+    /// Σ scalarsᵢ·pointsᵢ over `set` (as many scalars as the set has points).
+    fn msm_g1(&self, set: G1Set, scalars: &[ScalarInt<E>]) -> Result<E::G1, Error>;
+
+    /// Σ scalarsᵢ·B₂ᵢ in G2 (nVars scalars).
+    fn msm_g2(&self, scalars: &[ScalarInt<E>]) -> Result<E::G2, Error>;
+
+    /// The device stage of each input, results in input order: the quotient (h into
+    /// `evals.a`, then as MSM scalars into `h`), [A]₁, [B]₁, [C]₁, [H]₁ and, where
+    /// [`Caps::g2`], [B]₂. At most [`Caps::batch_limit`] inputs, each checked against
+    /// the key by the caller ([`crate::stages::device_stage`]).
+    ///
+    /// The default runs the verbs one after another for each input; a device overrides
+    /// it to overlap the MSMs, share one pass among proofs, or keep h where it is made.
+    fn pass(&self, inputs: &mut [PassInput<'_, E>]) -> Vec<Result<DeviceSums<E>, Error>> {
+        inputs.iter_mut().map(|p| verbs_pass(self, p)).collect()
+    }
+}
+
+/// One proof's device stage from a bound key's verbs, one after another.
+pub fn verbs_pass<E: Curve, B: BoundKey<E> + ?Sized>(
+    bound: &B,
+    p: &mut PassInput<'_, E>,
+) -> Result<DeviceSums<E>, Error> {
+    let t = &mut *p.t;
+    t.time(Stage::Quotient, || bound.quotient(p.evals))?;
+    scalars_into(p.evals.h(), p.h);
+    let n_public = bound.key().n_public;
+    let mut g1 =
+        |set: G1Set, scalars: &[ScalarInt<E>]| t.time(set.stage(), || bound.msm_g1(set, scalars));
+    let a = g1(G1Set::A, p.w)?;
+    let b1 = g1(G1Set::B1, p.w)?;
+    let c = g1(G1Set::C, &p.w[n_public + 1..])?;
+    let h = g1(G1Set::H, p.h)?;
+    let b2 = if bound.caps().g2 {
+        Some(t.time(Stage::MsmB2, || bound.msm_g2(p.w))?)
+    } else {
+        None
+    };
+    Ok(DeviceSums { a, b1, b2, c, h })
+}
+
+/// The devices of one kind on this machine (the CPU, or every visible GPU), and how to
+/// bind a key to one of them. The engine asks it for sizes and capabilities before a key
+/// is loaded, from the key's header.
+pub trait Devices: Send + Sync {
+    /// The devices, in index order. At least one.
+    fn list(&self) -> Vec<DeviceInfo>;
+
+    /// What a key of this shape bound here will do ([`BoundKey::caps`] reports the same).
+    fn caps(&self, shape: &KeyShape) -> Caps;
+
+    /// The largest [`Caps::batch_limit`] of any key here: each device's queue holds at
+    /// least that many partitions less one, so a full batch can gather.
+    fn max_batch(&self) -> usize {
+        1
+    }
+
+    /// How many device passes should run on one device at once.
+    fn passes_per_device(&self) -> usize {
+        1
+    }
+
+    /// Device memory a key's resident copy takes on a device.
+    fn key_device_bytes(&self, _shape: &KeyShape) -> u64 {
+        0
+    }
+
+    /// Device memory one proof of this key needs while in the device stage.
+    fn partition_device_bytes(&self, _shape: &KeyShape) -> u64 {
+        0
+    }
+
+    /// Host memory the device holds for one proof of this key during its pass, beyond
+    /// the caller's own buffers.
+    fn partition_host_bytes(&self, _shape: &KeyShape) -> u64 {
+        0
+    }
+
+    /// Binds a BN254 key to device `device` (see [`bind`] for generic code).
+    fn bind_bn254(
+        &self,
+        device: usize,
+        key: Arc<CompiledKey<Bn254>>,
+    ) -> Result<Box<dyn BoundKey<Bn254>>, Error>;
+
+    /// Binds a BLS12-381 key to device `device`.
+    fn bind_bls12_381(
+        &self,
+        device: usize,
+        key: Arc<CompiledKey<Bls12_381>>,
+    ) -> Result<Box<dyn BoundKey<Bls12_381>>, Error>;
+}
+
+/// The curves a [`Devices`] binds: picks the bind method of the curve (trait objects
+/// cannot have generic methods, so [`Devices`] has one per curve).
+pub trait BindCurve: Curve {
+    /// `devices.bind_<curve>(device, key)`.
+    fn bind_on(
+        devices: &dyn Devices,
+        device: usize,
+        key: Arc<CompiledKey<Self>>,
+    ) -> Result<Box<dyn BoundKey<Self>>, Error>;
+}
+
+impl BindCurve for Bn254 {
+    fn bind_on(
+        devices: &dyn Devices,
+        device: usize,
+        key: Arc<CompiledKey<Self>>,
+    ) -> Result<Box<dyn BoundKey<Self>>, Error> {
+        devices.bind_bn254(device, key)
+    }
+}
+
+impl BindCurve for Bls12_381 {
+    fn bind_on(
+        devices: &dyn Devices,
+        device: usize,
+        key: Arc<CompiledKey<Self>>,
+    ) -> Result<Box<dyn BoundKey<Self>>, Error> {
+        devices.bind_bls12_381(device, key)
+    }
+}
+
+/// Binds `key` to device `device` of `devices`, whatever its curve.
+pub fn bind<E: BindCurve>(
+    devices: &dyn Devices,
+    device: usize,
+    key: Arc<CompiledKey<E>>,
+) -> Result<Box<dyn BoundKey<E>>, Error> {
+    E::bind_on(devices, device, key)
+}
