@@ -47,12 +47,16 @@ def strip_tests(text):
     return "".join(out)
 
 
-def crate_paths(text):
-    """Every crate::a::b::… path named, including those inside `use crate::{a, b::c}`."""
+def crate_paths(text, mod):
+    """Every crate::a::b::… path named (super:: and self:: resolved from module `mod`),
+    including those inside `use crate::{a, b::c}`."""
     paths = []
-    for m in re.finditer(r"\bcrate::((?:\w+::)*\w+)(::\{)?", text):
-        base = m.group(1).split("::")
-        if m.group(2):
+    for m in re.finditer(r"\b(crate|super|self)::((?:\w+::)*\w+)(::\{)?", text):
+        head, rest = m.group(1), m.group(2).split("::")
+        base = resolve_relative(head, rest, mod)
+        if base is None:
+            continue
+        if m.group(3):
             depth, j, start = 1, m.end(), m.end()
             while j < len(text) and depth:
                 depth += {"{": 1, "}": -1}.get(text[j], 0)
@@ -66,6 +70,20 @@ def crate_paths(text):
         else:
             paths.append(base)
     return paths
+
+
+def resolve_relative(head, rest, mod):
+    """A crate-absolute path for `head::rest` named in module `mod`."""
+    if head == "crate":
+        return rest
+    base = list(mod) if head == "self" else list(mod[:-1])
+    if head == "super" and not mod:
+        return None
+    while rest and rest[0] == "super":
+        if not base:
+            return None
+        base, rest = base[:-1], rest[1:]
+    return base + rest
 
 
 def resolve(path, files):
@@ -82,10 +100,9 @@ def cycles(src):
     for mod, f in files.items():
         text = strip_tests(open(f, encoding="utf-8").read())
         deps = set()
-        for p in crate_paths(text):
+        for p in crate_paths(text, mod):
             t = resolve(p, files)
-            # A module's own children and its parents (mod.rs declares them) are not edges.
-            if t is None or t == mod or t == mod[: len(t)] or t[: len(mod)] == mod:
+            if t is None or t == mod:
                 continue
             deps.add(t)
         graph[mod] = deps

@@ -6,7 +6,6 @@
 mod backend;
 mod bench;
 mod commands;
-mod gpu_factory;
 mod huge_pages;
 
 use clap::{Parser, Subcommand};

@@ -1,6 +1,7 @@
 //! The engine's error type. Each variant is one kind of failure a client can act on; the
 //! server maps kinds to gRPC status codes in one place.
 
+use std::sync::Arc;
 use zkpipe_formats::CurveId;
 
 /// Why a request to the engine failed.
@@ -16,12 +17,57 @@ pub enum EngineError {
     )]
     InvalidKeyId(String),
     /// A key file that cannot be read, parsed or validated.
-    #[error("key {id:?}: {message}")]
+    #[error("key {id:?}: {source}")]
     KeyLoad {
         /// The key id.
         id: String,
         /// What is wrong.
-        message: String,
+        #[source]
+        source: Arc<zkpipe_core::Error>,
+    },
+    /// A key that could not be bound to a device (uploaded there).
+    #[error("key {id:?}: binding to device {device}: {source}")]
+    Bind {
+        /// The key id.
+        id: String,
+        /// The device's name.
+        device: String,
+        /// What failed.
+        #[source]
+        source: Arc<zkpipe_core::Error>,
+    },
+    /// A partition whose proof failed in a stage (a witness that does not satisfy the
+    /// circuit, a device error). Its job fails with "partition N: " and this error.
+    #[error("{source}")]
+    Proving {
+        /// Index of the partition in its job.
+        partition: usize,
+        /// The stage it failed in ("reduce", "device", "tail").
+        stage: &'static str,
+        /// What failed.
+        #[source]
+        source: Arc<zkpipe_core::Error>,
+    },
+    /// A partition that left the pipeline without a result or an error (a bug); its job
+    /// fails rather than waiting forever.
+    #[error("lost in the {stage} stage (internal error)")]
+    Lost {
+        /// Index of the partition in its job.
+        partition: usize,
+        /// The stage it was in.
+        stage: &'static str,
+    },
+    /// A configuration the engine cannot start with.
+    #[error("invalid engine configuration: {0}")]
+    Config(String),
+    /// The engine could not start a thread or a thread pool.
+    #[error("starting {what}: {source}")]
+    Start {
+        /// What was being started.
+        what: String,
+        /// Why it failed.
+        #[source]
+        source: Arc<std::io::Error>,
     },
     /// A witness that cannot be parsed.
     #[error("partition {partition}: malformed witness: {message}")]
@@ -108,6 +154,14 @@ impl EngineError {
             EngineError::UnknownKey(_) => "unknown_key",
             EngineError::InvalidKeyId(_) => "invalid_key_id",
             EngineError::KeyLoad { .. } => "key_load",
+            EngineError::Bind { .. } => "bind",
+            EngineError::Proving { source, .. } => match **source {
+                zkpipe_core::Error::NotSatisfied => "not_satisfied",
+                _ => "proving",
+            },
+            EngineError::Lost { .. } => "lost",
+            EngineError::Config(_) => "config",
+            EngineError::Start { .. } => "start",
             EngineError::MalformedWitness { .. } => "malformed_witness",
             EngineError::WrongCurve { .. } => "wrong_curve",
             EngineError::WitnessMismatch { .. } => "witness_mismatch",
@@ -118,6 +172,14 @@ impl EngineError {
             EngineError::AlreadyFinished { .. } => "already_finished",
             EngineError::KeyInUse { .. } => "key_in_use",
             EngineError::ShuttingDown => "shutting_down",
+        }
+    }
+
+    /// A key's load failure.
+    pub(crate) fn key_load(id: &str, e: impl Into<zkpipe_core::Error>) -> Self {
+        EngineError::KeyLoad {
+            id: id.to_string(),
+            source: Arc::new(e.into()),
         }
     }
 }

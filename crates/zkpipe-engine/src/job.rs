@@ -66,6 +66,15 @@ pub enum JobState {
 }
 
 impl JobState {
+    /// Every state, for status listings.
+    pub const ALL: [JobState; 5] = [
+        JobState::Queued,
+        JobState::Running,
+        JobState::Done,
+        JobState::Failed,
+        JobState::Cancelled,
+    ];
+
     /// Whether the job will not change any more.
     pub fn is_final(self) -> bool {
         matches!(

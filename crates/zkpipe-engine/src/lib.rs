@@ -3,11 +3,14 @@
 //! device stages.
 //!
 //! ```text
-//!  submit ─► admission (memory) ─► reduce (CPU pool) ─► device (lock per device) ─► tail (CPU pool) ─► proof
+//!  submit ─► Queued ─► admission (memory, key lease) ─► Admitted ─► reduce (CPU pool)
+//!         ─► Reduced ─► device (gate per device) ─► Proved ─► tail (CPU pool) ─► proof
 //! ```
 //!
-//! Read [`engine`] for the wiring, then one module per stage in pipeline order. The CPU
-//! is a device like any other, through the [`devices::BackendFactory`] seam.
+//! Read [`engine`] for the wiring, [`submit`] for how a request enters, then the stages
+//! in pipeline order (`stages/`), the messages between them (`messages`), and the key
+//! store ([`keys`]). The devices come from a [`zkpipe_core::Devices`] (the CPU's is
+//! [`zkpipe_core::CpuDevices`]); the curve is erased once, in `curves`.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -15,26 +18,35 @@ pub mod config;
 pub mod error;
 pub mod job;
 
-pub mod admission;
-pub mod device_stage;
-pub mod reduce;
-pub mod tail;
-
 pub mod engine;
+pub mod submit;
+
+mod messages;
+mod outcome;
+mod stages;
+
+mod curves;
+mod devices;
+mod gate;
+mod janitor;
+mod jobs;
+pub mod keys;
+mod partition;
+pub mod status;
+mod threads;
 
 pub mod buffers;
-pub mod devices;
-pub mod keys;
 pub mod memory;
 pub mod metrics;
 pub mod queue;
 pub mod return_list;
 pub mod trace;
-mod work;
 
 pub use config::{EngineConfig, StageConfig};
-pub use devices::{BackendFactory, CpuFactory, DeviceInfo};
-pub use engine::{DeviceStatus, Engine, EngineStatus, QueueDepths, SubmitRequest, Submitted};
+pub use engine::Engine;
 pub use error::EngineError;
 pub use job::{JobId, JobSnapshot, JobState, PartitionProof, Priority, ProofTimings};
 pub use keys::{KeyMeta, KeyStatus, Residency};
+pub use status::{DeviceStatus, EngineStatus, QueueDepths};
+pub use submit::{SubmitRequest, Submitted};
+pub use zkpipe_core::{CpuDevices, DeviceInfo, Devices};

@@ -183,6 +183,11 @@ impl<T> PriorityQueue<T> {
         self.len() == 0
     }
 
+    /// Whether [`PriorityQueue::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
     /// Refuses further pushes and wakes every waiter; queued items can still be popped.
     pub fn close(&self) {
         self.lock().closed = true;

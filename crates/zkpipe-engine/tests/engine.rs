@@ -5,11 +5,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use zkpipe_core::device::{BoundKey, Caps, DeviceInfo, Devices, G1Set, KeyShape, PassInput};
+use zkpipe_core::msm::{DeviceSums, ScalarInt};
 use zkpipe_core::verify::public_from_json;
 use zkpipe_core::{verify, Bls12_381, Bn254, Curve, PointChecks, Proof, VerifyingKey};
+use zkpipe_core::{CompiledKey, CpuBound, CpuDevices};
 use zkpipe_engine::{
-    BackendFactory, CpuFactory, Engine, EngineConfig, EngineError, JobState, Priority, Residency,
-    StageConfig, SubmitRequest,
+    Engine, EngineConfig, EngineError, JobState, Priority, Residency, StageConfig, SubmitRequest,
 };
 use zkpipe_formats::json::ProofJson;
 use zkpipe_formats::zkey::ZkeyFile;
@@ -103,7 +105,7 @@ fn check_job(engine: &Engine, dir: &Path, job: u64) {
 #[test]
 fn mixed_concurrent_jobs_all_verify_and_memory_returns_to_the_keys() {
     let dir = key_dir();
-    let engine = Engine::start(config(dir.path()), Arc::new(CpuFactory)).unwrap();
+    let engine = Engine::start(config(dir.path()), Arc::new(CpuDevices)).unwrap();
     let prios = [
         Priority::Low,
         Priority::Normal,
@@ -148,7 +150,7 @@ fn mixed_concurrent_jobs_all_verify_and_memory_returns_to_the_keys() {
 #[test]
 fn cancel_idempotency_and_bad_input() {
     let dir = key_dir();
-    let engine = Engine::start(config(dir.path()), Arc::new(CpuFactory)).unwrap();
+    let engine = Engine::start(config(dir.path()), Arc::new(CpuDevices)).unwrap();
     // Idempotency: the same request id gives the same job.
     let mut r = request("bn254-poseidon", 2, Priority::Normal);
     r.request_id = "req-1".into();
@@ -224,21 +226,15 @@ fn cancel_idempotency_and_bad_input() {
 
 /// What the engine says of key `id` in `dir` (sizes, memory), from a probe engine.
 fn key_meta(dir: &Path, id: &str) -> zkpipe_engine::KeyMeta {
-    key_meta_on(dir, id, Arc::new(CpuFactory))
+    key_meta_on(dir, id, Arc::new(CpuDevices))
 }
 
 /// [`key_meta`] as an engine with `factory` sees it.
-fn key_meta_on(dir: &Path, id: &str, factory: Arc<dyn BackendFactory>) -> zkpipe_engine::KeyMeta {
-    let probe = Engine::start(config(dir), factory).unwrap();
-    let meta = probe
-        .status()
-        .keys
-        .into_iter()
-        .find(|k| k.meta.id == id)
-        .unwrap()
-        .meta;
+fn key_meta_on(dir: &Path, id: &str, devices: Arc<dyn Devices>) -> zkpipe_engine::KeyMeta {
+    let probe = Engine::start(config(dir), devices).unwrap();
+    let keys = probe.status().keys;
     probe.shutdown();
-    meta
+    keys.into_iter().find(|k| k.meta.id == id).unwrap().meta
 }
 
 #[test]
@@ -248,11 +244,11 @@ fn a_budget_for_one_job_at_a_time_still_completes_every_job() {
     let meta = key_meta(dir.path(), "bls-poseidon");
     let mut cfg = config(dir.path());
     cfg.memory_limit = meta.host_bytes + meta.partition_bytes + 1024;
-    let engine = Engine::start(cfg, Arc::new(CpuFactory)).unwrap();
+    let engine = Engine::start(cfg, Arc::new(CpuDevices)).unwrap();
     // A job that can never fit is refused at once.
     let mut big = config(dir.path());
     big.memory_limit = meta.host_bytes;
-    let tiny = Engine::start(big, Arc::new(CpuFactory)).unwrap();
+    let tiny = Engine::start(big, Arc::new(CpuDevices)).unwrap();
     assert!(matches!(
         tiny.submit(request("bls-poseidon", 1, Priority::Normal)),
         Err(EngineError::TooLarge { .. })
@@ -275,56 +271,251 @@ fn a_budget_for_one_job_at_a_time_still_completes_every_job() {
     engine.shutdown();
 }
 
-/// The `bind_*` methods of a test factory whose backends are the CPU's.
-macro_rules! cpu_backends {
-    () => {
-        fn bind_bn254(
-            &self,
-            k: &Arc<zkpipe_core::CompiledKey<Bn254>>,
-            d: usize,
-        ) -> Result<Arc<dyn zkpipe_core::Backend<Bn254>>, zkpipe_core::Error> {
-            CpuFactory.bind_bn254(k, d)
-        }
-        fn bind_bls12_381(
-            &self,
-            k: &Arc<zkpipe_core::CompiledKey<Bls12_381>>,
-            d: usize,
-        ) -> Result<Arc<dyn zkpipe_core::Backend<Bls12_381>>, zkpipe_core::Error> {
-            CpuFactory.bind_bls12_381(k, d)
-        }
-    };
+/// What a [`TestDevices`] device was asked to do: the size of each pass, and how many
+/// proofs it reduced itself.
+#[derive(Default)]
+struct PassLog {
+    passes: std::sync::Mutex<Vec<usize>>,
+    reduced: std::sync::atomic::AtomicUsize,
 }
 
-/// Two CPU "devices" with device-memory budgets, to exercise placement and device admission.
-struct TwoDevices;
+impl PassLog {
+    /// Sizes of the passes of more than one proof.
+    fn batches(&self) -> Vec<usize> {
+        self.passes
+            .lock()
+            .unwrap()
+            .iter()
+            .copied()
+            .filter(|&n| n > 1)
+            .collect()
+    }
+    /// Passes of one proof.
+    fn singles(&self) -> usize {
+        self.passes
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|&&n| n == 1)
+            .count()
+    }
+}
 
-impl zkpipe_engine::BackendFactory for TwoDevices {
-    fn devices(&self) -> Vec<zkpipe_engine::DeviceInfo> {
-        (0..2)
-            .map(|i| zkpipe_engine::DeviceInfo {
-                name: format!("fake{i}"),
-                memory_total: Some(64 << 20),
+/// CPU "devices" for the tests: `count` of them named `{name}{i}`, with a device-memory
+/// budget if `memory` is set (a key's copy and a partition take what they take on the
+/// host); passes of up to `batch_limit` proofs that each take `pass_delay` longer (as on
+/// a GPU, where small proofs cost about a fixed time per pass); with `reduces`, the
+/// device computes a, b, c itself from w and insists that the reduce stage left them out;
+/// `hunger` more host bytes per partition; `fail` makes binding or every pass fail.
+#[derive(Clone)]
+struct TestDevices {
+    name: &'static str,
+    count: usize,
+    memory: Option<u64>,
+    batch_limit: usize,
+    pass_delay: Duration,
+    reduces: bool,
+    hunger: u64,
+    fail: Fault,
+    log: Arc<PassLog>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    None,
+    Bind,
+    Pass,
+}
+
+impl Default for TestDevices {
+    fn default() -> Self {
+        Self {
+            name: "test",
+            count: 1,
+            memory: None,
+            batch_limit: 1,
+            pass_delay: Duration::ZERO,
+            reduces: false,
+            hunger: 0,
+            fail: Fault::None,
+            log: Arc::default(),
+        }
+    }
+}
+
+impl TestDevices {
+    fn caps(&self) -> Caps {
+        Caps {
+            reduces: self.reduces,
+            batch_limit: self.batch_limit,
+            ..zkpipe_core::cpu::CPU_CAPS
+        }
+    }
+
+    fn bind<E: Curve>(
+        &self,
+        key: Arc<CompiledKey<E>>,
+    ) -> Result<Box<dyn BoundKey<E>>, zkpipe_core::Error> {
+        if self.fail == Fault::Bind {
+            return Err(zkpipe_core::Error::Backend {
+                backend: "test",
+                message: "planted bind failure".into(),
+            });
+        }
+        Ok(Box::new(TestBound {
+            cpu: CpuBound::new(key),
+            devices: self.clone(),
+        }))
+    }
+}
+
+impl Devices for TestDevices {
+    fn list(&self) -> Vec<DeviceInfo> {
+        (0..self.count)
+            .map(|i| DeviceInfo {
+                name: format!("{}{i}", self.name),
+                memory_total: self.memory,
             })
             .collect()
     }
-    fn key_device_bytes(&self, key: &zkpipe_engine::KeyMeta) -> u64 {
-        key.host_bytes
+    fn caps(&self, _: &KeyShape) -> Caps {
+        TestDevices::caps(self)
     }
-    fn partition_device_bytes(&self, key: &zkpipe_engine::KeyMeta) -> u64 {
-        key.partition_bytes
+    fn max_batch(&self) -> usize {
+        self.batch_limit
     }
-    cpu_backends!();
+    fn key_device_bytes(&self, shape: &KeyShape) -> u64 {
+        test_device_bytes(shape).0
+    }
+    fn partition_device_bytes(&self, shape: &KeyShape) -> u64 {
+        test_device_bytes(shape).1
+    }
+    /// Its passes run the CPU's MSMs, so they hold what the CPU's do.
+    fn partition_host_bytes(&self, shape: &KeyShape) -> u64 {
+        CpuDevices.partition_host_bytes(shape) + self.hunger
+    }
+    fn bind_bn254(
+        &self,
+        _: usize,
+        key: Arc<CompiledKey<Bn254>>,
+    ) -> Result<Box<dyn BoundKey<Bn254>>, zkpipe_core::Error> {
+        self.bind(key)
+    }
+    fn bind_bls12_381(
+        &self,
+        _: usize,
+        key: Arc<CompiledKey<Bls12_381>>,
+    ) -> Result<Box<dyn BoundKey<Bls12_381>>, zkpipe_core::Error> {
+        self.bind(key)
+    }
+}
+
+/// Device bytes of a key's copy and of a partition on these test devices (where they
+/// have memory): sized from the key's shape, about what the host holds.
+fn test_device_bytes(shape: &KeyShape) -> (u64, u64) {
+    let n = (shape.n_vars + shape.domain_size) as u64;
+    (2000 * n, 300 * n)
+}
+
+struct TestBound<E: Curve> {
+    cpu: CpuBound<E>,
+    devices: TestDevices,
+}
+
+impl<E: Curve> TestBound<E> {
+    /// The CPU's pass of one proof, after the reduce where this device does it.
+    fn pass_one(&self, p: &mut PassInput<'_, E>) -> Result<DeviceSums<E>, zkpipe_core::Error> {
+        if self.devices.fail == Fault::Pass {
+            return Err(zkpipe_core::Error::Backend {
+                backend: "test",
+                message: "planted pass failure".into(),
+            });
+        }
+        if !self.devices.reduces {
+            return self.cpu.pass(std::slice::from_mut(p)).remove(0);
+        }
+        use ark_ff::PrimeField;
+        assert!(
+            p.evals.a.is_empty(),
+            "the reduce stage computed a, b, c anyway"
+        );
+        let key = self.cpu.key();
+        let witness: Vec<E::ScalarField> =
+            p.w.iter()
+                .map(|x| E::ScalarField::from_bigint(*x).unwrap())
+                .collect();
+        let mut full = zkpipe_core::reduce::QapEvals::zeroed(key.domain_size());
+        zkpipe_core::reduce::reduce(
+            &key.a,
+            &key.b,
+            &witness,
+            &mut full,
+            zkpipe_core::reduce::DEFAULT_SCHEDULE,
+        );
+        self.devices
+            .log
+            .reduced
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let mut input = PassInput {
+            evals: &mut full,
+            w: p.w,
+            h: &mut *p.h,
+            t: &mut *p.t,
+        };
+        self.cpu.pass(std::slice::from_mut(&mut input)).remove(0)
+    }
+}
+
+impl<E: Curve> BoundKey<E> for TestBound<E> {
+    fn name(&self) -> &'static str {
+        "test"
+    }
+    fn key(&self) -> &Arc<CompiledKey<E>> {
+        self.cpu.key()
+    }
+    fn caps(&self) -> Caps {
+        self.devices.caps()
+    }
+    fn quotient(
+        &self,
+        e: &mut zkpipe_core::reduce::QapEvals<E::ScalarField>,
+    ) -> Result<(), zkpipe_core::Error> {
+        self.cpu.quotient(e)
+    }
+    fn msm_g1(&self, set: G1Set, s: &[ScalarInt<E>]) -> Result<E::G1, zkpipe_core::Error> {
+        self.cpu.msm_g1(set, s)
+    }
+    fn msm_g2(&self, s: &[ScalarInt<E>]) -> Result<E::G2, zkpipe_core::Error> {
+        self.cpu.msm_g2(s)
+    }
+    fn pass(
+        &self,
+        inputs: &mut [PassInput<'_, E>],
+    ) -> Vec<Result<DeviceSums<E>, zkpipe_core::Error>> {
+        self.devices.log.passes.lock().unwrap().push(inputs.len());
+        std::thread::sleep(self.devices.pass_delay);
+        inputs.iter_mut().map(|p| self.pass_one(p)).collect()
+    }
+}
+
+/// Two CPU "devices" with device-memory budgets, to exercise placement and device admission.
+fn two_devices() -> TestDevices {
+    TestDevices {
+        name: "fake",
+        count: 2,
+        memory: Some(64 << 20),
+        ..TestDevices::default()
+    }
 }
 
 #[test]
 fn keys_are_placed_across_devices_and_device_memory_is_accounted() {
-    use zkpipe_engine::BackendFactory;
     let dir = key_dir();
     let one_device_per_key = EngineConfig {
         key_max_devices: 1,
         ..config(dir.path())
     };
-    let engine = Engine::start(one_device_per_key, Arc::new(TwoDevices)).unwrap();
+    let engine = Engine::start(one_device_per_key, Arc::new(two_devices())).unwrap();
     let jobs: Vec<u64> = (0..8)
         .map(|i| {
             engine
@@ -344,7 +535,7 @@ fn keys_are_placed_across_devices_and_device_memory_is_accounted() {
             .keys
             .iter()
             .filter(|k| k.devices == [i])
-            .map(|k| TwoDevices.key_device_bytes(&k.meta))
+            .map(|k| two_devices().key_device_bytes(&k.meta.shape))
             .sum();
         assert_eq!(
             d.memory_reserved, resident,
@@ -358,82 +549,26 @@ fn keys_are_placed_across_devices_and_device_memory_is_accounted() {
         .keys
         .iter()
         .filter(|k| k.residency == Residency::Hot)
-        .map(|k| k.meta.host_bytes)
+        .map(|k| test_device_bytes(&k.meta.shape).0)
         .sum();
     assert_eq!(total, resident, "eviction frees the device copy too");
     engine.shutdown();
 }
 
-/// [`TwoDevices`] whose quotient takes 30 ms longer, so that partitions queue for a device.
-struct SlowTwoDevices;
-
-struct Slow<B>(B);
-
-impl<E: Curve, B: zkpipe_core::Backend<E>> zkpipe_core::Backend<E> for Slow<B> {
-    fn name(&self) -> &'static str {
-        "slow"
-    }
-    fn quotient(
-        &self,
-        d: &zkpipe_core::quotient::QuotientDomain<E::ScalarField>,
-        e: &mut zkpipe_core::reduce::QapEvals<E::ScalarField>,
-    ) -> Result<(), zkpipe_core::Error> {
-        std::thread::sleep(Duration::from_millis(30));
-        self.0.quotient(d, e)
-    }
-    fn msm_g1(
-        &self,
-        b: &[E::G1Affine],
-        s: &[zkpipe_core::backend::ScalarInt<E>],
-    ) -> Result<E::G1, zkpipe_core::Error> {
-        self.0.msm_g1(b, s)
-    }
-    fn msm_g2(
-        &self,
-        b: &[E::G2Affine],
-        s: &[zkpipe_core::backend::ScalarInt<E>],
-    ) -> Result<E::G2, zkpipe_core::Error> {
-        self.0.msm_g2(b, s)
-    }
-}
-
-impl zkpipe_engine::BackendFactory for SlowTwoDevices {
-    fn devices(&self) -> Vec<zkpipe_engine::DeviceInfo> {
-        TwoDevices.devices()
-    }
-    fn key_device_bytes(&self, key: &zkpipe_engine::KeyMeta) -> u64 {
-        TwoDevices.key_device_bytes(key)
-    }
-    fn partition_device_bytes(&self, key: &zkpipe_engine::KeyMeta) -> u64 {
-        TwoDevices.partition_device_bytes(key)
-    }
-    fn bind_bn254(
-        &self,
-        _: &Arc<zkpipe_core::CompiledKey<Bn254>>,
-        _: usize,
-    ) -> Result<Arc<dyn zkpipe_core::Backend<Bn254>>, zkpipe_core::Error> {
-        Ok(Arc::new(Slow(zkpipe_core::CpuBackend)))
-    }
-    fn bind_bls12_381(
-        &self,
-        _: &Arc<zkpipe_core::CompiledKey<Bls12_381>>,
-        _: usize,
-    ) -> Result<Arc<dyn zkpipe_core::Backend<Bls12_381>>, zkpipe_core::Error> {
-        Ok(Arc::new(Slow(zkpipe_core::CpuBackend)))
-    }
-}
-
 /// One busy key spreads over both devices (a copy on each), unless limited to one.
 #[test]
 fn a_busy_key_is_copied_to_a_less_loaded_device_up_to_max_devices() {
-    use zkpipe_engine::BackendFactory;
     let dir = key_dir();
     for (max_devices, expect) in [(usize::MAX, vec![0usize, 1]), (1, vec![0])] {
         let cfg = EngineConfig {
             key_max_devices: max_devices,
             ..config(dir.path())
         };
-        let engine = Engine::start(cfg, Arc::new(SlowTwoDevices)).unwrap();
+        let slow = TestDevices {
+            pass_delay: Duration::from_millis(30),
+            ..two_devices()
+        };
+        let engine = Engine::start(cfg, Arc::new(slow.clone())).unwrap();
         let job = engine
             .submit(request("bn254-poseidon", 12, Priority::Normal))
             .unwrap()
@@ -454,7 +589,7 @@ fn a_busy_key_is_copied_to_a_less_loaded_device_up_to_max_devices() {
             let copies = u64::from(devices.contains(&i));
             assert_eq!(
                 d.memory_reserved,
-                copies * SlowTwoDevices.key_device_bytes(&key.meta),
+                copies * slow.key_device_bytes(&key.meta.shape),
                 "device {i} holds one copy of the key if it is placed there"
             );
         }
@@ -462,217 +597,28 @@ fn a_busy_key_is_copied_to_a_less_loaded_device_up_to_max_devices() {
     }
 }
 
-/// What a [`Batching`] backend was asked to do: the size of each `device_batch` call, how
-/// many single `device_pass` calls it had, and how many proofs it reduced itself.
-#[derive(Default)]
-struct BatchLog {
-    batches: std::sync::Mutex<Vec<usize>>,
-    singles: std::sync::atomic::AtomicUsize,
-    reduced: std::sync::atomic::AtomicUsize,
-}
-
-impl BatchLog {
-    fn batches(&self) -> Vec<usize> {
-        self.batches.lock().unwrap().clone()
-    }
-    fn singles(&self) -> usize {
-        self.singles.load(std::sync::atomic::Ordering::SeqCst)
-    }
-}
-
-/// How long every device pass takes on top of its work, one proof or a batch alike (as on
-/// a GPU, where small proofs cost about a fixed time per pass): partitions queue meanwhile.
-const PASS: Duration = Duration::from_millis(20);
-
-/// A backend that batches up to `limit` proofs of a key, running them one by one on
-/// `inner`, and logs what it was asked. With `reduces`, it computes a, b, c itself from
-/// w, as a GPU that keeps the matrices does, and insists that stage 1 left them out.
-struct Batching<B> {
-    inner: B,
-    limit: usize,
-    reduces: bool,
-    log: Arc<BatchLog>,
-}
-
-impl<B> Batching<B> {
-    /// `inner`'s device pass, after the reduce where this backend does it.
-    fn pass<E: Curve>(
-        &self,
-        key: &zkpipe_core::CompiledKey<E>,
-        evals: &mut zkpipe_core::reduce::QapEvals<E::ScalarField>,
-        w: &[zkpipe_core::backend::ScalarInt<E>],
-        h: &mut Vec<zkpipe_core::backend::ScalarInt<E>>,
-        g2: bool,
-        t: &mut zkpipe_core::Timings,
-    ) -> Result<zkpipe_core::stages::DeviceSums<E>, zkpipe_core::Error>
-    where
-        B: zkpipe_core::Backend<E>,
-    {
-        if !self.reduces {
-            return self.inner.device_pass(key, evals, w, h, g2, t);
-        }
-        use ark_ff::PrimeField;
-        assert!(evals.a.is_empty(), "stage 1 computed a, b, c anyway");
-        let witness: Vec<E::ScalarField> = w
-            .iter()
-            .map(|x| E::ScalarField::from_bigint(*x).unwrap())
-            .collect();
-        let mut full = zkpipe_core::reduce::QapEvals::zeroed(key.domain_size());
-        zkpipe_core::reduce::reduce(
-            &key.a,
-            &key.b,
-            &witness,
-            &mut full,
-            zkpipe_core::reduce::DEFAULT_SCHEDULE,
-        );
-        self.log
-            .reduced
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.inner.device_pass(key, &mut full, w, h, g2, t)
-    }
-}
-
-impl<E: Curve, B: zkpipe_core::Backend<E>> zkpipe_core::Backend<E> for Batching<B> {
-    fn name(&self) -> &'static str {
-        "batching"
-    }
-    fn quotient(
-        &self,
-        d: &zkpipe_core::quotient::QuotientDomain<E::ScalarField>,
-        e: &mut zkpipe_core::reduce::QapEvals<E::ScalarField>,
-    ) -> Result<(), zkpipe_core::Error> {
-        self.inner.quotient(d, e)
-    }
-    fn msm_g1(
-        &self,
-        b: &[E::G1Affine],
-        s: &[zkpipe_core::backend::ScalarInt<E>],
-    ) -> Result<E::G1, zkpipe_core::Error> {
-        self.inner.msm_g1(b, s)
-    }
-    fn msm_g2(
-        &self,
-        b: &[E::G2Affine],
-        s: &[zkpipe_core::backend::ScalarInt<E>],
-    ) -> Result<E::G2, zkpipe_core::Error> {
-        self.inner.msm_g2(b, s)
-    }
-    fn device_pass(
-        &self,
-        key: &zkpipe_core::CompiledKey<E>,
-        evals: &mut zkpipe_core::reduce::QapEvals<E::ScalarField>,
-        w: &[zkpipe_core::backend::ScalarInt<E>],
-        h: &mut Vec<zkpipe_core::backend::ScalarInt<E>>,
-        g2: bool,
-        t: &mut zkpipe_core::Timings,
-    ) -> Result<zkpipe_core::stages::DeviceSums<E>, zkpipe_core::Error> {
-        self.log
-            .singles
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        std::thread::sleep(PASS);
-        self.pass(key, evals, w, h, g2, t)
-    }
-    fn reduces_on_device(&self, _key: &zkpipe_core::CompiledKey<E>) -> bool {
-        self.reduces
-    }
-    fn batch_limit(&self, _key: &zkpipe_core::CompiledKey<E>) -> usize {
-        self.limit
-    }
-    fn device_batch(
-        &self,
-        key: &zkpipe_core::CompiledKey<E>,
-        inputs: &mut [zkpipe_core::PassInput<'_, E>],
-        g2: bool,
-    ) -> Vec<Result<zkpipe_core::stages::DeviceSums<E>, zkpipe_core::Error>> {
-        self.log.batches.lock().unwrap().push(inputs.len());
-        std::thread::sleep(PASS);
-        inputs
-            .iter_mut()
-            .map(|p| self.pass(key, p.evals, p.w, p.h, g2, p.t))
-            .collect()
-    }
-}
-
-/// One device whose backends are [`Batching`] CPU backends, with a device-memory budget
-/// if `memory` is set (a key's copy and a partition take what they take on the host).
-struct BatchingFactory {
-    limit: usize,
-    memory: Option<u64>,
-    reduces: bool,
-    log: Arc<BatchLog>,
-}
-
-impl BatchingFactory {
-    fn backend(&self) -> Batching<zkpipe_core::CpuBackend> {
-        Batching {
-            inner: zkpipe_core::CpuBackend,
-            limit: self.limit,
-            reduces: self.reduces,
-            log: Arc::clone(&self.log),
-        }
-    }
-}
-
-impl zkpipe_engine::BackendFactory for BatchingFactory {
-    fn devices(&self) -> Vec<zkpipe_engine::DeviceInfo> {
-        vec![zkpipe_engine::DeviceInfo {
-            name: "batching0".into(),
-            memory_total: self.memory,
-        }]
-    }
-    fn reduces_on_device(&self) -> bool {
-        self.reduces
-    }
-    fn max_batch(&self) -> usize {
-        self.limit
-    }
-    fn key_device_bytes(&self, key: &zkpipe_engine::KeyMeta) -> u64 {
-        key.host_bytes
-    }
-    fn partition_device_bytes(&self, key: &zkpipe_engine::KeyMeta) -> u64 {
-        key.partition_bytes
-    }
-    /// Its backends run the CPU's MSMs, so they hold what the CPU's do.
-    fn partition_host_bytes(&self, key: &zkpipe_engine::KeyMeta) -> u64 {
-        CpuFactory.partition_host_bytes(key)
-    }
-    fn bind_bn254(
-        &self,
-        _: &Arc<zkpipe_core::CompiledKey<Bn254>>,
-        _: usize,
-    ) -> Result<Arc<dyn zkpipe_core::Backend<Bn254>>, zkpipe_core::Error> {
-        Ok(Arc::new(self.backend()))
-    }
-    fn bind_bls12_381(
-        &self,
-        _: &Arc<zkpipe_core::CompiledKey<Bls12_381>>,
-        _: usize,
-    ) -> Result<Arc<dyn zkpipe_core::Backend<Bls12_381>>, zkpipe_core::Error> {
-        Ok(Arc::new(self.backend()))
-    }
-}
-
-/// An engine with `cfg` over one [`BatchingFactory`] device (batch limit 4), and the log
-/// of what its backends were asked.
+/// An engine with `cfg` over one device batching up to 4 proofs, and the log of what it
+/// was asked.
 fn batching_engine(
     cfg: EngineConfig,
     memory: Option<u64>,
     reduces: bool,
-) -> (Engine, Arc<BatchLog>) {
-    let (factory, log) = batching_factory(memory, reduces);
-    (Engine::start(cfg, factory).unwrap(), log)
+) -> (Engine, Arc<PassLog>) {
+    let devices = batching_devices(memory, reduces);
+    let log = Arc::clone(&devices.log);
+    (Engine::start(cfg, Arc::new(devices)).unwrap(), log)
 }
 
-/// A [`BatchingFactory`] (batch limit 4) and its log.
-fn batching_factory(memory: Option<u64>, reduces: bool) -> (Arc<BatchingFactory>, Arc<BatchLog>) {
-    let log = Arc::new(BatchLog::default());
-    let factory = BatchingFactory {
-        limit: 4,
+/// One device batching up to 4 proofs, each pass taking 20 ms longer.
+fn batching_devices(memory: Option<u64>, reduces: bool) -> TestDevices {
+    TestDevices {
+        name: "batching",
         memory,
+        batch_limit: 4,
+        pass_delay: Duration::from_millis(20),
         reduces,
-        log: Arc::clone(&log),
-    };
-    (Arc::new(factory), log)
+        ..TestDevices::default()
+    }
 }
 
 /// Submits `n` single-partition jobs of `id` at once and checks every proof.
@@ -771,17 +717,9 @@ fn a_device_batch_of_1_runs_every_partition_alone() {
 #[test]
 fn a_full_device_budget_makes_batches_smaller_instead_of_waiting() {
     let dir = key_dir();
-    // Sizes as this factory's engine counts them (its backends' host copies included).
-    let meta = key_meta_on(
-        dir.path(),
-        "bn254-poseidon",
-        batching_factory(None, false).0,
-    );
-    let (engine, log) = batching_engine(
-        config(dir.path()),
-        Some(meta.host_bytes + 3 * meta.partition_bytes + meta.partition_bytes / 2),
-        false,
-    );
+    let meta = key_meta(dir.path(), "bn254-poseidon");
+    let (key, part) = test_device_bytes(&meta.shape);
+    let (engine, log) = batching_engine(config(dir.path()), Some(key + 3 * part + part / 2), false);
     prove_many(&engine, dir.path(), "bn254-poseidon", 16);
     let batches = log.batches();
     assert!(
@@ -795,7 +733,7 @@ fn a_full_device_budget_makes_batches_smaller_instead_of_waiting() {
     assert_eq!(batches.iter().sum::<usize>() + log.singles(), 16);
     let st = engine.status();
     assert_eq!(
-        st.devices[0].memory_reserved, meta.host_bytes,
+        st.devices[0].memory_reserved, key,
         "only the key's resident copy remains"
     );
     engine.shutdown();
@@ -818,34 +756,187 @@ fn a_device_that_reduces_gets_the_witness_alone_and_proofs_verify() {
     engine.shutdown();
 }
 
-/// A CPU factory whose backends hold 1 GiB more host memory per partition.
-struct Hungry;
-
+/// 1 GiB more host memory per partition.
 const HUNGER: u64 = 1 << 30;
 
-impl BackendFactory for Hungry {
-    fn devices(&self) -> Vec<zkpipe_engine::DeviceInfo> {
-        CpuFactory.devices()
-    }
-    fn partition_host_bytes(&self, key: &zkpipe_engine::KeyMeta) -> u64 {
-        CpuFactory.partition_host_bytes(key) + HUNGER
-    }
-    cpu_backends!();
-}
-
 #[test]
-fn backends_host_memory_counts_in_each_partition() {
+fn devices_host_memory_counts_in_each_partition() {
     let dir = key_dir();
     let meta = key_meta(dir.path(), "bn254-poseidon");
-    let seen = key_meta_on(dir.path(), "bn254-poseidon", Arc::new(Hungry));
+    let hungry = TestDevices {
+        hunger: HUNGER,
+        ..TestDevices::default()
+    };
+    let seen = key_meta_on(dir.path(), "bn254-poseidon", Arc::new(hungry.clone()));
     assert_eq!(seen.partition_bytes, meta.partition_bytes + HUNGER);
     // A budget that fits the CPU backend's partition refuses the hungry one at once.
     let mut cfg = config(dir.path());
     cfg.memory_limit = meta.host_bytes + meta.partition_bytes + 1024;
-    let tight = Engine::start(cfg, Arc::new(Hungry)).unwrap();
+    let tight = Engine::start(cfg, Arc::new(hungry)).unwrap();
     assert!(matches!(
         tight.submit(request("bn254-poseidon", 1, Priority::Normal)),
         Err(EngineError::TooLarge { .. })
     ));
     tight.shutdown();
+}
+
+/// `path` with the first point of zkey section 5 (A) overwritten by coordinates that are
+/// not field elements: the header still reads, the key fails to load.
+fn corrupt_points(path: &Path) {
+    let mut b = std::fs::read(path).unwrap();
+    let u32_at = |b: &[u8], i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
+    let mut at = 12;
+    for _ in 0..u32_at(&b, 8) {
+        let id = u32_at(&b, at);
+        let size = u64::from_le_bytes(b[at + 4..at + 12].try_into().unwrap()) as usize;
+        if id == 5 {
+            b[at + 12..at + 12 + 64].fill(0xff);
+            std::fs::write(path, &b).unwrap();
+            return;
+        }
+        at += 12 + size;
+    }
+    panic!("no section 5 in {}", path.display());
+}
+
+/// The job's final state and error.
+fn outcome(engine: &Engine, job: u64) -> (JobState, String) {
+    let s = engine.wait(job, Duration::from_secs(300)).unwrap();
+    (s.state, s.error.unwrap_or_default())
+}
+
+/// After failures, nothing is held but the loaded keys (and their device copies), once the
+/// failed jobs' other partitions have reached a stage boundary and been dropped.
+fn assert_nothing_held(engine: &Engine) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while engine.status().pending_partitions > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let st = engine.status();
+    assert_eq!(st.pending_partitions, 0);
+    assert!(st.keys.iter().all(|k| k.refs == 0), "{:?}", st.keys);
+    let resident: u64 = st
+        .keys
+        .iter()
+        .filter(|k| k.residency.is_loaded())
+        .map(|k| k.meta.host_bytes)
+        .sum();
+    assert_eq!(
+        st.memory_used, resident,
+        "only loaded keys hold host memory"
+    );
+    for d in &st.devices {
+        let copies: u64 = st
+            .keys
+            .iter()
+            .filter(|k| k.residency.is_loaded())
+            .filter(|k| k.devices.contains(&0))
+            .map(|k| test_device_bytes(&k.meta.shape).0)
+            .sum();
+        assert!(
+            d.memory_reserved <= copies,
+            "device {}: {} > {copies}",
+            d.name,
+            d.memory_reserved
+        );
+    }
+}
+
+/// A partition that fails in any stage fails its job with that stage's error, and gives
+/// back everything it held: admission (its key's load failed before, file unchanged),
+/// reduce (its key fails to load), device (binding, or the pass, fails), tail (the
+/// witness does not satisfy the circuit, caught by the self-check).
+#[test]
+fn a_partition_failing_in_any_stage_fails_its_job_and_frees_what_it_held() {
+    let dir = key_dir();
+    std::fs::copy(
+        dir.path().join("bn254-multi.zkey"),
+        dir.path().join("bn254-broken.zkey"),
+    )
+    .unwrap();
+    corrupt_points(&dir.path().join("bn254-broken.zkey"));
+    let engine = Engine::start(config(dir.path()), Arc::new(CpuDevices)).unwrap();
+    let submit = |r: SubmitRequest| engine.submit(r).unwrap().job_id;
+    let mut broken = request("bn254-multi", 2, Priority::Normal);
+    broken.key_id = "bn254-broken".into();
+
+    // Reduce: the first partition to need the key loads it, and the load fails.
+    let (state, error) = outcome(&engine, submit(broken.clone()));
+    assert_eq!(state, JobState::Failed);
+    assert!(
+        error.starts_with("partition ") && error.contains("key \"bn254-broken\""),
+        "{error}"
+    );
+    assert!(error.contains("not a base-field element"), "{error}");
+    // Admission: the file has not changed, so the next job fails there with the same
+    // error, without loading the key again.
+    let (state, again) = outcome(&engine, submit(broken.clone()));
+    assert_eq!(state, JobState::Failed);
+    assert_eq!(
+        again.split_once(": ").unwrap().1,
+        error.split_once(": ").unwrap().1
+    );
+    let key = |id: &str| {
+        engine
+            .status()
+            .keys
+            .into_iter()
+            .find(|k| k.meta.id == id)
+            .unwrap()
+    };
+    assert_eq!(
+        (key("bn254-broken").loads, key("bn254-broken").residency),
+        (0, Residency::Cold)
+    );
+    // A repaired file is loaded again.
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::copy(
+        dir.path().join("bn254-multi.zkey"),
+        dir.path().join("bn254-broken.zkey"),
+    )
+    .unwrap();
+    check_job(&engine, dir.path(), submit(broken));
+    assert_eq!(key("bn254-broken").loads, 1);
+
+    // Tail: a witness that does not satisfy the circuit fails the self-check.
+    let mut r = request("bn254-multi", 2, Priority::Normal);
+    r.witnesses[1] = std::fs::read(fixture("bn254", "multi_public", "bad_witness.wtns")).unwrap();
+    let (state, error) = outcome(&engine, submit(r));
+    assert_eq!(state, JobState::Failed);
+    assert!(
+        error.starts_with("partition 1: ") && error.contains("does not satisfy"),
+        "{error}"
+    );
+    assert_nothing_held(&engine);
+    engine.shutdown();
+
+    // Device: a binding that fails, then a pass that fails.
+    for (fault, what) in [
+        (Fault::Bind, "binding to device test0"),
+        (Fault::Pass, "planted pass failure"),
+    ] {
+        let devices = TestDevices {
+            memory: Some(1 << 30),
+            fail: fault,
+            ..TestDevices::default()
+        };
+        let engine = Engine::start(config(dir.path()), Arc::new(devices)).unwrap();
+        let job = engine
+            .submit(request("bls-poseidon", 3, Priority::Normal))
+            .unwrap();
+        let (state, error) = outcome(&engine, job.job_id);
+        assert_eq!(state, JobState::Failed);
+        assert!(
+            error.starts_with("partition ") && error.contains(what),
+            "{error}"
+        );
+        // Still serving the other partitions' memory back, and other keys.
+        assert_nothing_held(&engine);
+        let st = engine.status();
+        let copies = st.devices[0].memory_reserved;
+        if fault == Fault::Bind {
+            assert_eq!(copies, 0, "a failed binding holds no device memory");
+        }
+        engine.shutdown();
+    }
 }

@@ -27,7 +27,7 @@ pub use pb::prover_client::ProverClient;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use zkpipe_engine::{BackendFactory, Engine};
+use zkpipe_engine::{Devices, Engine, EngineError};
 
 /// Why the daemon could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -35,7 +35,7 @@ use zkpipe_engine::{BackendFactory, Engine};
 pub enum ServeError {
     /// The engine refused its configuration.
     #[error("engine: {0}")]
-    Engine(String),
+    Engine(#[from] EngineError),
     /// A listen address could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -70,11 +70,11 @@ pub const GRPC_CONNECTION_WINDOW: u32 = 64 << 20;
 /// with their addresses, serves, then shuts the engine down (cancelling unfinished jobs).
 pub async fn serve(
     cfg: DaemonConfig,
-    factory: Arc<dyn BackendFactory>,
+    devices: Arc<dyn Devices>,
     on_bound: impl FnOnce(Bound),
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
-    let engine = Engine::start(cfg.engine.clone(), factory).map_err(ServeError::Engine)?;
+    let engine = Engine::start(cfg.engine.clone(), devices)?;
     let bind = |addr| async move {
         tokio::net::TcpListener::bind(addr)
             .await

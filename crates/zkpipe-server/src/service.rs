@@ -38,7 +38,8 @@ pub fn status(e: EngineError) -> Status {
         EngineError::Busy(_) | EngineError::ShuttingDown => Status::unavailable(msg),
         EngineError::AlreadyFinished { .. }
         | EngineError::KeyInUse { .. }
-        | EngineError::KeyLoad { .. } => Status::failed_precondition(msg),
+        | EngineError::KeyLoad { .. }
+        | EngineError::Bind { .. } => Status::failed_precondition(msg),
         _ => Status::internal(msg),
     }
 }
@@ -135,13 +136,13 @@ fn status_response(s: EngineStatus) -> pb::StatusResponse {
             .into_iter()
             .map(|k| pb::KeyInfo {
                 id: k.meta.id,
-                curve: k.meta.curve.snarkjs_name().into(),
+                curve: k.meta.shape.curve.snarkjs_name().into(),
                 residency: k.residency.name().into(),
                 refs: k.refs as u32,
                 host_bytes: k.meta.host_bytes,
                 partition_bytes: k.meta.partition_bytes,
-                n_vars: k.meta.n_vars as u32,
-                domain_size: k.meta.domain_size as u32,
+                n_vars: k.meta.shape.n_vars as u32,
+                domain_size: k.meta.shape.domain_size as u32,
                 device: k.devices.first().map_or(-1, |&d| d as i32),
                 devices: k.devices.iter().map(|&d| d as u32).collect(),
                 loads: k.loads,

@@ -14,12 +14,13 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 use zkpipe_core::reduce::{reduce, QapEvals, RowSchedule, DEFAULT_SCHEDULE};
 use zkpipe_core::{
-    prove, Backend, CompiledKey, Curve, PointChecks, ProveOptions, Stage, Timings, Witness,
+    prove, BindCurve, BoundKey, CompiledKey, Curve, PointChecks, ProveOptions, Stage, Timings,
+    Witness,
 };
-use zkpipe_cuda::GpuCurve;
 use zkpipe_formats::files::write_atomic;
 use zkpipe_formats::wtns::Wtns;
 use zkpipe_formats::zkey::ZkeyFile;
@@ -130,14 +131,14 @@ pub fn run(a: Args) -> Result<()> {
     with_curve!(zkey.header.curve, E => bench_with::<E>(&a, &zkey))
 }
 
-fn bench_with<E: Curve + GpuCurve>(a: &Args, zkey: &ZkeyFile) -> Result<()> {
+fn bench_with<E: BindCurve>(a: &Args, zkey: &ZkeyFile) -> Result<()> {
     let checks = if a.trusted_key {
         PointChecks::Trusted
     } else {
         a.key_checks
     };
     let start = Instant::now();
-    let key = CompiledKey::<E>::compile(zkey, checks)?;
+    let key = Arc::new(CompiledKey::<E>::compile(zkey, checks)?);
     let load_cold = start.elapsed().as_secs_f64() * 1e3;
     let start = Instant::now();
     drop(CompiledKey::<E>::compile(zkey, checks)?);
@@ -145,7 +146,7 @@ fn bench_with<E: Curve + GpuCurve>(a: &Args, zkey: &ZkeyFile) -> Result<()> {
     let wtns = Wtns::read(&a.wtns)?;
     let witness = Witness::check_for(&wtns, &key).with_context(|| a.wtns.display().to_string())?;
     let start = Instant::now();
-    let backend = select(a.backend, &key, a.gpu)?;
+    let backend = select(a.backend, Arc::clone(&key), a.gpu)?;
     let upload = start.elapsed().as_secs_f64() * 1e3;
     eprintln!(
         "backend: {}{}",
@@ -153,7 +154,10 @@ fn bench_with<E: Curve + GpuCurve>(a: &Args, zkey: &ZkeyFile) -> Result<()> {
         if backend.name() == "cuda" {
             format!(" (key upload {upload:.1} ms)")
         } else {
-            format!(" (MSM additions: {})", zkpipe_core::msm::pippenger::cpu_adder())
+            format!(
+                " (MSM additions: {})",
+                zkpipe_core::msm::pippenger::cpu_adder()
+            )
         }
     );
     let backend = backend.as_ref();
@@ -224,7 +228,7 @@ fn bench_with<E: Curve + GpuCurve>(a: &Args, zkey: &ZkeyFile) -> Result<()> {
 fn measure_once<E: Curve>(
     a: &Args,
     key: &CompiledKey<E>,
-    backend: &dyn Backend<E>,
+    backend: &dyn BoundKey<E>,
     w: &Witness<E::ScalarField>,
     schedule: RowSchedule,
 ) -> Result<Timings> {
@@ -241,7 +245,7 @@ fn measure_once<E: Curve>(
                 self_check: !a.no_verify,
                 schedule,
             };
-            prove(key, w, backend, &opts, &mut rand::rngs::OsRng, &mut t)?;
+            prove(backend, w, &opts, &mut rand::rngs::OsRng, &mut t)?;
         }
     }
     Ok(t)

@@ -4,9 +4,11 @@ use super::with_curve;
 use crate::backend::{select, BackendChoice};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use zkpipe_core::curve::field_to_decimal;
-use zkpipe_core::{prove, CompiledKey, Curve, PointChecks, ProveOptions, Stage, Timings, Witness};
-use zkpipe_cuda::GpuCurve;
+use zkpipe_core::{
+    prove, BindCurve, CompiledKey, Curve, PointChecks, ProveOptions, Stage, Timings, Witness,
+};
 use zkpipe_formats::files::write_all_or_nothing;
 use zkpipe_formats::json::to_json_bytes;
 use zkpipe_formats::wtns::Wtns;
@@ -56,31 +58,25 @@ pub fn run(a: Args) -> Result<()> {
     with_curve!(zkey.header.curve, E => prove_with::<E>(&a, &zkey, &mut t))
 }
 
-fn prove_with<E: Curve + GpuCurve>(a: &Args, zkey: &ZkeyFile, t: &mut Timings) -> Result<()> {
+fn prove_with<E: BindCurve>(a: &Args, zkey: &ZkeyFile, t: &mut Timings) -> Result<()> {
     let checks = if a.trusted_key {
         PointChecks::Trusted
     } else {
         a.key_checks
     };
     let key = t.time(Stage::LoadKey, || CompiledKey::<E>::compile(zkey, checks))?;
+    let key = std::sync::Arc::new(key);
     let witness = t.time(Stage::LoadWitness, || {
         let wtns = Wtns::read(&a.wtns)?;
         Witness::check_for(&wtns, &key).with_context(|| a.wtns.display().to_string())
     })?;
-    let backend = t.time(Stage::Upload, || select(a.backend, &key, a.gpu))?;
+    let bound = t.time(Stage::Upload, || select(a.backend, Arc::clone(&key), a.gpu))?;
     let opts = ProveOptions {
         self_check: !a.no_verify,
         schedule: a.schedule,
     };
-    let proof = prove(
-        &key,
-        &witness,
-        backend.as_ref(),
-        &opts,
-        &mut rand::rngs::OsRng,
-        t,
-    )
-    .with_context(|| format!("proving {} with {}", a.wtns.display(), a.zkey.display()))?;
+    let proof = prove(bound.as_ref(), &witness, &opts, &mut rand::rngs::OsRng, t)
+        .with_context(|| format!("proving {} with {}", a.wtns.display(), a.zkey.display()))?;
     let public: Vec<String> = witness
         .public(key.n_public)
         .iter()
@@ -94,7 +90,7 @@ fn prove_with<E: Curve + GpuCurve>(a: &Args, zkey: &ZkeyFile, t: &mut Timings) -
     })?;
     if a.timings {
         print_timings(t, &a.zkey);
-        if backend.name() == "cpu" {
+        if bound.name() == "cpu" {
             let adder = zkpipe_core::msm::pippenger::cpu_adder();
             eprintln!("  {:<12} {adder}", "msm_adder");
         }

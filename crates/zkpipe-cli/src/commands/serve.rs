@@ -1,13 +1,10 @@
 //! `zkpipe serve --config zkpipe.toml [--backend auto|cpu|cuda]`: the daemon. Prints the
 //! bound addresses on its first line of stdout and runs until SIGINT or SIGTERM.
 
-use crate::backend::BackendChoice;
-use crate::gpu_factory::CudaFactory;
+use crate::backend::{devices, BackendChoice};
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
-use zkpipe_engine::{BackendFactory, CpuFactory};
 use zkpipe_server::FileConfig;
 
 /// Arguments of `serve`.
@@ -21,22 +18,10 @@ pub struct Args {
     backend: BackendChoice,
 }
 
-/// The engine's devices for `choice`.
-fn factory(choice: BackendChoice) -> Result<Arc<dyn BackendFactory>> {
-    Ok(match choice {
-        BackendChoice::Cpu => Arc::new(CpuFactory),
-        BackendChoice::Cuda => Arc::new(CudaFactory::new().context("--backend cuda")?),
-        BackendChoice::Auto => match CudaFactory::new() {
-            Ok(f) => Arc::new(f),
-            _ => Arc::new(CpuFactory),
-        },
-    })
-}
-
 /// Runs `serve`.
 pub fn run(a: Args) -> Result<()> {
     let cfg = FileConfig::load(&a.config)?;
-    let devices = factory(a.backend)?;
+    let devices = devices(a.backend)?;
     let rt = super::client::runtime()?;
     rt.block_on(async move {
         let shutdown = async {

@@ -1,0 +1,241 @@
+//! A partition's reference on a key, from admission to completion: through it the key is
+//! loaded (by the first partition that needs it), placed on a device and bound there.
+//! While any lease exists the key is not evicted.
+
+use crate::curves::{curve, DeviceKey, LoadedKey};
+use crate::error::EngineError;
+use crate::keys::entry::{Binding, DevicePlacement, KeyContext, KeyEntry, Residency};
+use crate::keys::meta::KeyMeta;
+use crate::keys::placement::{place, DeviceLoad, Placement};
+use crate::memory::MemoryBudget;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use zkpipe_core::{Devices, Error as CoreError};
+use zkpipe_formats::zkey::ZkeyFile;
+
+/// How long a binding waits for the device memory of the key's resident copy.
+const BIND_MEMORY_WAIT: Duration = Duration::from_secs(60);
+
+/// A reference on a key (see the module doc).
+pub(crate) struct KeyLease {
+    ctx: Arc<KeyContext>,
+    entry: Arc<KeyEntry>,
+}
+
+impl KeyLease {
+    /// A lease on `entry`, whose `refs` the caller has already counted.
+    pub(super) fn new(ctx: Arc<KeyContext>, entry: Arc<KeyEntry>) -> Self {
+        Self { ctx, entry }
+    }
+
+    pub fn meta(&self) -> &KeyMeta {
+        &self.entry.meta
+    }
+
+    /// The compiled key, loading it on `pool` if this lease is first. Call it from a plain
+    /// thread, not from inside a rayon job: it may wait for another lease's load, and a
+    /// rayon thread waiting inside that load's parallel work could steal this very wait
+    /// and deadlock.
+    pub fn get(&self, pool: &rayon::ThreadPool) -> Result<Arc<dyn LoadedKey>, EngineError> {
+        let mut s = self.entry.lock();
+        let failures = s.failures;
+        loop {
+            match s.residency {
+                Residency::Binding | Residency::Hot => {
+                    if let Some(k) = &s.key {
+                        return Ok(Arc::clone(k));
+                    }
+                }
+                Residency::Loading => {
+                    s = self.entry.wait(s);
+                    if s.failures != failures {
+                        return Err(self.last_error(&s));
+                    }
+                    continue;
+                }
+                Residency::Reserved => {
+                    s.residency = Residency::Loading;
+                    drop(s);
+                    let loaded = self.load(pool);
+                    let stamp = self.entry.stamp();
+                    s = self.entry.lock();
+                    match loaded {
+                        Ok(k) => {
+                            s.residency = Residency::Binding;
+                            if s.placements
+                                .iter()
+                                .any(|p| matches!(p.binding, Binding::Bound { .. }))
+                            {
+                                s.residency = Residency::Hot;
+                            }
+                            s.key = Some(Arc::clone(&k));
+                            s.loads += 1;
+                            self.entry.changed.notify_all();
+                            return Ok(k);
+                        }
+                        Err(e) => {
+                            s.residency = Residency::Cold;
+                            s.reservation = None;
+                            s.failures += 1;
+                            s.last_error = Some((e.clone(), stamp));
+                            self.entry.changed.notify_all();
+                            drop(s);
+                            self.ctx.signal.notify();
+                            return Err(e);
+                        }
+                    }
+                }
+                Residency::Cold => {}
+            }
+            return Err(self.last_error(&s));
+        }
+    }
+
+    fn last_error(&self, s: &crate::keys::entry::EntryState) -> EngineError {
+        s.last_error.as_ref().map_or_else(
+            || {
+                EngineError::key_load(
+                    &self.entry.meta.id,
+                    CoreError::InvalidKey("the key is not loaded".into()),
+                )
+            },
+            |(e, _)| e.clone(),
+        )
+    }
+
+    /// Maps, checks and compiles the key file on `pool` (no lock held).
+    fn load(&self, pool: &rayon::ThreadPool) -> Result<Arc<dyn LoadedKey>, EngineError> {
+        let meta = &self.entry.meta;
+        let _span = tracing::info_span!("load_key", key = %meta.id).entered();
+        let compile = || {
+            let z = ZkeyFile::open(&meta.path)?;
+            curve(z.header.curve).compile(&z, self.ctx.checks)
+        };
+        catch_unwind(AssertUnwindSafe(|| pool.install(compile)))
+            .unwrap_or_else(|_| {
+                Err(CoreError::Backend {
+                    backend: "engine",
+                    message: "internal error (panic) while loading".into(),
+                })
+            })
+            .map_err(|e| EngineError::key_load(&meta.id, e))
+    }
+
+    /// The device this partition goes to, by [`place`] over the devices' `loads`;
+    /// returns it and whether the key was placed there just now.
+    pub fn place(&self, loads: &[DeviceLoad], max_devices: usize) -> (usize, bool) {
+        let mut s = self.entry.lock();
+        let placed: Vec<usize> = s.placements.iter().map(|p| p.device).collect();
+        match place(&placed, loads, max_devices) {
+            Placement::Placed(d) => (d, false),
+            Placement::New(d) => {
+                s.placements.push(DevicePlacement {
+                    device: d,
+                    binding: Binding::Unbound,
+                });
+                (d, true)
+            }
+        }
+    }
+
+    /// The key bound to `device` of `devices`, binding it there (and reserving the device
+    /// memory of its resident copy from `budget`) on first use. Call it inside the
+    /// device's gate: binding is device work. No lock is held while it reserves memory or
+    /// uploads; a second lease binding the same device meanwhile waits for this one.
+    pub fn bind(
+        &self,
+        key: &Arc<dyn LoadedKey>,
+        devices: &dyn Devices,
+        device: usize,
+        device_name: &str,
+        budget: Option<&Arc<MemoryBudget>>,
+    ) -> Result<Arc<dyn DeviceKey>, EngineError> {
+        let meta = &self.entry.meta;
+        let mut s = self.entry.lock();
+        loop {
+            let i = match s.placements.iter().position(|p| p.device == device) {
+                Some(i) => i,
+                None => {
+                    s.placements.push(DevicePlacement {
+                        device,
+                        binding: Binding::Unbound,
+                    });
+                    s.placements.len() - 1
+                }
+            };
+            match &s.placements[i].binding {
+                Binding::Bound { key, .. } => return Ok(Arc::clone(key)),
+                Binding::InProgress => s = self.entry.wait(s),
+                Binding::Unbound => {
+                    s.placements[i].binding = Binding::InProgress;
+                    break;
+                }
+            }
+        }
+        drop(s);
+        let bytes = devices.key_device_bytes(&meta.shape);
+        let bound = (|| {
+            let reservation = match budget {
+                Some(b) => Some(b.reserve_wait(bytes, BIND_MEMORY_WAIT).ok_or_else(|| {
+                    EngineError::Busy(format!(
+                        "no room for key {:?} ({bytes} bytes) in {}",
+                        meta.id,
+                        b.name()
+                    ))
+                })?),
+                None => None,
+            };
+            let started = Instant::now();
+            let b = catch_unwind(AssertUnwindSafe(|| key.bind(devices, device)))
+                .unwrap_or_else(|_| {
+                    Err(CoreError::Backend {
+                        backend: "engine",
+                        message: "internal error (panic) while binding".into(),
+                    })
+                })
+                .map_err(|e| EngineError::Bind {
+                    id: meta.id.clone(),
+                    device: device_name.to_string(),
+                    source: Arc::new(e),
+                })?;
+            tracing::info!(key = %meta.id, device = device_name, seconds = started.elapsed().as_secs_f64(), "key bound");
+            Ok((b, reservation))
+        })();
+        let mut s = self.entry.lock();
+        // Placements are never removed, so this is the one marked above.
+        let (binding, r) = match bound {
+            Ok((b, memory)) => (
+                Binding::Bound {
+                    key: Arc::clone(&b),
+                    _memory: memory,
+                },
+                Ok(b),
+            ),
+            Err(e) => (Binding::Unbound, Err(e)),
+        };
+        if r.is_ok() && s.residency == Residency::Binding {
+            s.residency = Residency::Hot;
+        }
+        if let Some(p) = s.placements.iter_mut().find(|p| p.device == device) {
+            p.binding = binding;
+        }
+        self.entry.changed.notify_all();
+        r
+    }
+}
+
+impl Drop for KeyLease {
+    fn drop(&mut self) {
+        let mut s = self.entry.lock();
+        s.refs -= 1;
+        s.last_used = Instant::now();
+        if s.refs == 0 && s.residency == Residency::Reserved {
+            // Admitted but never loaded (its partitions were cancelled): give the memory back.
+            s.residency = Residency::Cold;
+            s.reservation = None;
+        }
+        drop(s);
+        self.ctx.signal.notify();
+    }
+}

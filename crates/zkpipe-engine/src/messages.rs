@@ -1,0 +1,186 @@
+//! The messages stages pass each other, one per partition, over bounded priority queues:
+//!
+//! ```text
+//!   Queued ──admission──► Admitted ──reduce──► Reduced ──device──► Proved ──tail──► job
+//! ```
+//!
+//! Each carries exactly what the next stage needs and nothing optional. Every message
+//! holds its partition's [`Ticket`]: a ticket dropped without an outcome (a bug, a queue
+//! closed under it) fails its job instead of leaving it Running, unless the job was
+//! cancelled. Dropping a message gives everything it holds back (buffers, memory, the key).
+
+use crate::curves::{LoadedKey, PartitionData};
+use crate::error::EngineError;
+use crate::job::Job;
+use crate::keys::entry::KeyEntry;
+use crate::keys::lease::KeyLease;
+use crate::memory::Reservation;
+use crate::queue::Order;
+use crate::trace::PartitionTrace;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A partition's identity and bookkeeping (see the module doc).
+pub(crate) struct Ticket {
+    pub job: Arc<Job>,
+    pub index: usize,
+    pub order: Order,
+    pub trace: PartitionTrace,
+    /// When it entered the queue it is in (for wait spans).
+    pub queued_at: Instant,
+    /// The stage it is in or queued for, for a lost partition's error.
+    pub stage: &'static str,
+    settled: bool,
+    pending: Arc<AtomicUsize>,
+}
+
+impl Ticket {
+    /// A ticket for partition `index` of `job`, counted in `pending` until dropped.
+    pub fn new(job: Arc<Job>, index: usize, order: Order, pending: Arc<AtomicUsize>) -> Self {
+        let trace = PartitionTrace::new(job.id, index, job.key_id.clone(), job.submitted);
+        Self {
+            queued_at: job.submitted,
+            job,
+            index,
+            order,
+            trace,
+            stage: "admission",
+            settled: false,
+            pending,
+        }
+    }
+
+    /// Records the wait since it was queued as span `wait`, ending now; returns now.
+    pub fn end_wait(&mut self, wait: &'static str) -> Instant {
+        let now = Instant::now();
+        self.trace.span(wait, self.queued_at, now);
+        now
+    }
+
+    /// Marks it queued for `stage` from `at`.
+    pub fn queued_for(&mut self, stage: &'static str, at: Instant) {
+        self.stage = stage;
+        self.queued_at = at;
+    }
+
+    /// Whether its job was cancelled or failed (the partition is dropped).
+    pub fn is_cancelled(&self) -> bool {
+        self.job.is_cancelled()
+    }
+
+    /// Its outcome was delivered to the job (a proof or an error).
+    pub fn settle(&mut self) {
+        self.settled = true;
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.pending.fetch_sub(1, Ordering::AcqRel);
+        if !self.settled && !self.job.is_cancelled() {
+            let e = EngineError::Lost {
+                partition: self.index,
+                stage: self.stage,
+            };
+            let msg = format!("partition {}: {e}", self.index);
+            tracing::error!(job = self.job.id, "{msg}");
+            self.job.fail(msg);
+        }
+    }
+}
+
+/// Submitted, waiting for admission: the partition and its key's entry.
+pub(crate) struct Queued {
+    pub data: PartitionData,
+    pub entry: Arc<KeyEntry>,
+    pub ticket: Ticket,
+}
+
+/// Admitted: a lease on its key and its host memory reserved.
+pub(crate) struct Admitted {
+    pub data: PartitionData,
+    pub lease: KeyLease,
+    pub host: Reservation,
+    pub ticket: Ticket,
+}
+
+/// Reduced with a loaded key, queued for device `device`.
+pub(crate) struct Reduced {
+    pub data: PartitionData,
+    pub key: Arc<dyn LoadedKey>,
+    pub device: usize,
+    pub lease: KeyLease,
+    pub host: Reservation,
+    pub ticket: Ticket,
+}
+
+/// Through its device pass, queued for the tail.
+pub(crate) struct Proved {
+    pub data: PartitionData,
+    pub key: Arc<dyn LoadedKey>,
+    pub lease: KeyLease,
+    pub host: Reservation,
+    pub ticket: Ticket,
+}
+
+/// What every message says about itself, for cancellation and queue order.
+pub(crate) trait Message {
+    fn ticket(&self) -> &Ticket;
+}
+
+macro_rules! message {
+    ($($t:ty),*) => {$(
+        impl Message for $t {
+            fn ticket(&self) -> &Ticket {
+                &self.ticket
+            }
+        }
+    )*};
+}
+message!(Queued, Admitted, Reduced, Proved);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::{JobState, Priority};
+
+    fn ticket(job: &Arc<Job>, pending: &Arc<AtomicUsize>) -> Ticket {
+        pending.fetch_add(1, Ordering::AcqRel);
+        let order = Order {
+            priority: 0,
+            seq: 0,
+        };
+        Ticket::new(Arc::clone(job), 0, order, Arc::clone(pending))
+    }
+
+    /// A partition dropped without an outcome fails its job (never leaves it Running),
+    /// unless the job was cancelled; one whose outcome was delivered changes nothing.
+    #[test]
+    fn a_ticket_dropped_without_an_outcome_fails_its_job_unless_cancelled() {
+        let pending = Arc::new(AtomicUsize::new(0));
+        let job = Arc::new(Job::new(1, "k".into(), Priority::Normal, String::new(), 1));
+        let mut t = ticket(&job, &pending);
+        t.queued_for("device", Instant::now());
+        drop(t);
+        let s = job.snapshot();
+        assert_eq!(s.state, JobState::Failed);
+        assert_eq!(
+            s.error.as_deref(),
+            Some("partition 0: lost in the device stage (internal error)")
+        );
+        assert_eq!(pending.load(Ordering::Acquire), 0);
+
+        let job = Arc::new(Job::new(2, "k".into(), Priority::Normal, String::new(), 1));
+        job.cancel().unwrap();
+        drop(ticket(&job, &pending));
+        assert_eq!(job.snapshot().state, JobState::Cancelled);
+
+        let job = Arc::new(Job::new(3, "k".into(), Priority::Normal, String::new(), 2));
+        let mut t = ticket(&job, &pending);
+        t.settle();
+        drop(t);
+        assert_eq!(job.snapshot().state, JobState::Queued);
+        assert_eq!(pending.load(Ordering::Acquire), 0);
+    }
+}

@@ -1,0 +1,85 @@
+//! How a partition ends: its proof delivered to its job, or its job failed with the
+//! error, each counted in the metrics and recorded in the waterfall. Also the guard that
+//! turns a panic inside a stage's work into an error.
+
+use crate::error::EngineError;
+use crate::job::PartitionProof;
+use crate::messages::Ticket;
+use crate::metrics::Metrics;
+use crate::trace::Tracer;
+use std::sync::Arc;
+use std::time::Instant;
+use zkpipe_core::Error as CoreError;
+
+/// Where outcomes are reported; shared by every stage.
+pub(crate) struct Outcomes {
+    pub metrics: Arc<Metrics>,
+    pub tracer: Arc<Tracer>,
+}
+
+impl Outcomes {
+    /// Fails `ticket`'s job with `error` (the partition's resources go with its message).
+    pub fn fail(&self, ticket: &mut Ticket, error: EngineError) {
+        ticket.settle();
+        self.metrics
+            .proofs_failed
+            .with_label_values(&[error.kind()])
+            .inc();
+        let msg = format!("partition {}: {error}", ticket.index);
+        tracing::warn!(job = ticket.job.id, stage = ticket.stage, "{msg}");
+        ticket.job.fail(msg);
+        self.tracer.record(ticket.trace.clone());
+    }
+
+    /// Fails `ticket`'s job with a proving error from `stage`.
+    pub fn fail_proving(&self, ticket: &mut Ticket, stage: &'static str, e: CoreError) {
+        let partition = ticket.index;
+        self.fail(
+            ticket,
+            EngineError::Proving {
+                partition,
+                stage,
+                source: Arc::new(e),
+            },
+        );
+    }
+
+    /// Delivers the partition's proof, finished at `end`.
+    pub fn deliver(
+        &self,
+        ticket: &mut Ticket,
+        proof_json: String,
+        public_json: String,
+        end: Instant,
+    ) {
+        ticket.settle();
+        let timings = ticket.trace.timings(end);
+        self.metrics.observe(&timings);
+        self.metrics.proofs_completed.inc();
+        self.tracer.record(ticket.trace.clone());
+        ticket.job.partition_done(
+            ticket.index,
+            PartitionProof {
+                proof_json,
+                public_json,
+                timings,
+            },
+        );
+    }
+}
+
+/// Runs `f`, turning a panic into an error so that a bug fails one job instead of killing
+/// a stage worker (and leaving its jobs waiting forever).
+pub(crate) fn guarded<T>(f: impl FnOnce() -> Result<T, CoreError>) -> Result<T, CoreError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let what = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        Err(CoreError::Backend {
+            backend: "engine",
+            message: format!("internal error (panic): {what}"),
+        })
+    })
+}

@@ -1,0 +1,150 @@
+//! One partition's proof on curve `E`: its witness, its pooled buffers and its sums as
+//! they move through the three pipeline stages of `zkpipe_core::stages`. The engine holds
+//! it erased (`Box<dyn Any + Send>`, see [`crate::curves`]); dropping it gives every buffer
+//! back to the pool, whichever stage it is dropped in.
+
+use crate::buffers::BufferPool;
+use std::sync::Arc;
+use zkpipe_core::curve::field_to_decimal;
+use zkpipe_core::device::{BoundKey, PassInput};
+use zkpipe_core::msm::{DeviceSums, ScalarInt};
+use zkpipe_core::reduce::QapEvals;
+use zkpipe_core::stages::{device_stage, reduce_stage, tail_stage, ReduceOn};
+use zkpipe_core::{CompiledKey, Curve, Error as CoreError, Timings, Witness};
+use zkpipe_formats::json::to_json_bytes;
+
+/// The buffers and intermediate results of one partition of curve `E`.
+pub(crate) struct Part<E: Curve> {
+    witness: Witness<E::ScalarField>,
+    /// a, b, c after the reduce stage (empty where the device reduces, and once the
+    /// device stage has given them back).
+    evals: QapEvals<E::ScalarField>,
+    w: Vec<ScalarInt<E>>,
+    /// Set by the device stage.
+    sums: Option<DeviceSums<E>>,
+    t: Timings,
+    pool: Arc<BufferPool>,
+}
+
+impl<E: Curve> Part<E> {
+    pub fn new(witness: Witness<E::ScalarField>, pool: Arc<BufferPool>) -> Self {
+        Self {
+            witness,
+            evals: QapEvals::zeroed(0),
+            w: Vec::new(),
+            sums: None,
+            t: Timings::default(),
+            pool,
+        }
+    }
+
+    /// The reduce stage on the current rayon pool, into pooled buffers (a, b, c only
+    /// where the CPU computes them).
+    pub fn reduce(&mut self, key: &CompiledKey<E>, on: ReduceOn) -> Result<(), CoreError> {
+        if let ReduceOn::Cpu(_) = on {
+            let n = key.domain_size();
+            self.evals = QapEvals {
+                a: self.pool.take(n),
+                b: self.pool.take(n),
+                c: self.pool.take(n),
+            };
+        }
+        self.w = self.pool.take::<ScalarInt<E>>(key.n_vars);
+        reduce_stage(
+            key,
+            &self.witness,
+            &mut self.evals,
+            &mut self.w,
+            on,
+            &mut self.t,
+        )
+    }
+
+    /// The device stage of several partitions of `bound`'s key in one pass (called inside
+    /// the device's gate), results in order. The domain-sized buffers go back to the pool
+    /// as soon as the pass is done with them; a partition that fails (lengths that do not
+    /// fit the key) fails alone.
+    pub fn device(
+        parts: &mut [&mut Part<E>],
+        bound: &dyn BoundKey<E>,
+    ) -> Vec<Result<(), CoreError>> {
+        let n = bound.key().domain_size();
+        let mut hs: Vec<Vec<ScalarInt<E>>> = parts.iter().map(|p| p.pool.take(n)).collect();
+        let mut inputs: Vec<PassInput<'_, E>> = parts
+            .iter_mut()
+            .zip(&mut hs)
+            .map(|(p, h)| PassInput {
+                evals: &mut p.evals,
+                w: &p.w,
+                h,
+                t: &mut p.t,
+            })
+            .collect();
+        let sums = device_stage(bound, &mut inputs);
+        drop(inputs);
+        parts
+            .iter_mut()
+            .zip(hs)
+            .zip(sums)
+            .map(|((p, h), r)| {
+                give_evals(
+                    &p.pool,
+                    std::mem::replace(&mut p.evals, QapEvals::zeroed(0)),
+                );
+                p.pool.give(h);
+                p.sums = Some(r?);
+                Ok(())
+            })
+            .collect()
+    }
+
+    /// The tail stage on the current rayon pool: (proof.json, public.json).
+    pub fn tail(
+        &mut self,
+        key: &CompiledKey<E>,
+        self_check: bool,
+    ) -> Result<(String, String), CoreError> {
+        let sums = self.sums.ok_or_else(|| CoreError::Backend {
+            backend: "engine",
+            message: "tail stage before the device stage".into(),
+        })?;
+        let proof = tail_stage(
+            key,
+            &self.witness,
+            &self.w,
+            &sums,
+            self_check,
+            &mut rand::rngs::OsRng,
+            &mut self.t,
+        )?;
+        let public: Vec<String> = self
+            .witness
+            .public(key.n_public)
+            .iter()
+            .map(field_to_decimal)
+            .collect();
+        let s = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
+        Ok((
+            s(to_json_bytes(&proof.to_json())),
+            s(to_json_bytes(&public)),
+        ))
+    }
+}
+
+fn give_evals<F: Send + 'static>(pool: &BufferPool, e: QapEvals<F>) {
+    pool.give(e.a);
+    pool.give(e.b);
+    pool.give(e.c);
+}
+
+impl<E: Curve> Drop for Part<E> {
+    fn drop(&mut self) {
+        give_evals(
+            &self.pool,
+            std::mem::replace(&mut self.evals, QapEvals::zeroed(0)),
+        );
+        self.pool.give(std::mem::take(&mut self.w));
+        self.pool
+            .free_later(std::mem::take(&mut self.witness.values));
+    }
+}

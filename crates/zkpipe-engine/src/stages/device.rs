@@ -1,0 +1,211 @@
+//! The device stage: per device, a few workers queue for the device. A worker reserves
+//! the partition's device memory, enters the device's gate (which admits a few passes at
+//! once), binds the key to the device on first use, runs the device pass, and leaves the
+//! gate before handing the partition to the tail, so the next partition's device work
+//! overlaps this one's tail. Time with at least one pass inside is the device's busy time.
+//!
+//! Where the bound key's device batches proofs (its `batch_limit` above 1, capped by the
+//! engine's `device_batch`), the worker, once inside the gate, also takes queued
+//! partitions of the same loaded key and runs them all in one pass: several small proofs
+//! then share one batched MSM over the key's resident points, and the gate is entered
+//! once for the batch.
+
+use crate::curves::{DeviceKey, LoadedKey, PartitionData};
+use crate::devices::Device;
+use crate::error::EngineError;
+use crate::memory::Reservation;
+use crate::messages::{Proved, Reduced};
+use crate::outcome::{guarded, Outcomes};
+use crate::queue::PriorityQueue;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use zkpipe_core::{Devices, Error as CoreError};
+
+/// A partition taken for a device pass, with the device memory reserved for it.
+type Taken = (Reduced, Option<Reservation>);
+
+/// The device stage of one device: a few workers sharing the device's gate and pool.
+pub(crate) struct DeviceStage {
+    pub device: Arc<Device>,
+    /// The devices' kind: binds keys, sizes their memory.
+    pub kind: Arc<dyn Devices>,
+    /// Caps the bound key's batch limit (`None`: no cap).
+    pub batch_cap: Option<usize>,
+    pub output: Arc<PriorityQueue<Proved>>,
+    pub outcomes: Arc<Outcomes>,
+}
+
+impl DeviceStage {
+    /// One worker; runs until the device's queue is closed.
+    pub fn run(&self) {
+        let device = &*self.device;
+        while let Some(r) = device.queue.pop() {
+            if r.ticket.is_cancelled() {
+                continue;
+            }
+            let bytes = self.kind.partition_device_bytes(&r.lease.meta().shape);
+            let Some(device_mem) = self.reserve(&r, bytes) else {
+                continue;
+            };
+            let permit = device.gate.enter();
+            let start = Instant::now();
+            let key = Arc::clone(&r.key);
+            let bound = r.lease.bind(
+                &key,
+                &*self.kind,
+                device.index,
+                &device.info.name,
+                device.budget.as_ref(),
+            );
+            let mut batch: Vec<Taken> = vec![(r, device_mem)];
+            if let Ok(b) = &bound {
+                let limit = self.batch_limit(&**b);
+                if limit > 1 {
+                    batch.extend(self.take_more(&key, bytes, limit - 1));
+                }
+            }
+            let results: Vec<Result<(), EngineError>> = match &bound {
+                Ok(b) => {
+                    self.outcomes
+                        .metrics
+                        .device_batch_size
+                        .with_label_values(&[device.info.name.as_str()])
+                        .observe(batch.len() as f64);
+                    self.pass(&mut batch, &**b)
+                }
+                Err(e) => batch.iter().map(|_| Err(e.clone())).collect(),
+            };
+            let end = Instant::now();
+            drop(permit);
+            let (reduced, device_mem): (Vec<Reduced>, Vec<Option<Reservation>>) =
+                batch.into_iter().unzip();
+            drop(device_mem);
+            for (r, result) in reduced.into_iter().zip(results) {
+                self.finish(r, result, start, end);
+            }
+        }
+    }
+
+    /// Device memory for `r`'s pass, if the device has a budget: waits for room, giving
+    /// up (`None`) if the job is cancelled or the queue closed meanwhile.
+    fn reserve(&self, r: &Reduced, bytes: u64) -> Option<Option<Reservation>> {
+        let Some(b) = &self.device.budget else {
+            return Some(None);
+        };
+        loop {
+            if let Some(res) = b.reserve_wait(bytes, Duration::from_millis(200)) {
+                return Some(Some(res));
+            }
+            if r.ticket.is_cancelled() || self.device.queue.is_closed() {
+                return None;
+            }
+        }
+    }
+
+    /// Partitions of `bound`'s key one pass may take: the device's limit, capped by the
+    /// engine's `device_batch`. A device that panics here gets no batches.
+    fn batch_limit(&self, bound: &dyn DeviceKey) -> usize {
+        let limit = guarded(|| Ok(bound.caps().batch_limit)).unwrap_or(1);
+        self.batch_cap.map_or(limit, |cap| limit.min(cap))
+    }
+
+    /// Up to `max` more queued partitions of the same loaded key, best first, each with
+    /// its `bytes` of device memory reserved without waiting: where the budget has no room
+    /// for one more, the batch is smaller, so a worker never waits for memory while it
+    /// holds the gate and its batch's reservations. Cancelled partitions are left for
+    /// `pop` to drop.
+    fn take_more(&self, key: &Arc<dyn LoadedKey>, bytes: u64, max: usize) -> Vec<Taken> {
+        let device = &*self.device;
+        let mut full = false;
+        let mut taken = device.queue.take_matching(max, |r| {
+            let same = r.device == device.index && Arc::ptr_eq(&r.key, key);
+            if full || !same || r.ticket.is_cancelled() {
+                return None;
+            }
+            match &device.budget {
+                Some(b) => {
+                    let res = b.try_reserve(bytes);
+                    full = res.is_none();
+                    res.map(Some)
+                }
+                None => Some(None),
+            }
+        });
+        // A job cancelled since: its partitions go now, as they would from `pop`.
+        taken.retain(|(r, _)| !r.ticket.is_cancelled());
+        taken
+    }
+
+    /// The device pass of `batch` on the device's pool, results in order.
+    fn pass(&self, batch: &mut [Taken], bound: &dyn DeviceKey) -> Vec<Result<(), EngineError>> {
+        let indices: Vec<usize> = batch.iter().map(|(r, _)| r.ticket.index).collect();
+        let mut data: Vec<&mut PartitionData> =
+            batch.iter_mut().map(|(r, _)| &mut r.data).collect();
+        let failed = |partition: usize, e: CoreError| EngineError::Proving {
+            partition,
+            stage: "device",
+            source: Arc::new(e),
+        };
+        match self
+            .device
+            .pool
+            .install(|| guarded(|| Ok(bound.pass(&mut data))))
+        {
+            Ok(results) => results
+                .into_iter()
+                .zip(&indices)
+                .map(|(r, &i)| r.map_err(|e| failed(i, e)))
+                .collect(),
+            // A panic inside the pass leaves no partition's result to trust.
+            Err(e) => {
+                let e = Arc::new(e);
+                indices
+                    .iter()
+                    .map(|&partition| {
+                        Err(EngineError::Proving {
+                            partition,
+                            stage: "device",
+                            source: Arc::clone(&e),
+                        })
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// Records the pass in `r`'s waterfall and passes it to the tail, or fails its job.
+    fn finish(&self, r: Reduced, result: Result<(), EngineError>, start: Instant, end: Instant) {
+        let Reduced {
+            data,
+            key,
+            lease,
+            host,
+            mut ticket,
+            ..
+        } = r;
+        self.outcomes.tracer.device_span(
+            self.device.index,
+            ticket.job.id,
+            ticket.index,
+            start,
+            end,
+        );
+        ticket.trace.span("device_wait", ticket.queued_at, start);
+        ticket.trace.span("device", start, end);
+        if let Err(e) = result {
+            self.outcomes.fail(&mut ticket, e);
+            return;
+        }
+        ticket.queued_for("tail", end);
+        let order = ticket.order;
+        let proved = Proved {
+            data,
+            key,
+            lease,
+            host,
+            ticket,
+        };
+        // A closed queue drops it: the engine is shutting down and its job was cancelled.
+        let _ = self.output.push(order, proved);
+    }
+}

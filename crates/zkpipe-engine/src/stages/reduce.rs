@@ -1,0 +1,94 @@
+//! The reduce stage: each worker takes the highest-priority admitted partition, makes sure
+//! its key is loaded (the first partition of a cold key loads it, on this stage's pool),
+//! computes a, b, c on the stage's pool (or, where the device computes them, only turns
+//! the witness into MSM scalars), places it on one of its key's devices and queues it there.
+
+use crate::devices::Device;
+use crate::messages::{Admitted, Reduced};
+use crate::outcome::{guarded, Outcomes};
+use crate::queue::PriorityQueue;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+use zkpipe_core::reduce::RowSchedule;
+use zkpipe_core::stages::ReduceOn;
+use zkpipe_core::Devices;
+
+/// The reduce stage: a few workers sharing one rayon pool.
+pub(crate) struct Reduce {
+    pub input: Arc<PriorityQueue<Admitted>>,
+    pub devices: Arc<[Arc<Device>]>,
+    /// The devices' kind: its capabilities decide where a, b, c are computed, its sizes
+    /// where a key fits.
+    pub kind: Arc<dyn Devices>,
+    pub pool: Arc<rayon::ThreadPool>,
+    /// How rows are spread over the pool's threads.
+    pub schedule: RowSchedule,
+    /// Most devices one key is placed on.
+    pub max_devices: usize,
+    pub outcomes: Arc<Outcomes>,
+}
+
+impl Reduce {
+    /// One worker; runs until its input queue is closed.
+    pub fn run(&self) {
+        while let Some(a) = self.input.pop() {
+            let Admitted {
+                mut data,
+                lease,
+                host,
+                mut ticket,
+            } = a;
+            if ticket.is_cancelled() {
+                continue;
+            }
+            let start = ticket.end_wait("reduce_wait");
+            let key = match lease.get(&self.pool) {
+                Ok(k) => k,
+                Err(e) => {
+                    self.outcomes.fail(&mut ticket, e);
+                    continue;
+                }
+            };
+            let loaded = Instant::now();
+            ticket.trace.span("key_load", start, loaded);
+            let shape = &lease.meta().shape;
+            let on = ReduceOn::for_caps(self.kind.caps(shape), self.schedule);
+            let r = self.pool.install(|| guarded(|| key.reduce(&mut data, on)));
+            let end = Instant::now();
+            ticket.trace.span("reduce", loaded, end);
+            if let Err(e) = r {
+                self.outcomes.fail_proving(&mut ticket, "reduce", e);
+                continue;
+            }
+            let bytes = self.kind.key_device_bytes(shape) + self.kind.partition_device_bytes(shape);
+            let loads: Vec<_> = self.devices.iter().map(|d| d.load(bytes)).collect();
+            let (device, new) = lease.place(&loads, self.max_devices);
+            let Some(d) = self.devices.get(device) else {
+                let partition = ticket.index;
+                let lost = crate::error::EngineError::Lost {
+                    partition,
+                    stage: "reduce",
+                };
+                self.outcomes.fail(&mut ticket, lost);
+                continue;
+            };
+            if new {
+                d.keys.fetch_add(1, Ordering::Relaxed);
+            }
+            ticket.queued_for("device", end);
+            let order = ticket.order;
+            let reduced = Reduced {
+                data,
+                key,
+                device,
+                lease,
+                host,
+                ticket,
+            };
+            if d.queue.push(order, reduced).is_err() {
+                return;
+            }
+        }
+    }
+}

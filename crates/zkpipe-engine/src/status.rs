@@ -1,0 +1,173 @@
+//! The engine's state at one moment, as `status()` and the metrics exposition report it.
+//! Gathering it takes each lock only to copy a value: it never waits for a load, an
+//! upload or a device pass.
+
+use crate::buffers::{BufferPool, PoolStats};
+use crate::devices::Device;
+use crate::engine::Engine;
+use crate::job::JobSnapshot;
+use crate::keys::{KeyStatus, Residency};
+use crate::metrics::Metrics;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// Queue lengths now.
+#[derive(Debug, Clone, Default)]
+pub struct QueueDepths {
+    /// Waiting for admission.
+    pub admission: usize,
+    /// Admitted, waiting for a reduce worker.
+    pub reduce: usize,
+    /// Waiting for each device.
+    pub device: Vec<usize>,
+    /// Waiting for a tail worker.
+    pub tail: usize,
+}
+
+/// A device as status reports it.
+#[derive(Debug, Clone)]
+pub struct DeviceStatus {
+    /// Its name.
+    pub name: String,
+    /// Its memory, if it has its own.
+    pub memory_total: Option<u64>,
+    /// Device bytes reserved now.
+    pub memory_reserved: u64,
+    /// Fraction of wall time its lock was held since start.
+    pub busy_fraction: f64,
+    /// Keys placed on it.
+    pub keys: usize,
+}
+
+impl DeviceStatus {
+    pub(crate) fn of(d: &Device) -> Self {
+        Self {
+            name: d.info.name.clone(),
+            memory_total: d.budget.as_ref().map(|b| b.limit()),
+            memory_reserved: d.memory_reserved(),
+            busy_fraction: d.busy_fraction(),
+            keys: d.keys.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The engine's state at one moment.
+#[derive(Debug, Clone)]
+pub struct EngineStatus {
+    /// Queue lengths.
+    pub queues: QueueDepths,
+    /// Jobs known (active and recently finished), newest first.
+    pub jobs: Vec<JobSnapshot>,
+    /// Every key in the key directory.
+    pub keys: Vec<KeyStatus>,
+    /// Every device.
+    pub devices: Vec<DeviceStatus>,
+    /// Host bytes reserved.
+    pub memory_used: u64,
+    /// Host-memory budget.
+    pub memory_limit: u64,
+    /// Buffer pool counters.
+    pub pool: PoolStats,
+    /// Partitions accepted and not finished.
+    pub pending_partitions: usize,
+    /// Time since start.
+    pub uptime: Duration,
+}
+
+impl Engine {
+    /// The state of queues, jobs, keys, devices and memory.
+    pub fn status(&self) -> EngineStatus {
+        let i = &*self.inner;
+        EngineStatus {
+            queues: self.queue_depths(),
+            jobs: i.jobs.snapshots(),
+            keys: i.keys.status(),
+            devices: i.devices.iter().map(|d| DeviceStatus::of(d)).collect(),
+            memory_used: i.budget.used(),
+            memory_limit: i.budget.limit(),
+            pool: i.buffers.stats(),
+            pending_partitions: i.jobs.pending(),
+            uptime: i.started.elapsed(),
+        }
+    }
+
+    fn queue_depths(&self) -> QueueDepths {
+        let i = &*self.inner;
+        QueueDepths {
+            admission: i.admission.len(),
+            reduce: i.reduce.len(),
+            device: i.devices.iter().map(|d| d.queue.len()).collect(),
+            tail: i.tail.len(),
+        }
+    }
+
+    /// Prometheus text exposition of the engine's metrics.
+    pub fn metrics_text(&self) -> String {
+        let i = &*self.inner;
+        let keys = i.keys.status();
+        let q = self.queue_depths();
+        let m = &i.outcomes.metrics;
+        metrics_text(m, &q, &i.devices, &keys, i.budget.used(), &i.buffers)
+    }
+
+    /// The waterfall of recent partitions as Chrome-trace JSON (Perfetto opens it).
+    pub fn trace_json(&self) -> String {
+        self.inner.outcomes.tracer.chrome_json()
+    }
+
+    /// Forgets the recorded waterfalls (e.g. between benchmark runs).
+    pub fn clear_trace(&self) {
+        self.inner.outcomes.tracer.clear()
+    }
+}
+
+/// Sets the gauges that are read, not counted, from the engine's state now, and returns
+/// the Prometheus text exposition.
+pub(crate) fn metrics_text(
+    m: &Metrics,
+    q: &QueueDepths,
+    devices: &[std::sync::Arc<Device>],
+    keys: &[KeyStatus],
+    memory_used: u64,
+    pool: &BufferPool,
+) -> String {
+    for (queue, depth) in [
+        ("admission", q.admission),
+        ("reduce", q.reduce),
+        ("device", q.device.iter().sum()),
+        ("tail", q.tail),
+    ] {
+        m.queue_depth.with_label_values(&[queue]).set(depth as i64);
+    }
+    for d in devices {
+        let name = d.info.name.as_str();
+        m.device_busy_fraction
+            .with_label_values(&[name])
+            .set(d.busy_fraction());
+        m.device_busy_seconds
+            .with_label_values(&[name])
+            .set(d.busy_seconds());
+        m.device_memory_reserved
+            .with_label_values(&[name])
+            .set(d.memory_reserved() as i64);
+    }
+    m.memory_reserved.set(memory_used as i64);
+    let hot = keys
+        .iter()
+        .filter(|k| k.residency == Residency::Hot)
+        .count();
+    m.keys_resident.set(hot as i64);
+    let p = pool.stats();
+    m.pool_bytes.set(p.pooled_bytes as i64);
+    for (what, n) in [
+        ("recycled", p.recycled),
+        ("allocated", p.allocated),
+        ("freed", p.freed),
+    ] {
+        m.pool_buffers.with_label_values(&[what]).set(n as i64);
+    }
+    if let Some(rss) = crate::config::peak_rss() {
+        m.peak_rss.set(rss as i64);
+    }
+    m.text()
+}

@@ -1,0 +1,232 @@
+//! Submission: a request is checked whole (key, sizes, every witness parsed and matched
+//! to the key) before anything is queued, so a bad request fails at once and leaves
+//! nothing behind; then its job is registered and its partitions queued for admission.
+
+use crate::buffers::BufferPool;
+use crate::curves::curve;
+use crate::devices::Device;
+use crate::error::EngineError;
+use crate::job::{JobId, Priority};
+use crate::jobs::{JobTable, Registered};
+use crate::keys::store::KeyStore;
+use crate::memory::{MemoryBudget, Signal};
+use crate::messages::{Queued, Ticket};
+use crate::metrics::Metrics;
+use crate::queue::{Order, PriorityQueue};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use zkpipe_core::Devices;
+use zkpipe_formats::wtns::Wtns;
+
+/// A request to prove one or more witnesses (partitions) with one key. `W` holds one
+/// witness file's bytes: `Vec<u8>`, or whatever the caller received them in (the daemon's
+/// `Bytes`, slices of one gRPC message), so that they need not be copied to submit.
+#[derive(Debug, Clone, Default)]
+pub struct SubmitRequest<W = Vec<u8>> {
+    /// The key id (file stem in the key directory).
+    pub key_id: String,
+    /// One `.wtns` file's bytes per partition.
+    pub witnesses: Vec<W>,
+    /// Scheduling priority.
+    pub priority: Priority,
+    /// The caller's id for idempotency: a second submit with the same id returns the
+    /// first job. Empty: none.
+    pub request_id: String,
+}
+
+/// What submit returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Submitted {
+    /// The job id.
+    pub job_id: JobId,
+    /// True if the request id was seen before and this is that earlier job.
+    pub existing: bool,
+}
+
+/// Checks and queues requests (see the module doc).
+pub(crate) struct Submission {
+    pub keys: Arc<KeyStore>,
+    pub budget: Arc<MemoryBudget>,
+    pub devices: Arc<[Arc<Device>]>,
+    pub kind: Arc<dyn Devices>,
+    pub buffers: Arc<BufferPool>,
+    pub jobs: Arc<JobTable>,
+    pub admission: Arc<PriorityQueue<Queued>>,
+    pub signal: Arc<Signal>,
+    pub metrics: Arc<Metrics>,
+    pub max_partitions_per_job: usize,
+    pub max_pending_partitions: usize,
+    next_seq: AtomicU64,
+}
+
+impl Submission {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        keys: Arc<KeyStore>,
+        budget: Arc<MemoryBudget>,
+        devices: Arc<[Arc<Device>]>,
+        kind: Arc<dyn Devices>,
+        buffers: Arc<BufferPool>,
+        jobs: Arc<JobTable>,
+        admission: Arc<PriorityQueue<Queued>>,
+        signal: Arc<Signal>,
+        metrics: Arc<Metrics>,
+        limits: (usize, usize),
+    ) -> Self {
+        Self {
+            keys,
+            budget,
+            devices,
+            kind,
+            buffers,
+            jobs,
+            admission,
+            signal,
+            metrics,
+            max_partitions_per_job: limits.0,
+            max_pending_partitions: limits.1,
+            next_seq: AtomicU64::new(0),
+        }
+    }
+
+    /// Validates and queues a job; counts a refusal in the metrics.
+    pub fn submit<W: AsRef<[u8]>>(&self, req: SubmitRequest<W>) -> Result<Submitted, EngineError> {
+        let r = self.submit_checked(req);
+        if let Err(e) = &r {
+            self.metrics.rejected.with_label_values(&[e.kind()]).inc();
+        }
+        r
+    }
+
+    fn submit_checked<W: AsRef<[u8]>>(
+        &self,
+        req: SubmitRequest<W>,
+    ) -> Result<Submitted, EngineError> {
+        if self.admission.is_closed() {
+            return Err(EngineError::ShuttingDown);
+        }
+        if let Some(id) = self.jobs.by_request(&req.request_id) {
+            return Ok(Submitted {
+                job_id: id,
+                existing: true,
+            });
+        }
+        let n = req.witnesses.len();
+        if n == 0 {
+            return Err(EngineError::InvalidRequest(
+                "a job needs at least one witness".into(),
+            ));
+        }
+        if n > self.max_partitions_per_job {
+            return Err(EngineError::InvalidRequest(format!(
+                "{n} partitions, at most {} per job",
+                self.max_partitions_per_job
+            )));
+        }
+        let entry = self.keys.resolve(&req.key_id)?;
+        self.check_fits(&entry.meta)?;
+        let meta = &entry.meta;
+        let kind = curve(meta.shape.curve);
+        let mut data = Vec::with_capacity(n);
+        for (i, bytes) in req.witnesses.iter().enumerate() {
+            let malformed = |message: String| EngineError::MalformedWitness {
+                partition: i,
+                message,
+            };
+            let wtns = Wtns::parse(bytes.as_ref()).map_err(|e| malformed(e.to_string()))?;
+            if wtns.curve != meta.shape.curve {
+                return Err(EngineError::WrongCurve {
+                    partition: i,
+                    key: meta.id.clone(),
+                    found: wtns.curve,
+                    expected: meta.shape.curve,
+                });
+            }
+            if wtns.n_witness as usize != meta.shape.n_vars {
+                return Err(EngineError::WitnessMismatch {
+                    partition: i,
+                    key: meta.id.clone(),
+                    expected: meta.shape.n_vars,
+                    found: wtns.n_witness as usize,
+                });
+            }
+            let part = kind
+                .partition(&wtns, Arc::clone(&self.buffers))
+                .map_err(|e| malformed(e.to_string()))?;
+            data.push(part);
+        }
+        let job = match self.jobs.register(
+            &meta.id,
+            req.priority,
+            &req.request_id,
+            n,
+            self.max_pending_partitions,
+        )? {
+            Registered::Existing(id) => {
+                return Ok(Submitted {
+                    job_id: id,
+                    existing: true,
+                })
+            }
+            Registered::New(job) => job,
+        };
+        self.metrics.jobs_submitted.inc();
+        for (index, data) in data.into_iter().enumerate() {
+            let order = Order {
+                priority: req.priority as u8,
+                seq: self.next_seq.fetch_add(1, Ordering::Relaxed),
+            };
+            let ticket = Ticket::new(
+                Arc::clone(&job),
+                index,
+                order,
+                Arc::clone(&self.jobs.pending),
+            );
+            let queued = Queued {
+                data,
+                entry: Arc::clone(&entry),
+                ticket,
+            };
+            // The admission queue is unbounded; it refuses only once the engine is
+            // shutting down, which cancelled this job already.
+            let _ = self.admission.push(order, queued);
+        }
+        self.signal.notify();
+        tracing::info!(job = job.id, key = %meta.id, partitions = n, "job accepted");
+        Ok(Submitted {
+            job_id: job.id,
+            existing: false,
+        })
+    }
+
+    /// Refuses a key that, with one partition, could never fit a memory budget.
+    fn check_fits(&self, meta: &crate::keys::KeyMeta) -> Result<(), EngineError> {
+        let needed = meta.host_bytes + meta.partition_bytes;
+        if !self.budget.could_ever_fit(needed) {
+            return Err(EngineError::TooLarge {
+                what: format!(
+                    "key {:?} ({} bytes) plus one partition ({} bytes)",
+                    meta.id, meta.host_bytes, meta.partition_bytes
+                ),
+                needed,
+                budget: self.budget.name().into(),
+                limit: self.budget.limit(),
+            });
+        }
+        let device_bytes =
+            self.kind.key_device_bytes(&meta.shape) + self.kind.partition_device_bytes(&meta.shape);
+        for d in self.devices.iter() {
+            if let Some(b) = &d.budget {
+                if !b.could_ever_fit(device_bytes) {
+                    return Err(EngineError::TooLarge {
+                        what: format!("key {:?} on device {}", meta.id, d.info.name),
+                        needed: device_bytes,
+                        budget: b.name().into(),
+                        limit: b.limit(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
