@@ -1,4 +1,4 @@
-//! Stage 4, assemble: add the key's α, β, δ terms with fresh randomness r, s, exactly as
+//! Step 4, assemble: add the key's α, β, δ terms with fresh randomness r, s, exactly as
 //! snarkjs does:
 //!
 //! ```text

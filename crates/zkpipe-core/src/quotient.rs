@@ -1,4 +1,4 @@
-//! Stage 2, quotient: a, b, c are interpolated on the domain and evaluated on the odd coset
+//! Step 2, quotient: a, b, c are interpolated on the domain and evaluated on the odd coset
 //! (the odd powers of a 2n-th root of unity), where h = a·b − c.
 //!
 //! snarkjs's H points are Lagrange points of that coset scaled by Z(τ)/δ, where

@@ -1,4 +1,4 @@
-//! Stage 1, reduce: the witness through the constraint matrices, a = A·w, b = B·w,
+//! Step 1, reduce: the witness through the constraint matrices, a = A·w, b = B·w,
 //! c = a∘b, evaluated at every row of the domain.
 //!
 //! Rows are inhomogeneous (a Poseidon round next to a one-term copy), so rows are handed

@@ -37,13 +37,13 @@ pub struct EngineConfig {
     /// Device stage, per device: workers queue for the device's gate; `threads` sizes the
     /// device's pool when the device is the CPU. Default: 2 workers, all cores.
     pub device: StageConfig,
-    /// Partitions whose device pass runs on one device at once. Default: what the backend
-    /// factory asks for (1 for the CPU, 2 for a GPU). Give the device stage more workers
+    /// Partitions whose device pass runs on one device at once. Default: what the devices
+    /// ask for (`Devices::passes_per_device`: 1 for the CPU, 2 for a GPU). Give the device stage more workers
     /// than this, so a partition is ready when a pass ends.
     pub device_passes: Option<usize>,
     /// Most partitions of one key that share one device pass (a batch, gathered from the
     /// device's queue, which holds at least a full batch whatever `queue_depth` says): the
-    /// backend's `batch_limit` for the key, capped by this. `Some(1)` turns batching off.
+    /// bound key's `Caps::batch_limit`, capped by this. `Some(1)` turns batching off.
     /// Default: no cap.
     pub device_batch: Option<usize>,
     /// Tail stage (G2 MSM on CPU, assemble, self-check, serialize). Default: 2 workers,

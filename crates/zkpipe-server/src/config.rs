@@ -343,7 +343,7 @@ mod tests {
         assert_eq!(c.engine.device_passes, Some(3));
         assert_eq!(c.engine.key_max_devices, 2);
         let d = cfg("").unwrap();
-        assert_eq!(d.engine.device_passes, None, "the backend factory decides");
+        assert_eq!(d.engine.device_passes, None, "the devices decide");
         assert!(cfg("[device]\npasses = 0").unwrap_err().contains("passes"));
         assert!(cfg("[keys]\nmax_devices = 0")
             .unwrap_err()
