@@ -15,7 +15,7 @@ use crate::job::Job;
 use crate::keys::entry::KeyEntry;
 use crate::keys::lease::KeyLease;
 use crate::memory::Reservation;
-use crate::queue::Order;
+use crate::queue::{Order, PriorityQueue};
 use crate::trace::PartitionTrace;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -127,6 +127,13 @@ pub(crate) struct Proved {
 /// What every message says about itself, for cancellation and queue order.
 pub(crate) trait Message {
     fn ticket(&self) -> &Ticket;
+}
+
+/// Queues `m` on `queue` in its ticket's order (waiting while the queue is full); gives
+/// it back if the queue is closed.
+pub(crate) fn send<M: Message>(queue: &PriorityQueue<M>, m: M) -> Result<(), M> {
+    let order = m.ticket().order;
+    queue.push(order, m)
 }
 
 macro_rules! message {

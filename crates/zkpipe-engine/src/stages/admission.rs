@@ -7,7 +7,7 @@
 
 use crate::keys::store::KeyStore;
 use crate::memory::Signal;
-use crate::messages::{Admitted, Queued};
+use crate::messages::{send, Admitted, Queued};
 use crate::outcome::Outcomes;
 use crate::queue::PriorityQueue;
 use std::sync::Arc;
@@ -69,14 +69,13 @@ impl Admission {
                     let now = ticket.end_wait("queued");
                     ticket.queued_for("reduce", now);
                     ticket.job.mark_running();
-                    let order = ticket.order;
                     let admitted = Admitted {
                         data,
                         lease,
                         host,
                         ticket,
                     };
-                    if self.output.push(order, admitted).is_err() {
+                    if send(&self.output, admitted).is_err() {
                         return;
                     }
                 }

@@ -14,7 +14,7 @@ use crate::curves::{DeviceKey, LoadedKey, PartitionData};
 use crate::devices::Device;
 use crate::error::EngineError;
 use crate::memory::Reservation;
-use crate::messages::{Proved, Reduced};
+use crate::messages::{send, Proved, Reduced};
 use crate::outcome::{guarded, Outcomes};
 use crate::queue::PriorityQueue;
 use std::sync::Arc;
@@ -197,7 +197,6 @@ impl DeviceStage {
             return;
         }
         ticket.queued_for("tail", end);
-        let order = ticket.order;
         let proved = Proved {
             data,
             key,
@@ -206,6 +205,6 @@ impl DeviceStage {
             ticket,
         };
         // A closed queue drops it: the engine is shutting down and its job was cancelled.
-        let _ = self.output.push(order, proved);
+        let _ = send(&self.output, proved);
     }
 }

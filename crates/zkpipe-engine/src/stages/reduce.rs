@@ -4,7 +4,7 @@
 //! the witness into MSM scalars), places it on one of its key's devices and queues it there.
 
 use crate::devices::Device;
-use crate::messages::{Admitted, Reduced};
+use crate::messages::{send, Admitted, Reduced};
 use crate::outcome::{guarded, Outcomes};
 use crate::queue::PriorityQueue;
 use std::sync::atomic::Ordering;
@@ -77,7 +77,6 @@ impl Reduce {
                 d.keys.fetch_add(1, Ordering::Relaxed);
             }
             ticket.queued_for("device", end);
-            let order = ticket.order;
             let reduced = Reduced {
                 data,
                 key,
@@ -86,7 +85,7 @@ impl Reduce {
                 host,
                 ticket,
             };
-            if d.queue.push(order, reduced).is_err() {
+            if send(&d.queue, reduced).is_err() {
                 return;
             }
         }
