@@ -58,8 +58,9 @@ fn block_subset_sums<C: SWCurveConfig>(
     let groups = rayon::current_num_threads().clamp(1, points.len().max(1));
     let nbs: Vec<usize> = blocks.iter().map(|&(_, k)| (1usize << k) - 1).collect();
     // Bucket v − 1 holds the points with code v ≠ 0, per group of points and block.
-    let per_group =
-        crate::msm::pippenger::grouped_bucket_sums(points, groups, &nbs, |b, i| blocks[b].0[i] as i64);
+    let per_group = crate::msm::pippenger::grouped_bucket_sums(points, groups, &nbs, |b, i| {
+        blocks[b].0[i] as i64
+    });
     blocks
         .iter()
         .enumerate()

@@ -153,7 +153,10 @@ fn bench_with<E: Curve + GpuCurve>(a: &Args, zkey: &ZkeyFile) -> Result<()> {
         if backend.name() == "cuda" {
             format!(" (key upload {upload:.1} ms)")
         } else {
-            format!(" (MSM additions: {})", zkpipe_core::msm::pippenger::cpu_adder())
+            format!(
+                " (MSM additions: {})",
+                zkpipe_core::msm::pippenger::cpu_adder()
+            )
         }
     );
     let backend = backend.as_ref();
