@@ -1,14 +1,20 @@
 //! Step 3, msm: the five sums a Groth16 proof needs, and the CPU's algorithm for them.
 //! A device computes them in its pass ([`crate::device::BoundKey::pass`]); the CPU's
-//! batch-affine Pippenger is in [`pippenger`], its lane adders beside it.
+//! batch-affine Pippenger is in [`pippenger`] (its parts in the private modules beside
+//! it, re-exported there: plan, adder, dispatch, tree, buckets, and the IFMA lanes).
 
 use crate::curve::Curve;
 use ark_ff::PrimeField;
 use rayon::prelude::*;
 
+mod adder;
+mod buckets;
+mod dispatch;
 #[cfg(target_arch = "x86_64")]
 mod ifma;
 pub mod pippenger;
+mod plan;
+mod tree;
 
 /// Scalars as the MSM wants them: standard-form integers.
 pub type ScalarInt<E> = <<E as ark_ec::pairing::Pairing>::ScalarField as PrimeField>::BigInt;
