@@ -4,8 +4,10 @@
 #
 #   scripts/gpu-check.sh OUT_DIR [BIN_DIR=target/cuda/release] [SIZES="16 20 22"] [MAX_LOG=22]
 #
-# 1. zkpipe-gpu-check: G1 and G2 MSMs and the quotient NTTs against the CPU, bit for bit,
-#    on random inputs of 2^10..2^MAX_LOG with edge cases, then their timings.
+# 1. zkpipe-gpu-check: G1 and G2 MSMs, the batched MSM, the quotient NTTs and the GPU
+#    reduce against the CPU, bit for bit, on random inputs of 2^10..2^MAX_LOG with edge
+#    cases, then their timings; and dev keys bound through CudaDevices (CudaBound) against
+#    the CPU's CpuBound, verb by verb and pass by pass, with proofs self-checked.
 # 2. Every bundled fixture proved with --backend cuda, and the proof verified by
 #    `zkpipe verify` against snarkjs's own verification_key.json.
 # 3. Dev keys (synth + setup --dev) of 2^SIZE constraints: proved on the GPU, verified

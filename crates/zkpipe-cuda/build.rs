@@ -1,10 +1,26 @@
 //! Compiles the CUDA shims with nvcc, only with feature `cuda`.
-//! Each curve is its own translation unit: sppark's Pippenger template instantiated for
-//! two curves in one unit collides on its `sort` kernel. `host.cu` holds the
+//! Each curve is its own translation unit (`bn254.cu`, `bls12_381.cu`, each including
+//! `msm.cuh`, `quotient.cuh` and `reduce.cuh`): sppark's Pippenger template instantiated
+//! for two curves in one unit collides on its `sort` kernel. `host.cu` holds the
 //! curve-independent runtime calls (devices, memory, pinned buffers).
 
+/// Every file the shims are built from (`cuda/coop_probe.cu` is a standalone probe).
+const SOURCES: [&str; 9] = [
+    "cuda/bn254.cu",
+    "cuda/bls12_381.cu",
+    "cuda/host.cu",
+    "cuda/common.cuh",
+    "cuda/msm.cuh",
+    "cuda/batch_msm.cuh",
+    "cuda/quotient.cuh",
+    "cuda/reduce.cuh",
+    "build.rs",
+];
+
 fn main() {
-    println!("cargo:rerun-if-changed=cuda");
+    for file in SOURCES {
+        println!("cargo:rerun-if-changed={file}");
+    }
     println!("cargo:rerun-if-env-changed=NVCC");
     println!("cargo:rerun-if-env-changed=CUDA_LIB_DIR");
     if std::env::var_os("CARGO_FEATURE_CUDA").is_none() {

@@ -1,4 +1,5 @@
-// bls12_381 on sppark: G1 and G2 MSMs, quotient NTTs (see zkpipe.cuh).
+// bls12_381 on sppark: G1 and G2 MSMs, quotient NTTs and the reduce
+// (msm.cuh, quotient.cuh, reduce.cuh; common.cuh says what they need defined).
 #include <cuda.h>
 #define FEATURE_BLS12_381
 #include <ff/bls12-381.hpp>
@@ -24,4 +25,6 @@ typedef fr_t scalar_t;
 #define CT_launcher zkp_ct_launcher_bls12_381
 #define GS_launcher zkp_gs_launcher_bls12_381
 #define CURVE bls12_381
-#include "zkpipe.cuh"
+#include "msm.cuh"
+#include "quotient.cuh"
+#include "reduce.cuh"

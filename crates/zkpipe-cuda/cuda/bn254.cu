@@ -1,4 +1,5 @@
-// bn254 on sppark: G1 and G2 MSMs, quotient NTTs (see zkpipe.cuh).
+// bn254 on sppark: G1 and G2 MSMs, quotient NTTs and the reduce
+// (msm.cuh, quotient.cuh, reduce.cuh; common.cuh says what they need defined).
 #include <cuda.h>
 #define FEATURE_BN254
 #include <ff/alt_bn128.hpp>
@@ -24,4 +25,6 @@ typedef fr_t scalar_t;
 #define CT_launcher zkp_ct_launcher_bn254
 #define GS_launcher zkp_gs_launcher_bn254
 #define CURVE bn254
-#include "zkpipe.cuh"
+#include "msm.cuh"
+#include "quotient.cuh"
+#include "reduce.cuh"

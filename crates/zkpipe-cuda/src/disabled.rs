@@ -1,12 +1,17 @@
-//! Stand-ins for builds without the `cuda` feature: the same API, and every call that
-//! would touch a GPU fails with [`CudaError::NotBuilt`].
+//! Stand-ins for builds without the `cuda` feature: the seam API of a CUDA build, where
+//! nothing that would touch a GPU can be made ([`CudaError::NotBuilt`]).
 
-use crate::{CudaError, DeviceInfo};
+use crate::{CudaError, GpuInfo};
 use ark_ec::pairing::Pairing;
-use ark_ff::PrimeField;
+use std::convert::Infallible;
 use std::marker::PhantomData;
+use std::sync::Arc;
+use zkpipe_core::device::G1Set;
+use zkpipe_core::msm::ScalarInt;
+use zkpipe_core::reduce::QapEvals;
+use zkpipe_core::{BoundKey, Caps, CompiledKey, Curve, Error};
 
-/// A curve whose GPU paths exist (none do without the `cuda` feature).
+/// A curve whose GPU paths exist (none run without the `cuda` feature).
 pub trait GpuCurve: Pairing {}
 impl GpuCurve for ark_bn254::Bn254 {}
 impl GpuCurve for ark_bls12_381::Bls12_381 {}
@@ -17,73 +22,89 @@ pub fn device_count() -> usize {
 }
 
 /// Always [`CudaError::NotBuilt`].
-pub fn device_info(_device: usize) -> Result<DeviceInfo, CudaError> {
+pub fn device_info(_device: usize) -> Result<GpuInfo, CudaError> {
     Err(CudaError::NotBuilt)
 }
 
-/// Pinned host memory (never constructed without the `cuda` feature).
-pub struct PinnedBuf(());
-
-/// G1 points resident on the GPU (never constructed without the `cuda` feature).
-pub struct ResidentG1<E: GpuCurve>(PhantomData<E>);
-/// G2 points resident on the GPU (never constructed without the `cuda` feature).
-pub struct ResidentG2<E: GpuCurve>(PhantomData<E>);
-/// The GPU quotient stage (never constructed without the `cuda` feature).
-pub struct GpuQuotient<E: GpuCurve>(PhantomData<E>);
-
-/// Always [`CudaError::NotBuilt`].
-pub fn msm_oneshot<E: GpuCurve>(
-    _points: &[E::G1Affine],
-    _scalars: &[<E::ScalarField as PrimeField>::BigInt],
-) -> Result<E::G1, CudaError> {
-    Err(CudaError::NotBuilt)
+/// A key bound to a GPU (never made without the `cuda` feature).
+pub struct CudaBound<E: Curve + GpuCurve> {
+    never: Infallible,
+    _curve: PhantomData<E>,
 }
 
-/// The GPU backend (never constructed without the `cuda` feature).
-pub struct CudaBackend<E: zkpipe_core::Curve + GpuCurve>(PhantomData<E>);
-
-impl<E: zkpipe_core::Curve + GpuCurve> CudaBackend<E> {
+impl<E: Curve + GpuCurve> CudaBound<E> {
     /// Always [`CudaError::NotBuilt`].
-    pub fn new(_key: &zkpipe_core::CompiledKey<E>, _device: usize) -> Result<Self, CudaError> {
+    pub fn new(_key: Arc<CompiledKey<E>>, _gpu: usize) -> Result<Self, CudaError> {
         Err(CudaError::NotBuilt)
     }
 
-    /// The GPU this backend runs on.
-    pub fn device(&self) -> &DeviceInfo {
-        unreachable!("a CudaBackend is never constructed without the `cuda` feature")
+    /// The GPU's index.
+    pub fn gpu(&self) -> usize {
+        match self.never {}
+    }
+
+    /// The GPU (free memory as of the binding).
+    pub fn info(&self) -> &GpuInfo {
+        match self.never {}
     }
 }
 
-impl<E: zkpipe_core::Curve + GpuCurve> zkpipe_core::Backend<E> for CudaBackend<E> {
+impl<E: Curve + GpuCurve> BoundKey<E> for CudaBound<E> {
     fn name(&self) -> &'static str {
         "cuda"
     }
-    fn quotient(
-        &self,
-        _: &zkpipe_core::quotient::QuotientDomain<E::ScalarField>,
-        _: &mut zkpipe_core::reduce::QapEvals<E::ScalarField>,
-    ) -> Result<(), zkpipe_core::Error> {
-        Err(not_built())
+
+    fn key(&self) -> &Arc<CompiledKey<E>> {
+        match self.never {}
     }
-    fn msm_g1(
-        &self,
-        _: &[E::G1Affine],
-        _: &[zkpipe_core::backend::ScalarInt<E>],
-    ) -> Result<E::G1, zkpipe_core::Error> {
-        Err(not_built())
+
+    fn caps(&self) -> Caps {
+        match self.never {}
     }
-    fn msm_g2(
-        &self,
-        _: &[E::G2Affine],
-        _: &[zkpipe_core::backend::ScalarInt<E>],
-    ) -> Result<E::G2, zkpipe_core::Error> {
-        Err(not_built())
+
+    fn quotient(&self, _evals: &mut QapEvals<E::ScalarField>) -> Result<(), Error> {
+        match self.never {}
+    }
+
+    fn msm_g1(&self, _set: G1Set, _scalars: &[ScalarInt<E>]) -> Result<E::G1, Error> {
+        match self.never {}
+    }
+
+    fn msm_g2(&self, _scalars: &[ScalarInt<E>]) -> Result<E::G2, Error> {
+        match self.never {}
     }
 }
 
-fn not_built() -> zkpipe_core::Error {
-    zkpipe_core::Error::Backend {
-        backend: "cuda",
-        message: CudaError::NotBuilt.to_string(),
+#[cfg(test)]
+mod tests {
+    use crate::{CudaBound, CudaDevices, CudaError};
+    use std::sync::Arc;
+    use zkpipe_core::key::PointChecks;
+    use zkpipe_core::{Bn254, CompiledKey};
+    use zkpipe_formats::zkey::ZkeyFile;
+
+    /// Without the `cuda` feature nothing binds, and the error says how to get CUDA.
+    #[test]
+    fn without_the_feature_everything_says_not_built() {
+        assert!(matches!(CudaDevices::new(), Err(CudaError::NotBuilt)));
+        assert_eq!(crate::device_count(), 0);
+        assert!(matches!(crate::device_info(0), Err(CudaError::NotBuilt)));
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/bn254/multi_public/circuit.zkey"
+        );
+        let zkey = ZkeyFile::open(path).unwrap();
+        let key = CompiledKey::<Bn254>::compile(&zkey, PointChecks::Trusted).unwrap();
+        let err = CudaBound::new(Arc::new(key), 0).err().unwrap();
+        assert!(matches!(err, CudaError::NotBuilt));
+        let core = err.on_gpu(0);
+        assert!(core
+            .to_string()
+            .starts_with("cuda:0: this zkpipe was built without CUDA"));
+        let source = std::error::Error::source(&core).unwrap();
+        assert!(matches!(
+            source.downcast_ref::<CudaError>(),
+            Some(CudaError::NotBuilt)
+        ));
     }
 }

@@ -1,0 +1,144 @@
+// Resident G1/G2 point sets and their MSMs: sppark's Pippenger for one scalar vector
+// (host or device memory), the batched MSM of batch_msm.cuh for several, and sppark's
+// one-shot entry (the reference the resident path is checked against).
+#pragma once
+
+#include "common.cuh"
+
+typedef msm_t<bucket_t, point_t, affine_t, scalar_t> zkp_g1_msm_t;
+typedef msm_t<bucket_fp2_t, point_fp2_t, affine_fp2_t, scalar_t> zkp_g2_msm_t;
+
+// sppark's msm_t::invoke reads scalars already on the device when their pointer type is
+// marked by is_device_ptr; gpu_ptr_t/dev_ptr_t would free the memory they hold, so this
+// span only borrows memory zkpipe owns (the quotient's h, the uploaded witness).
+template<typename T> struct zkp_dev_span {
+    T* p;
+    T& operator[](size_t i) const { return p[i]; }
+};
+template<typename T> struct is_device_ptr<zkp_dev_span<T>> {
+    static const bool value{true};
+};
+
+#include "batch_msm.cuh"
+
+// One resident point set on device `dev`: the points (affine, Montgomery; `pad` points at
+// infinity first, so a set over a suffix of w — the C query skips the public inputs —
+// lines up with the whole w in a batch plan) and sppark's MSM state sized for them.
+// sppark reads the points from here through a device span, so there is one copy.
+template<class M, class A>
+struct zkp_set_t {
+    typedef typename A::mem_t affine_h;
+    int dev;
+    size_t pad, n;
+    affine_h* points = nullptr;
+    M* msm = nullptr;
+
+    ~zkp_set_t()
+    {
+        delete msm;
+        if (points) {
+            cudaSetDevice(dev);
+            cudaFree(points);
+        }
+    }
+};
+
+template<class M, class A>
+static RustError zkp_points_new(zkp_set_t<M, A>** out, const A* points, size_t npoints,
+                                size_t affine_sz, size_t pad, int dev)
+{
+    typedef typename zkp_set_t<M, A>::affine_h affine_h;
+    *out = nullptr;
+    auto* set = new (std::nothrow) zkp_set_t<M, A>{dev, pad, npoints};
+    if (set == nullptr)
+        return RustError{cudaErrorMemoryAllocation, "host allocation failed"};
+    try {
+        const gpu_t& gpu = select_gpu(dev);
+        CUDA_OK(cudaMalloc(&set->points, std::max<size_t>(pad + npoints, 1) * sizeof(affine_h)));
+        CUDA_OK(cudaMemset(set->points, 0, pad * sizeof(affine_h)));
+        gpu.HtoD(set->points + pad, points, npoints, affine_sz);
+        gpu.sync();
+        set->msm = new M(nullptr, npoints, affine_sz, dev);
+    } catch (const cuda_error& e) {
+        delete set;
+        return RustError{e.code(), e.what()};
+    } catch (const std::bad_alloc&) {
+        delete set;
+        return RustError{cudaErrorMemoryAllocation, "host allocation failed"};
+    }
+    *out = set;
+    return RustError{cudaSuccess};
+}
+
+// Σ scalars[i]·points[i] against a resident set (sppark's Pippenger). `mont`: scalars are
+// in Montgomery form; `on_device`: `scalars` is device memory (else host, ideally pinned).
+template<class M, class P, class A>
+static RustError zkp_msm(zkp_set_t<M, A>* set, P* out, const scalar_t* scalars,
+                         size_t nscalars, bool mont, bool on_device)
+{
+    typedef typename zkp_set_t<M, A>::affine_h affine_h;
+    try {
+        // Kernels go to streams of the set's device: it must be this thread's current one.
+        select_gpu(set->dev);
+        // Typed as affine_t (the memory is affine_h, the same bytes) so that sppark's
+        // device-pointer overload hands on to its core invoke instead of recursing.
+        zkp_dev_span<const A> resident{reinterpret_cast<const A*>(set->points + set->pad)};
+        if (on_device)
+            return set->msm->invoke(*out, resident, nscalars,
+                                    zkp_dev_span<const scalar_t>{scalars}, mont, sizeof(A));
+        return set->msm->invoke(*out, resident, nscalars, scalars, mont, sizeof(A));
+    } catch (const cuda_error& e) {
+        out->inf();
+        return RustError{e.code(), e.what()};
+    }
+}
+
+// The batch plan's k MSMs against a resident set: k xyzz points (X, Y, ZZZ, ZZ) into `out`.
+template<class B, class M, class A>
+static RustError zkp_set_batch(const zkp_set_t<M, A>* set, const zkp_bm_plan_t* plan,
+                               typename B::mem_t* out)
+{
+    if (plan->dev != set->dev || plan->n != set->pad + set->n)
+        return RustError{cudaErrorInvalidValue,
+                         "batch plan and point set differ in device or length"};
+    return zkp_bm_run<B>(plan, set->points, out);
+}
+
+#define ZKP_MSM_ENTRIES(G, M, P, A, B)                                                     \
+typedef zkp_set_t<M, A> ZKP_FN(zkp_##G##_set_t_, CURVE);                                    \
+extern "C" RustError ZKP_FN(zkp_##G##_points_new_, CURVE)(                                  \
+    ZKP_FN(zkp_##G##_set_t_, CURVE)** out, const A* points, size_t npoints,                 \
+    size_t affine_sz, size_t pad, int dev)                                                  \
+{   return zkp_points_new<M, A>(out, points, npoints, affine_sz, pad, dev);   }             \
+extern "C" void ZKP_FN(zkp_##G##_points_drop_, CURVE)(ZKP_FN(zkp_##G##_set_t_, CURVE)* set) \
+{   delete set;   }                                                                         \
+extern "C" RustError ZKP_FN(zkp_##G##_msm_, CURVE)(ZKP_FN(zkp_##G##_set_t_, CURVE)* set,    \
+                                                   P* out, const scalar_t* scalars,         \
+                                                   size_t nscalars, bool mont, bool on_device) \
+{   return zkp_msm<M, P, A>(set, out, scalars, nscalars, mont, on_device);   }              \
+extern "C" RustError ZKP_FN(zkp_##G##_batch_msm_, CURVE)(                                   \
+    const ZKP_FN(zkp_##G##_set_t_, CURVE)* set, const zkp_bm_plan_t* plan,                  \
+    typename B::mem_t* out)                                                                 \
+{   return zkp_set_batch<B, M, A>(set, plan, out);   }
+
+ZKP_MSM_ENTRIES(g1, zkp_g1_msm_t, point_t, affine_t, bucket_t)
+ZKP_MSM_ENTRIES(g2, zkp_g2_msm_t, point_fp2_t, affine_fp2_t, bucket_fp2_t)
+
+// A batch plan for k scalar vectors of n scalars each, all in device memory
+// (`scalars`: a host array of k device pointers).
+extern "C" RustError ZKP_FN(zkp_bm_plan_new_, CURVE)(zkp_bm_plan_t** out,
+                                                    const scalar_t* const* scalars,
+                                                    uint32_t k, uint32_t n, bool mont, int dev)
+{   return zkp_bm_plan_new<scalar_t>(out, scalars, k, n, mont, dev);   }
+
+extern "C" void ZKP_FN(zkp_bm_plan_drop_, CURVE)(zkp_bm_plan_t* plan)
+{   delete plan;   }
+
+// One-shot G1 MSM (points uploaded with the scalars, sppark's own entry point): the
+// reference the resident path is checked against.
+extern "C" RustError ZKP_FN(zkp_g1_msm_oneshot_, CURVE)(point_t* out, const affine_t* points,
+                                                       size_t npoints, const scalar_t* scalars,
+                                                       size_t affine_sz)
+{
+    return mult_pippenger<bucket_t>(out, points, npoints, scalars, false, affine_sz);
+}

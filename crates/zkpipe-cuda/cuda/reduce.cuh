@@ -1,0 +1,207 @@
+// The reduce on the GPU: a key's A and B matrices resident (CSR), and a = A·w, b = B·w,
+// c = a∘b from a witness on the device, written straight into a quotient's buffers.
+#pragma once
+
+#include "quotient.cuh"
+
+// The key's A and B matrices resident on the device (CSR, one row per domain row, values
+// in Montgomery form), and a = A·w, b = B·w, c = a∘b computed there straight into a
+// quotient's buffers: only w crosses the bus, and the host's cores are left to feed the
+// GPU (a 2^20 synthetic key's products cost ~1.4 core-seconds on the CPU). No library
+// offers sparse products over these fields, hence this kernel.
+
+// Rows with more entries than this in A or B are summed by a warp each, the rest by a
+// thread each: a thread per row alone leaves a 512-entry row's thread running long after
+// the others (the whole kernel's time at 2^14).
+#define ZKP_LONG_ROW 32
+
+struct zkp_csr_t {
+    int dev;
+    uint32_t rows;
+    uint32_t* starts[2];   // A, B: rows + 1 offsets each
+    uint32_t* cols[2];
+    fr_t* vals[2];
+    uint32_t* long_rows;   // rows with more than ZKP_LONG_ROW entries in A or B
+    uint32_t n_long;
+
+    ~zkp_csr_t()
+    {
+        cudaSetDevice(dev);
+        for (int m = 0; m < 2; m++) {
+            cudaFree(starts[m]);
+            cudaFree(cols[m]);
+            cudaFree(vals[m]);
+        }
+        cudaFree(long_rows);
+    }
+};
+
+// ⟨row, w⟩ with w in standard form: a Montgomery product of a Montgomery value and a
+// standard one is the standard product, so the sum is converted once, not each w read.
+__device__ __forceinline__ fr_t zkp_row_dot(const uint32_t* starts, const uint32_t* cols,
+                                            const fr_t* vals, const fr_t* w, size_t row)
+{
+    fr_t s;
+    s.zero();
+    for (uint32_t j = starts[row], end = starts[row + 1]; j < end; j++)
+        s += vals[j] * w[cols[j]];
+    s.to();
+    return s;
+}
+
+__device__ __forceinline__ bool zkp_is_long(const uint32_t* a_starts, const uint32_t* b_starts,
+                                            size_t row)
+{
+    return a_starts[row + 1] - a_starts[row] > ZKP_LONG_ROW
+        || b_starts[row + 1] - b_starts[row] > ZKP_LONG_ROW;
+}
+
+// One thread per short row: rows come in runs of similar length (circom emits them that
+// way), so a warp's rows cost about the same. Long rows are left to zkp_reduce_long.
+__global__ void zkp_reduce(fr_t* a, fr_t* b, fr_t* c,
+                           const uint32_t* a_starts, const uint32_t* a_cols, const fr_t* a_vals,
+                           const uint32_t* b_starts, const uint32_t* b_cols, const fr_t* b_vals,
+                           const fr_t* w, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        if (zkp_is_long(a_starts, b_starts, i))
+            continue;
+        fr_t ai = zkp_row_dot(a_starts, a_cols, a_vals, w, i);
+        fr_t bi = zkp_row_dot(b_starts, b_cols, b_vals, w, i);
+        a[i] = ai;
+        b[i] = bi;
+        c[i] = ai * bi;
+    }
+}
+
+// ⟨row, w⟩ (standard form, as in zkp_row_dot) summed by a whole warp: each lane takes
+// every 32nd entry, then the lanes' sums are folded with shuffles, limb by limb.
+__device__ __forceinline__ fr_t zkp_row_dot_warp(const uint32_t* starts, const uint32_t* cols,
+                                                 const fr_t* vals, const fr_t* w, size_t row,
+                                                 uint32_t lane)
+{
+    fr_t s;
+    s.zero();
+    for (uint32_t j = starts[row] + lane, end = starts[row + 1]; j < end; j += 32)
+        s += vals[j] * w[cols[j]];
+    for (int delta = 16; delta > 0; delta /= 2) {
+        fr_t other;
+        const uint32_t* from = reinterpret_cast<const uint32_t*>(&s);
+        uint32_t* to = reinterpret_cast<uint32_t*>(&other);
+        for (size_t k = 0; k < sizeof(fr_t) / sizeof(uint32_t); k++)
+            to[k] = __shfl_down_sync(0xffffffff, from[k], delta);
+        s += other;
+    }
+    return s;
+}
+
+// One warp per long row (rows listed in `long_rows`).
+__global__ void zkp_reduce_long(fr_t* a, fr_t* b, fr_t* c, const uint32_t* long_rows,
+                                uint32_t n_long,
+                                const uint32_t* a_starts, const uint32_t* a_cols,
+                                const fr_t* a_vals, const uint32_t* b_starts,
+                                const uint32_t* b_cols, const fr_t* b_vals, const fr_t* w)
+{
+    uint32_t lane = threadIdx.x % 32;
+    size_t warps = (size_t)gridDim.x * (blockDim.x / 32);
+    for (size_t k = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 32; k < n_long;
+         k += warps) {
+        size_t row = long_rows[k];
+        fr_t ai = zkp_row_dot_warp(a_starts, a_cols, a_vals, w, row, lane);
+        fr_t bi = zkp_row_dot_warp(b_starts, b_cols, b_vals, w, row, lane);
+        if (lane == 0) {
+            ai.to();
+            bi.to();
+            a[row] = ai;
+            b[row] = bi;
+            c[row] = ai * bi;
+        }
+    }
+}
+
+// Uploads A and B (host CSR arrays, `rows` rows each) to device `dev`.
+extern "C" RustError ZKP_FN(zkp_csr_new_, CURVE)(zkp_csr_t** out, uint32_t rows,
+                                                const uint32_t* a_starts, const uint32_t* a_cols,
+                                                const fr_t* a_vals, const uint32_t* b_starts,
+                                                const uint32_t* b_cols, const fr_t* b_vals,
+                                                int dev)
+{
+    *out = nullptr;
+    auto* m = new (std::nothrow) zkp_csr_t{dev, rows, {nullptr, nullptr}, {nullptr, nullptr},
+                                           {nullptr, nullptr}, nullptr, 0};
+    if (m == nullptr)
+        return RustError{cudaErrorMemoryAllocation, "host allocation failed"};
+    const uint32_t* starts[2] = {a_starts, b_starts};
+    const uint32_t* cols[2] = {a_cols, b_cols};
+    const fr_t* vals[2] = {a_vals, b_vals};
+    try {
+        const gpu_t& gpu = select_gpu(dev);
+        for (int i = 0; i < 2; i++) {
+            size_t nnz = starts[i][rows];
+            CUDA_OK(cudaMalloc(&m->starts[i], ((size_t)rows + 1) * sizeof(uint32_t)));
+            CUDA_OK(cudaMalloc(&m->cols[i], std::max<size_t>(nnz, 1) * sizeof(uint32_t)));
+            CUDA_OK(cudaMalloc(&m->vals[i], std::max<size_t>(nnz, 1) * sizeof(fr_t)));
+            gpu.HtoD(m->starts[i], starts[i], (size_t)rows + 1);
+            gpu.HtoD(m->cols[i], cols[i], nnz);
+            gpu.HtoD(m->vals[i], vals[i], nnz);
+        }
+        std::vector<uint32_t> long_rows;
+        for (uint32_t r = 0; r < rows; r++)
+            if (a_starts[r + 1] - a_starts[r] > ZKP_LONG_ROW
+                || b_starts[r + 1] - b_starts[r] > ZKP_LONG_ROW)
+                long_rows.push_back(r);
+        m->n_long = (uint32_t)long_rows.size();
+        CUDA_OK(cudaMalloc(&m->long_rows, std::max<size_t>(long_rows.size(), 1) * sizeof(uint32_t)));
+        gpu.HtoD(m->long_rows, long_rows.data(), long_rows.size());
+        gpu.sync();
+    } catch (const cuda_error& e) {
+        delete m;
+        return RustError{e.code(), e.what()};
+    }
+    *out = m;
+    return RustError{cudaSuccess};
+}
+
+extern "C" void ZKP_FN(zkp_csr_drop_, CURVE)(zkp_csr_t* m)
+{
+    delete m;
+}
+
+// a, b, c of the witness `w` (device memory on the quotient's GPU, the key's nVars
+// scalars in standard form: what the MSMs read) into the quotient's buffers, for a
+// zkp_quotient_run_ with no host inputs. Returns when they are there.
+extern "C" RustError ZKP_FN(zkp_reduce_run_, CURVE)(zkp_quotient_t* q, const zkp_csr_t* m,
+                                                   const fr_t* w)
+{
+    const gpu_t& gpu = q->gpu;
+    stream_t& stream = q->stream;
+    size_t n = (size_t)1 << q->lg_n;
+    if (m->rows != n || m->dev != gpu.id())
+        return RustError{cudaErrorInvalidValue,
+                         "matrices and quotient differ in domain size or device"};
+    try {
+        gpu.select();
+        fr_t* d = &q->d[0];
+        uint32_t threads = 128;
+        uint32_t blocks = (uint32_t)std::min<size_t>((n + threads - 1) / threads,
+                                                     (size_t)gpu.sm_count() * 16);
+        zkp_reduce<<<blocks, threads, 0, (cudaStream_t)stream>>>(
+            d, d + n, d + 2 * n, m->starts[0], m->cols[0], m->vals[0],
+            m->starts[1], m->cols[1], m->vals[1], w, n);
+        CUDA_OK(cudaGetLastError());
+        if (m->n_long > 0) {
+            uint32_t long_blocks = (uint32_t)std::min<size_t>((m->n_long + 3) / 4,
+                                                              (size_t)gpu.sm_count() * 16);
+            zkp_reduce_long<<<long_blocks, 128, 0, (cudaStream_t)stream>>>(
+                d, d + n, d + 2 * n, m->long_rows, m->n_long, m->starts[0], m->cols[0],
+                m->vals[0], m->starts[1], m->cols[1], m->vals[1], w);
+            CUDA_OK(cudaGetLastError());
+        }
+        stream.sync();
+    } catch (const cuda_error& e) {
+        stream.sync();
+        return RustError{e.code(), e.what()};
+    }
+    return RustError{cudaSuccess};
+}

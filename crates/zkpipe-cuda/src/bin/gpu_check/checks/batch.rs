@@ -1,0 +1,198 @@
+//! The batched MSM (k scalar vectors against one resident point set in one pass), G1 and
+//! G2, at 2^10 and 2^14 with k = 1, 3, 8: witness-like vectors (mostly 0 and 1, so one
+//! bucket holds thousands of entries), random ones, Montgomery-form input, and a set
+//! padded with points at infinity (as [C]₁ is); then its time per proof against
+//! sppark's one-vector MSM.
+
+use crate::common::{edge_scalars, random_scalars, summarize, time_runs, verdict, Cfg};
+use ark_ec::scalar_mul::ScalarMul;
+use ark_ec::{AffineRepr, CurveGroup, PrimeGroup};
+use ark_ff::PrimeField;
+use ark_std::UniformRand;
+use zkpipe_core::msm::ScalarInt;
+use zkpipe_core::{cpu, Curve, Error};
+use zkpipe_cuda::{BatchPlan, DeviceBuf, GpuCurve, GpuGroup, Resident, G1, G2};
+
+/// k scalar vectors of n: vector 0 witness-like (0s, 1s, a few small and full values),
+/// the others random with the edge values.
+fn batch_vectors<E: Curve>(k: usize, n: usize, rng: &mut impl rand::Rng) -> Vec<Vec<ScalarInt<E>>> {
+    (0..k)
+        .map(|j| {
+            if j == 0 {
+                (0..n)
+                    .map(|i| match i % 7 {
+                        0 | 3 => ScalarInt::<E>::from(0u64),
+                        1 | 2 | 4 => ScalarInt::<E>::from(1u64),
+                        5 => ScalarInt::<E>::from(rng.gen::<u8>() as u64),
+                        _ => E::ScalarField::rand(rng).into_bigint(),
+                    })
+                    .collect()
+            } else {
+                let mut s = random_scalars::<E>(n, rng);
+                let _ = edge_scalars::<E>(&mut s);
+                s
+            }
+        })
+        .collect()
+}
+
+/// Uploads vectors to the GPU (one device buffer each), as standard integers or, with
+/// `mont`, as field elements in Montgomery form.
+fn upload_vectors<E: Curve>(vs: &[Vec<ScalarInt<E>>], mont: bool) -> Vec<DeviceBuf> {
+    fn upload<T>(v: &[T]) -> DeviceBuf {
+        let bytes = std::mem::size_of_val(v);
+        let mut d = DeviceBuf::new(0, bytes).expect("device buffer");
+        // SAFETY: `v` holds `bytes` bytes, the buffer's size.
+        unsafe { d.upload_raw(v.as_ptr() as *const u8, bytes) }.expect("upload");
+        d
+    }
+    vs.iter()
+        .map(|v| {
+            if mont {
+                // Field elements are stored in Montgomery form: their bytes are the input.
+                let f: Vec<E::ScalarField> = v
+                    .iter()
+                    .map(|s| E::ScalarField::from_bigint(*s).expect("reduced"))
+                    .collect();
+                upload(&f)
+            } else {
+                upload(v)
+            }
+        })
+        .collect()
+}
+
+fn plan_of<E: GpuCurve>(bufs: &[DeviceBuf], n: usize, mont: bool) -> Result<BatchPlan<E>, String> {
+    let ptrs: Vec<*const [u64; 4]> = bufs.iter().map(|b| b.device_ptr(0) as *const _).collect();
+    // SAFETY: each buffer holds n scalars below r on GPU 0, unchanged during the call.
+    unsafe { BatchPlan::<E>::new(&ptrs, n, mont, 0) }.map_err(|e| e.to_string())
+}
+
+/// The batched MSM of one group against the CPU, then its time per proof against sppark.
+fn check_batch<E: Curve + GpuCurve, G: GpuGroup<E>>(
+    name: &str,
+    group: &str,
+    points: &[G::Affine],
+    cfg: &Cfg,
+    cpu: impl Fn(&[G::Affine], &[ScalarInt<E>]) -> Result<G::Point, Error>,
+) -> bool
+where
+    G::Affine: AffineRepr,
+{
+    let mut ok = true;
+    let mut rng = ark_std::test_rng();
+    for log in [10u32, 14]
+        .into_iter()
+        .filter(|&l| 1usize << l <= points.len())
+    {
+        let n = 1usize << log;
+        let mut pts = points[..n].to_vec();
+        pts[1] = G::Affine::zero();
+        for k in [1usize, 3, 8] {
+            let vs = batch_vectors::<E>(k, n, &mut rng);
+            let want: Vec<_> = vs
+                .iter()
+                .map(|v| cpu(&pts, v).expect("lengths").into_affine())
+                .collect();
+            for mont in [false, true] {
+                let bufs = upload_vectors::<E>(&vs, mont);
+                let got = Resident::<E, G>::upload(&pts, 0)
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| {
+                        let plan = plan_of::<E>(&bufs, n, mont)?;
+                        r.batch_msm(&plan).map_err(|e| e.to_string())
+                    });
+                let same = matches!(&got, Ok(g) if g.iter().map(|p| p.into_affine()).eq(want.iter().copied()));
+                ok &= same;
+                println!(
+                    "{name} {group} batch MSM 2^{log} k={k}{}: {}",
+                    if mont { " (Montgomery scalars)" } else { "" },
+                    verdict(same)
+                );
+                if let Err(e) = got {
+                    println!("  error: {e}");
+                }
+            }
+        }
+        // A set padded with 5 points at infinity, as [C]₁ is past the public inputs.
+        let pad = 5;
+        let vs = batch_vectors::<E>(3, n, &mut rng);
+        let want: Vec<_> = vs
+            .iter()
+            .map(|v| cpu(&pts[pad..], &v[pad..]).expect("lengths").into_affine())
+            .collect();
+        let bufs = upload_vectors::<E>(&vs, false);
+        let got = Resident::<E, G>::upload_padded(&pts[pad..], pad, 0)
+            .map_err(|e| e.to_string())
+            .and_then(|r| {
+                let plan = plan_of::<E>(&bufs, n, false)?;
+                r.batch_msm(&plan).map_err(|e| e.to_string())
+            });
+        let same =
+            matches!(&got, Ok(g) if g.iter().map(|p| p.into_affine()).eq(want.iter().copied()));
+        ok &= same;
+        println!(
+            "{name} {group} batch MSM 2^{log} k=3, padded set: {}",
+            verdict(same)
+        );
+    }
+    // Time per proof: sppark's MSM of one device vector, and batches of k.
+    for log in [14u32, 16]
+        .into_iter()
+        .filter(|&l| 1usize << l <= points.len())
+    {
+        let n = 1usize << log;
+        let r = match Resident::<E, G>::upload(&points[..n], 0) {
+            Ok(r) => r,
+            Err(e) => {
+                println!("{name} {group} upload 2^{log}: {e}");
+                return false;
+            }
+        };
+        let vs: Vec<Vec<ScalarInt<E>>> =
+            (0..32).map(|_| random_scalars::<E>(n, &mut rng)).collect();
+        let bufs = upload_vectors::<E>(&vs, false);
+        let p0 = bufs[0].device_ptr(0) as *const [u64; 4];
+        // SAFETY: n scalars on GPU 0.
+        if let Ok(mut ms) = time_runs(cfg.runs, || unsafe { r.msm_device(p0, n, false) }) {
+            println!(
+                "{name} {group} MSM 2^{log} sppark, one vector on the device: {}",
+                summarize(&mut ms)
+            );
+        }
+        for k in [1usize, 4, 16, 32] {
+            let run = || {
+                plan_of::<E>(&bufs[..k], n, false)
+                    .and_then(|p| r.batch_msm(&p).map_err(|e| e.to_string()))
+            };
+            match time_runs(cfg.runs, run) {
+                Ok(mut ms) => {
+                    let per: Vec<f64> = ms.iter().map(|m| m / k as f64).collect();
+                    let mut per = per;
+                    println!(
+                        "{name} {group} batch MSM 2^{log} k={k} (plan + run): {}; per proof median {:.3} ms",
+                        summarize(&mut ms),
+                        { per.sort_by(f64::total_cmp); per[per.len() / 2] }
+                    );
+                }
+                Err(e) => {
+                    println!("{name} {group} batch MSM 2^{log} k={k}: {e}");
+                    ok = false;
+                }
+            }
+        }
+    }
+    ok
+}
+
+/// The batched MSM of G1 and G2 against the CPU, then its time per proof.
+pub fn check_batches<E: Curve + GpuCurve>(name: &str, cfg: &Cfg) -> bool {
+    let mut rng = ark_std::test_rng();
+    let n = 1usize << 16;
+    let multiples: Vec<E::ScalarField> = (0..n).map(|_| E::ScalarField::rand(&mut rng)).collect();
+    let g1: Vec<E::G1Affine> = E::G1::generator().batch_mul(&multiples);
+    let g2: Vec<E::G2Affine> = E::G2::generator().batch_mul(&multiples);
+    let ok1 = check_batch::<E, G1>(name, "G1", &g1, cfg, cpu::msm_g1::<E>);
+    let ok2 = check_batch::<E, G2>(name, "G2", &g2, cfg, cpu::msm_g2::<E>);
+    ok1 && ok2
+}

@@ -1,0 +1,7 @@
+//! The checks, one module per GPU path: each prints a line per case and returns whether
+//! every case matched the CPU.
+
+pub mod batch;
+pub mod msm;
+pub mod quotient;
+pub mod seam;

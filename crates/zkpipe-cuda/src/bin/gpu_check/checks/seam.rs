@@ -1,0 +1,297 @@
+//! The seam end to end: a dev key bound to GPU 0 through [`CudaDevices`] (as the CLI and
+//! the engine bind it) against the same key on the CPU ([`CpuBound`]): every verb
+//! (`msm_g1` over each point set, `msm_g2`, `quotient`), one scalar short refused as a
+//! `cuda:0` error, a pass of one proof and of several (a batch where the key is small),
+//! with a, b, c reduced on the GPU and from the host; then whole proofs on the GPU,
+//! verified by their self-check, and a witness that does not satisfy the circuit refused.
+
+use crate::common::{once, random_scalars, verdict, Cfg};
+use ark_ff::{Field, PrimeField};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use std::sync::Arc;
+use zkpipe_core::device::bind;
+use zkpipe_core::key::PointChecks;
+use zkpipe_core::msm::{DeviceSums, ScalarInt};
+use zkpipe_core::reduce::{QapEvals, DEFAULT_SCHEDULE};
+use zkpipe_core::setup::dev_setup;
+use zkpipe_core::stages::{device_stage, reduce_stage, ReduceOn};
+use zkpipe_core::synth::{synth, SynthSpec};
+use zkpipe_core::{prove, BindCurve, BoundKey, CompiledKey, CpuBound, Devices, Error, G1Set};
+use zkpipe_core::{KeyShape, PassInput, ProveOptions, Timings, Witness};
+use zkpipe_cuda::{CudaDevices, CudaError};
+use zkpipe_formats::zkey::ZkeyFile;
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+type Sums<E> = Vec<Result<DeviceSums<E>, Error>>;
+
+/// The seam at 2^12 (batched passes) and 2^16 (one proof a pass), up to 2^max_log.
+pub fn check_seam<E: BindCurve>(name: &str, devices: &CudaDevices, cfg: &Cfg) -> bool {
+    let mut ok = true;
+    for log in [12u32, 16].into_iter().filter(|&l| l <= cfg.max_log) {
+        ok &= seam_at::<E>(name, devices, log).unwrap_or_else(|e| {
+            println!("{name} seam 2^{log}: {e}");
+            false
+        });
+    }
+    ok
+}
+
+fn seam_at<E: BindCurve>(name: &str, devices: &CudaDevices, log: u32) -> Res<bool> {
+    let (key, witness) = dev_key::<E>(log)?;
+    let gpu = bind(devices, 0, Arc::clone(&key))?;
+    let cpu = CpuBound::new(Arc::clone(&key));
+    let caps = gpu.caps();
+    let mut ok = devices.caps(&KeyShape::of_key(&key)) == caps;
+    println!(
+        "{name} seam 2^{log}: caps {caps:?}, as CudaDevices says: {}",
+        if ok { "OK" } else { "NO" }
+    );
+    let mut line = |what: &str, good: bool| {
+        ok &= good;
+        println!("{name} seam 2^{log} {what}: {}", verdict(good));
+    };
+
+    // The verbs, against the CPU's.
+    let w: Vec<ScalarInt<E>> = witness.values.iter().map(|x| x.into_bigint()).collect();
+    let h = random_scalars::<E>(key.domain_size(), &mut StdRng::seed_from_u64(2));
+    let private = &w[key.n_public + 1..];
+    for (set, s) in [
+        (G1Set::A, &w[..]),
+        (G1Set::B1, &w[..]),
+        (G1Set::C, private),
+        (G1Set::H, &h[..]),
+    ] {
+        line(
+            &format!("msm_g1({set:?})"),
+            same(gpu.msm_g1(set, s), cpu.msm_g1(set, s)),
+        );
+        line(
+            &format!("msm_g1({set:?}), one scalar short, refused"),
+            refused(gpu.msm_g1(set, &s[1..])),
+        );
+    }
+    line("msm_g2", same(gpu.msm_g2(&w), cpu.msm_g2(&w)));
+    line(
+        "msm_g2, one scalar short, refused",
+        refused(gpu.msm_g2(&w[1..])),
+    );
+    let (mut on_gpu, mut on_cpu) = (
+        reduced_on_cpu(&key, &witness)?,
+        reduced_on_cpu(&key, &witness)?,
+    );
+    let r = gpu.quotient(&mut on_gpu);
+    cpu.quotient(&mut on_cpu)?;
+    line("quotient", r.is_ok() && on_gpu.a == on_cpu.a);
+
+    // Passes: one proof, then three (a batch where caps allow), each against the CPU's
+    // pass of it alone plus its [B]₂.
+    let first_private = key.n_public + 1;
+    let witnesses = [
+        witness.clone(),
+        perturbed(&witness, first_private),
+        perturbed(&witness, first_private + 1),
+    ];
+    let want: Vec<DeviceSums<E>> = witnesses
+        .iter()
+        .map(|wi| -> Res<DeviceSums<E>> {
+            let sums = stage(
+                &cpu,
+                &key,
+                std::slice::from_ref(wi),
+                ReduceOn::Cpu(DEFAULT_SCHEDULE),
+            )?
+            .remove(0)?;
+            let w: Vec<ScalarInt<E>> = wi.values.iter().map(|x| x.into_bigint()).collect();
+            let b2 = if caps.g2 { Some(cpu.msm_g2(&w)?) } else { None };
+            Ok(DeviceSums { b2, ..sums })
+        })
+        .collect::<Res<_>>()?;
+    let on = ReduceOn::for_caps(caps, DEFAULT_SCHEDULE);
+    let (one, ms) = once(|| stage(&*gpu, &key, &witnesses[..1], on));
+    line(
+        &format!("pass of one proof ({ms:.1} ms)"),
+        matches(&one?, &want[..1]),
+    );
+    let (three, ms) = once(|| stage(&*gpu, &key, &witnesses, on));
+    let what = if caps.batch_limit >= 3 {
+        "a batch pass"
+    } else {
+        "passes"
+    };
+    line(
+        &format!("{what} of three proofs ({ms:.1} ms)"),
+        matches(&three?, &want),
+    );
+    if caps.reduces {
+        // a, b, c from the host: the pass's other quotient path (ZKPIPE_CUDA_HOST_REDUCE's).
+        let host = direct_pass(&*gpu, &key, &witnesses)?;
+        line(
+            "pass of three proofs, a, b, c from the host",
+            matches(&host, &want),
+        );
+    }
+
+    // Whole proofs: self-checked against the key's verification key.
+    let mut rng = StdRng::seed_from_u64(3);
+    let opts = ProveOptions::default();
+    let proof = prove(&*gpu, &witness, &opts, &mut rng, &mut Timings::default());
+    line("proof on the GPU verifies", proof.is_ok());
+    if let Err(e) = proof {
+        println!("  error: {e}");
+    }
+    let bad = prove(
+        &*gpu,
+        &witnesses[1],
+        &opts,
+        &mut rng,
+        &mut Timings::default(),
+    );
+    line(
+        "a witness that does not satisfy the circuit, refused",
+        matches!(bad, Err(Error::NotSatisfied)),
+    );
+    Ok(ok)
+}
+
+/// A key and a witness that satisfies it.
+type DevKey<E> = (
+    Arc<CompiledKey<E>>,
+    Witness<<E as ark_ec::pairing::Pairing>::ScalarField>,
+);
+
+/// A dev key of domain 2^log (4 public inputs) and a witness that satisfies it.
+fn dev_key<E: BindCurve>(log: u32) -> Res<DevKey<E>> {
+    let public = 4;
+    let spec = SynthSpec {
+        constraints: (1 << log) - public - 1,
+        public,
+        seed: 1,
+    };
+    let (r1cs, wtns) = synth::<E>(&spec);
+    let zkey = dev_setup::<E>(&r1cs, &mut StdRng::seed_from_u64(1), &|_, _| {})?;
+    let path = std::env::temp_dir().join(format!(
+        "zkpipe-gpu-check-{}-{log}.zkey",
+        std::process::id()
+    ));
+    std::fs::write(&path, zkey.to_bytes())?;
+    let key = ZkeyFile::open(&path)
+        .map_err(Error::from)
+        .and_then(|z| CompiledKey::<E>::compile(&z, PointChecks::Trusted));
+    let _ = std::fs::remove_file(&path);
+    let key = key?;
+    let witness = Witness::check_for(&wtns, &key)?;
+    Ok((Arc::new(key), witness))
+}
+
+/// The witness with signal `index` changed: a device stage with other sums, and a proof
+/// that fails its self-check.
+fn perturbed<F: Field>(w: &Witness<F>, index: usize) -> Witness<F> {
+    let mut w = w.clone();
+    w.values[index] += F::ONE;
+    w
+}
+
+/// The witness's a, b, c on the CPU.
+fn reduced_on_cpu<E: BindCurve>(
+    key: &CompiledKey<E>,
+    witness: &Witness<E::ScalarField>,
+) -> Res<QapEvals<E::ScalarField>> {
+    let (mut evals, mut w) = (QapEvals::zeroed(0), Vec::new());
+    let on = ReduceOn::Cpu(DEFAULT_SCHEDULE);
+    reduce_stage(
+        key,
+        witness,
+        &mut evals,
+        &mut w,
+        on,
+        &mut Timings::default(),
+    )?;
+    Ok(evals)
+}
+
+/// Buffers of one proof for a device pass: a, b, c (or none), w, h, timings.
+type Buffers<E> = (
+    QapEvals<<E as ark_ec::pairing::Pairing>::ScalarField>,
+    Vec<ScalarInt<E>>,
+    Vec<ScalarInt<E>>,
+    Timings,
+);
+
+fn reduce_all<E: BindCurve>(
+    key: &CompiledKey<E>,
+    witnesses: &[Witness<E::ScalarField>],
+    on: ReduceOn,
+) -> Res<Vec<Buffers<E>>> {
+    let mut all = Vec::new();
+    for wi in witnesses {
+        let (mut evals, mut w, mut t) = (QapEvals::zeroed(0), Vec::new(), Timings::default());
+        reduce_stage(key, wi, &mut evals, &mut w, on, &mut t)?;
+        all.push((evals, w, Vec::new(), t));
+    }
+    Ok(all)
+}
+
+fn inputs<E: BindCurve>(bufs: &mut [Buffers<E>]) -> Vec<PassInput<'_, E>> {
+    bufs.iter_mut()
+        .map(|(evals, w, h, t)| PassInput { evals, w, h, t })
+        .collect()
+}
+
+/// The reduce stage (`on`) and the device stage of each witness on `bound`.
+fn stage<E: BindCurve>(
+    bound: &dyn BoundKey<E>,
+    key: &CompiledKey<E>,
+    witnesses: &[Witness<E::ScalarField>],
+    on: ReduceOn,
+) -> Res<Sums<E>> {
+    let mut bufs = reduce_all(key, witnesses, on)?;
+    Ok(device_stage(bound, &mut inputs(&mut bufs)))
+}
+
+/// One pass of all the witnesses on `bound`, a, b, c reduced on the CPU whatever its caps.
+fn direct_pass<E: BindCurve>(
+    bound: &dyn BoundKey<E>,
+    key: &CompiledKey<E>,
+    witnesses: &[Witness<E::ScalarField>],
+) -> Res<Sums<E>> {
+    let mut bufs = reduce_all(key, witnesses, ReduceOn::Cpu(DEFAULT_SCHEDULE))?;
+    Ok(bound.pass(&mut inputs(&mut bufs)))
+}
+
+fn same<T: PartialEq>(gpu: Result<T, Error>, cpu: Result<T, Error>) -> bool {
+    match (gpu, cpu) {
+        (Ok(g), Ok(c)) => g == c,
+        (g, c) => {
+            for e in [g.err(), c.err()].into_iter().flatten() {
+                println!("  error: {e}");
+            }
+            false
+        }
+    }
+}
+
+fn matches<E: BindCurve>(got: &Sums<E>, want: &[DeviceSums<E>]) -> bool {
+    got.len() == want.len()
+        && got.iter().zip(want).all(|(g, w)| match g {
+            Ok(g) => g == w,
+            Err(e) => {
+                println!("  error: {e}");
+                false
+            }
+        })
+}
+
+/// A length error from GPU 0, typed: `cuda:0`, with a [`CudaError::Length`] source.
+fn refused<T>(r: Result<T, Error>) -> bool {
+    match r {
+        Err(Error::Device { device, source }) => {
+            device == "cuda:0"
+                && matches!(
+                    source.downcast_ref::<CudaError>(),
+                    Some(CudaError::Length(_))
+                )
+        }
+        _ => false,
+    }
+}

@@ -1,0 +1,99 @@
+//! [`CudaDevices`]: every visible GPU as a device of zkpipe-core's seam, what a key needs
+//! and may do there ([`crate::shape`]), and binding a key to one ([`crate::CudaBound`]).
+//! Restrict the GPUs with `CUDA_VISIBLE_DEVICES`.
+
+use crate::shape::{caps, device_bytes_for_shape, device_bytes_per_pass, BATCH_MAX_PROOFS};
+use crate::{device_count, device_info, CudaBound, CudaError, GpuCurve, GpuInfo};
+use std::sync::Arc;
+use zkpipe_core::{
+    Bls12_381, Bn254, BoundKey, Caps, CompiledKey, Curve, DeviceInfo, Devices, Error, KeyShape,
+};
+
+/// Every GPU this process sees, in CUDA's order: device `i` of the seam is GPU `i`.
+#[derive(Debug, Clone)]
+pub struct CudaDevices {
+    gpus: Vec<GpuInfo>,
+}
+
+impl CudaDevices {
+    /// This machine's GPUs, or why there are none ([`CudaError::NotBuilt`] in a build
+    /// without the `cuda` feature, [`CudaError::NoDevice`] without a GPU or driver).
+    pub fn new() -> Result<Self, CudaError> {
+        // GPU 0 first: its error says why there is none (a build without CUDA, no device).
+        let mut gpus = vec![device_info(0)?];
+        for i in 1..device_count() {
+            gpus.push(device_info(i)?);
+        }
+        Ok(Self { gpus })
+    }
+
+    /// The GPUs, as found by [`Self::new`] (free memory as of then).
+    pub fn gpus(&self) -> &[GpuInfo] {
+        &self.gpus
+    }
+
+    fn bind<E: Curve + GpuCurve>(
+        &self,
+        gpu: usize,
+        key: Arc<CompiledKey<E>>,
+    ) -> Result<Box<dyn BoundKey<E>>, Error> {
+        match CudaBound::new(key, gpu) {
+            Ok(bound) => Ok(Box::new(bound)),
+            Err(e) => Err(e.on_gpu(gpu)),
+        }
+    }
+}
+
+impl Devices for CudaDevices {
+    fn list(&self) -> Vec<DeviceInfo> {
+        self.gpus
+            .iter()
+            .enumerate()
+            .map(|(i, g)| DeviceInfo {
+                name: format!("cuda:{i} ({})", g.name),
+                memory_total: Some(g.total_bytes as u64),
+            })
+            .collect()
+    }
+
+    fn caps(&self, shape: &KeyShape) -> Caps {
+        caps(shape)
+    }
+
+    fn max_batch(&self) -> usize {
+        BATCH_MAX_PROOFS
+    }
+
+    fn passes_per_device(&self) -> usize {
+        // A proof's MSMs already run at once; a second proof in flight overlaps one's
+        // host work (staging, sppark's per-call synchronizes) with the other's kernels.
+        2
+    }
+
+    fn key_device_bytes(&self, shape: &KeyShape) -> u64 {
+        device_bytes_for_shape(shape)
+    }
+
+    fn partition_device_bytes(&self, shape: &KeyShape) -> u64 {
+        device_bytes_per_pass(shape)
+    }
+
+    /// Uploads the key's points and matrices to GPU `device`, after checking that they
+    /// fit in its free memory.
+    fn bind_bn254(
+        &self,
+        device: usize,
+        key: Arc<CompiledKey<Bn254>>,
+    ) -> Result<Box<dyn BoundKey<Bn254>>, Error> {
+        self.bind(device, key)
+    }
+
+    /// As [`Self::bind_bn254`].
+    fn bind_bls12_381(
+        &self,
+        device: usize,
+        key: Arc<CompiledKey<Bls12_381>>,
+    ) -> Result<Box<dyn BoundKey<Bls12_381>>, Error> {
+        self.bind(device, key)
+    }
+}

@@ -1,0 +1,228 @@
+//! [`CudaBound`]: a compiled key bound to one GPU, zkpipe-core's `BoundKey` there. It owns
+//! the key (an `Arc`) and what it keeps resident: the five point sets, the A and B
+//! matrices where the GPU reduces, and the pool of idle pass buffers. Its verbs run on
+//! the GPU or fail, never on the CPU; its pass is in `crate::enabled::pass`.
+
+use crate::enabled::buffers::{PassShape, Pool};
+use crate::enabled::curve::GpuCurve;
+use crate::enabled::msm::{ResidentG1, ResidentG2};
+use crate::enabled::reduce::GpuMatrices;
+use crate::enabled::runtime::device_info;
+use crate::shape::{caps, device_bytes_for_shape};
+use crate::{CudaError, GpuInfo};
+use std::sync::Arc;
+use zkpipe_core::msm::{DeviceSums, ScalarInt};
+use zkpipe_core::reduce::QapEvals;
+use zkpipe_core::{BoundKey, Caps, CompiledKey, Curve, Error, G1Set, KeyShape, PassInput};
+
+/// One key's points resident on one GPU, and per proof in flight its quotient buffers,
+/// a pinned staging buffer and its witness on the device: the quotient stage and all five
+/// MSMs of a proof with that key run on the GPU. Several proofs may run at once (each
+/// point set runs one MSM at a time).
+///
+/// A proof's device pass ([`BoundKey::pass`]) uploads the witness scalars once: the key's
+/// A and B matrices, resident too, turn them into a, b, c there
+/// ([`zkpipe_core::Stage::ReduceDevice`], where [`Caps::reduces`]), and the A, B₁, B₂ and
+/// C MSMs read them; h stays on the GPU for the H MSM.
+pub struct CudaBound<E: Curve + GpuCurve> {
+    pub(super) key: Arc<CompiledKey<E>>,
+    pub(super) a: ResidentG1<E>,
+    pub(super) b1: ResidentG1<E>,
+    /// Padded past the public inputs, so [C]₁ batches share w's plan.
+    pub(super) c: ResidentG1<E>,
+    pub(super) h: ResidentG1<E>,
+    pub(super) b2: ResidentG2<E>,
+    /// A and B, where a, b, c are computed on the GPU.
+    pub(super) matrices: Option<GpuMatrices<E>>,
+    /// Idle buffer sets, one per proof in flight at once (made on demand).
+    pub(super) pool: Pool<E>,
+    pub(super) caps: Caps,
+    pub(super) gpu: usize,
+    info: GpuInfo,
+}
+
+impl<E: Curve + GpuCurve> CudaBound<E> {
+    /// Uploads `key`'s points (and, where the GPU reduces, its A and B matrices) to GPU
+    /// `gpu` and allocates the buffers a proof needs, after checking that they fit in the
+    /// device's free memory.
+    pub fn new(key: Arc<CompiledKey<E>>, gpu: usize) -> Result<Self, CudaError> {
+        let info = device_info(gpu)?;
+        let shape = KeyShape::of_key(&key);
+        let needed = device_bytes_for_shape(&shape) as usize;
+        if needed > info.free_bytes {
+            return Err(CudaError::OutOfMemory {
+                what: format!(
+                    "a key of {} variables and domain {}",
+                    key.n_vars,
+                    key.domain_size()
+                ),
+                needed_mib: needed >> 20,
+                free_mib: info.free_bytes >> 20,
+                total_mib: info.total_bytes >> 20,
+            });
+        }
+        let caps = caps(&shape);
+        let p = &key.points;
+        let pass_shape = PassShape {
+            lg_n: key.domain_size().trailing_zeros(),
+            omega: key.domain.domain.group_gen,
+            shift: key.domain.coset.offset,
+            n_vars: key.n_vars,
+            gpu,
+        };
+        Ok(Self {
+            a: ResidentG1::upload(&p.a, gpu)?,
+            b1: ResidentG1::upload(&p.b1, gpu)?,
+            c: ResidentG1::upload_padded(&p.c, key.n_public + 1, gpu)?,
+            h: ResidentG1::upload(&p.h, gpu)?,
+            b2: ResidentG2::upload(&p.b2, gpu)?,
+            matrices: if caps.reduces {
+                Some(GpuMatrices::upload(&key.a, &key.b, gpu)?)
+            } else {
+                None
+            },
+            pool: Pool::new(pass_shape)?,
+            caps,
+            gpu,
+            info,
+            key,
+        })
+    }
+
+    /// The GPU's index.
+    pub fn gpu(&self) -> usize {
+        self.gpu
+    }
+
+    /// The GPU (free memory as of the binding).
+    pub fn info(&self) -> &GpuInfo {
+        &self.info
+    }
+
+    /// The resident set `set` names.
+    fn set(&self, set: G1Set) -> &ResidentG1<E> {
+        match set {
+            G1Set::A => &self.a,
+            G1Set::B1 => &self.b1,
+            G1Set::C => &self.c,
+            G1Set::H => &self.h,
+        }
+    }
+
+    /// `scalars` through a lent staging buffer (pinned) into `run`, with their count.
+    fn staged_msm<T>(
+        &self,
+        scalars: &[ScalarInt<E>],
+        run: impl FnOnce(*const [u64; 4], usize) -> Result<T, CudaError>,
+    ) -> Result<T, CudaError> {
+        let mut bufs = self.pool.lend()?;
+        let ptr = bufs.staging.stage(0, scalars) as *const [u64; 4];
+        run(ptr, scalars.len())
+    }
+
+    /// The quotient verb: a, b, c staged, h back into `evals.a`.
+    fn quotient_here(&self, evals: &mut QapEvals<E::ScalarField>) -> Result<(), CudaError> {
+        let n = self.pool.domain_size();
+        if [&evals.a, &evals.b, &evals.c].iter().any(|v| v.len() != n) {
+            return Err(CudaError::Length(format!(
+                "quotient of {} rows on a key of domain {n}",
+                evals.a.len()
+            )));
+        }
+        let mut bufs = self.pool.lend()?;
+        bufs.run_quotient(evals, true)?;
+        bufs.staging.unstage(0, &mut evals.a);
+        Ok(())
+    }
+
+    /// A pass's inputs fit the key: a, b, c span the domain (or are left to the GPU where
+    /// it reduces), and w has the key's nVars scalars.
+    pub(super) fn check_pass(
+        &self,
+        evals: &QapEvals<E::ScalarField>,
+        w: &[ScalarInt<E>],
+    ) -> Result<(), CudaError> {
+        let n = self.pool.domain_size();
+        let rows = if self.matrices.is_some() && evals.a.is_empty() {
+            0
+        } else {
+            n
+        };
+        let lengths_ok = [&evals.a, &evals.b, &evals.c]
+            .iter()
+            .all(|v| v.len() == rows)
+            && w.len() == self.a.len();
+        if !lengths_ok {
+            return Err(CudaError::Length(format!(
+                "a proof of {} rows and {} scalars on a key of domain {n} and {} signals",
+                evals.a.len(),
+                w.len(),
+                self.a.len()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// `scalars` must number `points`, the size of the set named by `what`.
+fn check_count(
+    points: usize,
+    scalars: usize,
+    what: impl FnOnce() -> String,
+) -> Result<(), CudaError> {
+    if scalars != points {
+        return Err(CudaError::Length(format!(
+            "MSM of {scalars} scalars over the {points} points of {}",
+            what()
+        )));
+    }
+    Ok(())
+}
+
+impl<E: Curve + GpuCurve> BoundKey<E> for CudaBound<E> {
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn key(&self) -> &Arc<CompiledKey<E>> {
+        &self.key
+    }
+
+    fn caps(&self) -> Caps {
+        self.caps
+    }
+
+    fn quotient(&self, evals: &mut QapEvals<E::ScalarField>) -> Result<(), Error> {
+        self.quotient_here(evals).map_err(|e| e.on_gpu(self.gpu))
+    }
+
+    fn msm_g1(&self, set: G1Set, scalars: &[ScalarInt<E>]) -> Result<E::G1, Error> {
+        let resident = self.set(set);
+        check_count(resident.len(), scalars.len(), || format!("{set:?}"))
+            .and_then(|()| self.staged_msm(scalars, |p, n| resident.msm_raw(p, n, false)))
+            .map_err(|e| e.on_gpu(self.gpu))
+    }
+
+    fn msm_g2(&self, scalars: &[ScalarInt<E>]) -> Result<E::G2, Error> {
+        check_count(self.b2.len(), scalars.len(), || "B2".into())
+            .and_then(|()| self.staged_msm(scalars, |p, n| self.b2.msm_raw(p, n, false)))
+            .map_err(|e| e.on_gpu(self.gpu))
+    }
+
+    /// One proof: its five MSMs at once, w uploaded once and h kept on the GPU. Several:
+    /// one batched MSM per point set for all of them (a failure fails every proof of the
+    /// batch). Both are in `crate::enabled::pass`.
+    fn pass(&self, inputs: &mut [PassInput<'_, E>]) -> Vec<Result<DeviceSums<E>, Error>> {
+        match inputs {
+            [] => Vec::new(),
+            [one] => vec![self.single_pass(one).map_err(|e| e.on_gpu(self.gpu))],
+            _ => match self.batch_pass(inputs) {
+                Ok(sums) => sums.into_iter().map(Ok).collect(),
+                Err(e) => inputs
+                    .iter()
+                    .map(|_| Err(e.clone().on_gpu(self.gpu)))
+                    .collect(),
+            },
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! One proof's buffers in flight on a bound key ([`PassBuffers`]): its quotient's device
+//! buffers (h stays there for the H MSM), a pinned staging buffer, and the device copy of
+//! its witness. A key keeps a [`Pool`] of idle sets, one made at binding and more on
+//! demand, one per proof in flight at once; a set is [`Lent`] to one call and goes back
+//! when the call is done.
+
+use crate::enabled::curve::GpuCurve;
+use crate::enabled::memory::{DeviceBuf, PinnedBuf};
+use crate::enabled::quotient::GpuQuotient;
+use crate::enabled::reduce::GpuMatrices;
+use crate::CudaError;
+use std::sync::Mutex;
+use zkpipe_core::msm::ScalarInt;
+use zkpipe_core::reduce::QapEvals;
+use zkpipe_core::timings::{Stage, Timings};
+
+/// What one proof in flight needs of its own: the quotient's device buffers (h stays
+/// there for the H MSM), a pinned staging buffer, and the device copy of its witness.
+pub(crate) struct PassBuffers<E: GpuCurve> {
+    pub(crate) quotient: GpuQuotient<E>,
+    pub(crate) staging: PinnedBuf,
+    pub(crate) w: DeviceBuf,
+}
+
+impl<E: GpuCurve> PassBuffers<E> {
+    /// Stages `w` (the key's nVars scalars) and copies it to the device buffer.
+    fn upload_w(&mut self, w: &[ScalarInt<E>]) -> Result<(), CudaError> {
+        let pw = self.staging.stage(0, w) as *const u8;
+        // SAFETY: `pw` holds w.len() scalars of 32 bytes, at most the device buffer's size
+        // (upload_raw checks).
+        unsafe { self.w.upload_raw(pw, std::mem::size_of_val(w)) }
+    }
+
+    /// The quotient with h left on the GPU, from `evals`, or where `evals` is empty from
+    /// a, b, c computed on the GPU from `w` with `matrices`. The witness is on the device
+    /// afterwards either way; its upload is timed with the stage it precedes on the GPU
+    /// (`reduce_device`, else after the quotient, as part of `quotient`).
+    pub(crate) fn quotient_and_w(
+        &mut self,
+        evals: &QapEvals<E::ScalarField>,
+        w: &[ScalarInt<E>],
+        matrices: Option<&GpuMatrices<E>>,
+        t: &mut Timings,
+    ) -> Result<(), CudaError> {
+        if !evals.a.is_empty() {
+            return t.time(Stage::Quotient, || {
+                self.run_quotient(evals, false)?;
+                self.upload_w(w)
+            });
+        }
+        let m = matrices.ok_or_else(|| {
+            CudaError::Length("no a, b, c given, and no matrices on the GPU".into())
+        })?;
+        t.time(Stage::ReduceDevice, || {
+            self.upload_w(w)?;
+            let wd = self.w.device_ptr(0) as *const [u64; 4];
+            // SAFETY: `wd` holds the key's nVars scalars (checked by the caller), the
+            // matrices' column count, on this set's GPU, and nothing writes it meanwhile.
+            unsafe { self.quotient.reduce_raw(m, wd) }
+        })?;
+        let null = std::ptr::null_mut();
+        // SAFETY: null inputs: a, b, c are where reduce_raw left them; h stays there.
+        t.time(Stage::Quotient, || unsafe {
+            self.quotient.run_raw(null, null, null, null)
+        })
+    }
+
+    /// Stages a, b, c (n elements each, as the quotient was made for) and runs the
+    /// quotient. h comes back to the start of the staging buffer if `download`, else it
+    /// stays on the GPU only ([`GpuQuotient::h_on_device`]).
+    pub(crate) fn run_quotient(
+        &mut self,
+        evals: &QapEvals<E::ScalarField>,
+        download: bool,
+    ) -> Result<(), CudaError> {
+        let bytes = std::mem::size_of_val(evals.a.as_slice());
+        let pa = self.staging.stage(0, &evals.a);
+        let pb = self.staging.stage(bytes, &evals.b);
+        let pc = self.staging.stage(2 * bytes, &evals.c);
+        let ph = if download {
+            self.staging.ptr_at(0) as *mut E::ScalarField
+        } else {
+            std::ptr::null_mut()
+        };
+        // SAFETY: the pointers address n field elements each inside the staging buffer,
+        // which this set's borrower alone uses; h, if downloaded, overwrites a.
+        unsafe { self.quotient.run_raw(pa, pb, pc, ph) }
+    }
+}
+
+/// How to make a [`PassBuffers`] for one key on one GPU.
+pub(crate) struct PassShape<E: GpuCurve> {
+    pub(crate) lg_n: u32,
+    pub(crate) omega: E::ScalarField,
+    pub(crate) shift: E::ScalarField,
+    pub(crate) n_vars: usize,
+    pub(crate) gpu: usize,
+}
+
+impl<E: GpuCurve> PassShape<E> {
+    fn make(&self) -> Result<PassBuffers<E>, CudaError> {
+        let elem = std::mem::size_of::<E::ScalarField>();
+        let n = 1usize << self.lg_n;
+        Ok(PassBuffers {
+            quotient: GpuQuotient::new(self.lg_n, self.omega, self.shift, self.gpu)?,
+            staging: PinnedBuf::new((3 * n).max(self.n_vars) * elem)?,
+            w: DeviceBuf::new(self.gpu, self.n_vars * elem)?,
+        })
+    }
+}
+
+/// A key's idle buffer sets, and how to make more.
+pub(crate) struct Pool<E: GpuCurve> {
+    idle: Mutex<Vec<PassBuffers<E>>>,
+    pub(crate) shape: PassShape<E>,
+}
+
+impl<E: GpuCurve> Pool<E> {
+    /// A pool of one set (a proof's buffers are there from the start).
+    pub(crate) fn new(shape: PassShape<E>) -> Result<Self, CudaError> {
+        Ok(Self {
+            idle: Mutex::new(vec![shape.make()?]),
+            shape,
+        })
+    }
+
+    /// The domain size the sets are made for.
+    pub(crate) fn domain_size(&self) -> usize {
+        1usize << self.shape.lg_n
+    }
+
+    /// An idle buffer set, or a new one: one per proof in flight on this key at once.
+    pub(crate) fn lend(&self) -> Result<Lent<'_, E>, CudaError> {
+        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let bufs = match idle {
+            Some(b) => b,
+            None => self.shape.make()?,
+        };
+        Ok(Lent {
+            pool: self,
+            bufs: Some(bufs),
+        })
+    }
+}
+
+/// A buffer set lent to one call, back to the idle list on drop.
+pub(crate) struct Lent<'a, E: GpuCurve> {
+    pool: &'a Pool<E>,
+    bufs: Option<PassBuffers<E>>,
+}
+
+impl<E: GpuCurve> std::ops::Deref for Lent<'_, E> {
+    type Target = PassBuffers<E>;
+    fn deref(&self) -> &PassBuffers<E> {
+        self.bufs.as_ref().expect("lent buffers")
+    }
+}
+
+impl<E: GpuCurve> std::ops::DerefMut for Lent<'_, E> {
+    fn deref_mut(&mut self) -> &mut PassBuffers<E> {
+        self.bufs.as_mut().expect("lent buffers")
+    }
+}
+
+impl<E: GpuCurve> Drop for Lent<'_, E> {
+    fn drop(&mut self) {
+        if let Some(b) = self.bufs.take() {
+            let mut idle = self.pool.idle.lock().unwrap_or_else(|e| e.into_inner());
+            idle.push(b);
+        }
+    }
+}

@@ -1,0 +1,296 @@
+//! MSMs against points resident on a GPU: [`Resident`] point sets (G1 or G2, uploaded
+//! once), sppark's MSM of one scalar vector against a set (scalars in host or device
+//! memory), the batched MSM of several vectors ([`BatchPlan`], `cuda/batch_msm.cuh`), and
+//! sppark's one-shot MSM ([`msm_oneshot`], the reference the resident path is checked
+//! against).
+
+use crate::enabled::curve::{GpuCurve, GpuGroup, G1, G2};
+use crate::enabled::ffi;
+use crate::enabled::runtime::{check, check_device};
+use crate::CudaError;
+use ark_ff::PrimeField;
+use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::sync::Mutex;
+
+/// Points uploaded to the GPU once, for many MSMs. One sppark MSM at a time runs per set
+/// (an internal lock), since sppark's `msm_t` owns one set of buckets; batched MSMs
+/// ([`Self::batch_msm`]) bring their own scratch and run alongside.
+pub struct Resident<E: GpuCurve, G: GpuGroup<E>> {
+    handle: ffi::SetHandle,
+    /// Held around sppark's MSMs, which use the set's one bucket array; batched MSMs
+    /// bring their own scratch and do not take it.
+    sppark: Mutex<()>,
+    len: usize,
+    pad: usize,
+    device: i32,
+    _curve: PhantomData<(E, G)>,
+}
+
+/// Resident G1 points.
+pub type ResidentG1<E> = Resident<E, G1>;
+/// Resident G2 points.
+pub type ResidentG2<E> = Resident<E, G2>;
+
+// SAFETY: sppark's MSM state is only used under `sppark`; batched MSMs only read the
+// resident points; the device memory is not tied to a host thread.
+unsafe impl<E: GpuCurve, G: GpuGroup<E>> Send for Resident<E, G> {}
+unsafe impl<E: GpuCurve, G: GpuGroup<E>> Sync for Resident<E, G> {}
+
+impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
+    /// Uploads `points` (arkworks affine points, read with their stride) to GPU `device`.
+    pub fn upload(points: &[G::Affine], device: usize) -> Result<Self, CudaError> {
+        Self::upload_padded(points, 0, device)
+    }
+
+    /// As [`Self::upload`], after `pad` points at infinity, so that the set lines up
+    /// with a scalar vector of which `points` multiply the suffix (the C query and w).
+    /// Single MSMs ([`Self::msm`] and the like) see only `points`.
+    pub fn upload_padded(
+        points: &[G::Affine],
+        pad: usize,
+        device: usize,
+    ) -> Result<Self, CudaError> {
+        check_device(device)?;
+        let dev = device as i32;
+        let mut handle: ffi::SetHandle = std::ptr::null_mut();
+        // SAFETY: `points` is a live slice of `len` elements of `size_of` bytes each, whose
+        // leading words are x, y in Montgomery form (arkworks' affine layout, infinity as
+        // (0, 0)); the shim copies them to the device before returning.
+        check(unsafe {
+            (G::fns().new)(
+                &mut handle,
+                points.as_ptr() as *const c_void,
+                points.len(),
+                std::mem::size_of::<G::Affine>(),
+                pad,
+                dev,
+            )
+        })?;
+        Ok(Self {
+            handle,
+            sppark: Mutex::new(()),
+            len: points.len(),
+            pad,
+            device: dev,
+            _curve: PhantomData,
+        })
+    }
+
+    /// Number of resident points (without padding).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when no points are resident.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Σ scalarsᵢ·pointsᵢ over the first `n` points. `scalars` are 4-word little-endian
+    /// integers in standard form (or Montgomery form with `mont`), in host memory (pinned
+    /// for full transfer speed).
+    pub fn msm_raw(
+        &self,
+        scalars: *const [u64; 4],
+        n: usize,
+        mont: bool,
+    ) -> Result<G::Point, CudaError> {
+        self.msm_at(scalars, n, mont, false)
+    }
+
+    /// As [`Self::msm_raw`], with the `n` scalars already in this GPU's memory.
+    ///
+    /// # Safety
+    /// `scalars` must be a device address on this set's GPU, valid for `n` scalars, and
+    /// not written while the call runs.
+    pub unsafe fn msm_device(
+        &self,
+        scalars: *const [u64; 4],
+        n: usize,
+        mont: bool,
+    ) -> Result<G::Point, CudaError> {
+        self.msm_at(scalars, n, mont, true)
+    }
+
+    fn msm_at(
+        &self,
+        scalars: *const [u64; 4],
+        n: usize,
+        mont: bool,
+        on_device: bool,
+    ) -> Result<G::Point, CudaError> {
+        if n > self.len {
+            return Err(CudaError::Length(format!(
+                "{n} scalars for {} resident points",
+                self.len
+            )));
+        }
+        let mut out = vec![0u64; 3 * G::coord_words()];
+        let _sppark = self.sppark.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: `out` has room for one Jacobian point; `scalars` addresses `n` 4-word
+        // integers in host or (on_device) this GPU's memory (the callers' contracts); the
+        // handle is live and sppark's state is used under the lock.
+        check(unsafe {
+            (G::fns().msm)(
+                self.handle,
+                out.as_mut_ptr() as *mut c_void,
+                scalars as *const c_void,
+                n,
+                mont,
+                on_device,
+            )
+        })?;
+        Ok(G::from_jacobian(&out))
+    }
+
+    /// The k MSMs of `plan` against these points (padding included, so the plan's
+    /// length must be pad + len), in the plan's order.
+    pub fn batch_msm(&self, plan: &BatchPlan<E>) -> Result<Vec<G::Point>, CudaError> {
+        if plan.n != self.pad + self.len || plan.device != self.device {
+            return Err(CudaError::Length(format!(
+                "a batch plan of {} scalars on GPU {} for {} points on GPU {}",
+                plan.n,
+                plan.device,
+                self.pad + self.len,
+                self.device
+            )));
+        }
+        let words = 4 * G::coord_words();
+        let mut out = vec![0u64; plan.k * words];
+        // SAFETY: `out` has room for k xyzz points; the plan and the set are live and on
+        // the same GPU (checked); the call only reads the resident points.
+        check(unsafe {
+            (G::fns().batch)(self.handle, plan.handle, out.as_mut_ptr() as *mut c_void)
+        })?;
+        Ok(out.chunks(words).map(G::from_xyzz).collect())
+    }
+
+    /// Σ scalarsᵢ·pointsᵢ (standard-form scalars, at most as many as points). A scalar
+    /// ≥ r is refused ([`CudaError::ScalarOutOfRange`]).
+    pub fn msm(
+        &self,
+        scalars: &[<E::ScalarField as PrimeField>::BigInt],
+    ) -> Result<G::Point, CudaError> {
+        check_scalars::<E>(scalars)?;
+        self.msm_raw(scalars.as_ptr() as *const [u64; 4], scalars.len(), false)
+    }
+}
+
+fn check_scalars<E: GpuCurve>(
+    scalars: &[<E::ScalarField as PrimeField>::BigInt],
+) -> Result<(), CudaError> {
+    use rayon::prelude::*;
+    assert_eq!(std::mem::size_of_val(scalars), 32 * scalars.len());
+    let r = E::ScalarField::MODULUS;
+    match scalars.par_iter().position_first(|s| *s >= r) {
+        Some(index) => Err(CudaError::ScalarOutOfRange { index }),
+        None => Ok(()),
+    }
+}
+
+impl<E: GpuCurve, G: GpuGroup<E>> Drop for Resident<E, G> {
+    fn drop(&mut self) {
+        let h = self.handle;
+        // SAFETY: the handle came from G's `new` and is dropped once.
+        unsafe { (G::fns().drop)(h) }
+    }
+}
+
+/// The bucket digits of k scalar vectors of one length, sorted on the GPU once and shared
+/// by every point set they multiply ([`Resident::batch_msm`]): the batched MSM's plan.
+pub struct BatchPlan<E: GpuCurve> {
+    handle: ffi::PlanHandle,
+    k: usize,
+    n: usize,
+    device: i32,
+    _curve: PhantomData<E>,
+}
+
+// SAFETY: read-only device data once built.
+unsafe impl<E: GpuCurve> Send for BatchPlan<E> {}
+unsafe impl<E: GpuCurve> Sync for BatchPlan<E> {}
+
+impl<E: GpuCurve> BatchPlan<E> {
+    /// Plans MSMs of the vectors at `vectors` (device addresses on GPU `device`, n
+    /// scalars each, standard form or Montgomery with `mont`).
+    ///
+    /// # Safety
+    /// Every address must be device memory on `device` valid for `n` scalars (each < r),
+    /// not written while the call runs. (The plan keeps no reference to them.)
+    pub unsafe fn new(
+        vectors: &[*const [u64; 4]],
+        n: usize,
+        mont: bool,
+        device: usize,
+    ) -> Result<Self, CudaError> {
+        check_device(device)?;
+        let too_big = || CudaError::Length(format!("a batch of {} × {n} scalars", vectors.len()));
+        let k = u32::try_from(vectors.len()).map_err(|_| too_big())?;
+        let n32 = u32::try_from(n).map_err(|_| too_big())?;
+        let ptrs: Vec<*const c_void> = vectors.iter().map(|&p| p as *const c_void).collect();
+        let mut handle: ffi::PlanHandle = std::ptr::null_mut();
+        check((E::fns().plan_new)(
+            &mut handle,
+            ptrs.as_ptr(),
+            k,
+            n32,
+            mont,
+            device as i32,
+        ))?;
+        Ok(Self {
+            handle,
+            k: vectors.len(),
+            n,
+            device: device as i32,
+            _curve: PhantomData,
+        })
+    }
+
+    /// Number of scalar vectors.
+    pub fn len(&self) -> usize {
+        self.k
+    }
+
+    /// True for a plan of no vectors (never made).
+    pub fn is_empty(&self) -> bool {
+        self.k == 0
+    }
+}
+
+impl<E: GpuCurve> Drop for BatchPlan<E> {
+    fn drop(&mut self) {
+        // SAFETY: made by plan_new, dropped once, after every run that used it returned.
+        unsafe { (E::fns().plan_drop)(self.handle) }
+    }
+}
+
+/// Σ scalarsᵢ·pointsᵢ uploading the points for this call only (sppark's one-shot entry).
+pub fn msm_oneshot<E: GpuCurve>(
+    points: &[E::G1Affine],
+    scalars: &[<E::ScalarField as PrimeField>::BigInt],
+) -> Result<E::G1, CudaError> {
+    if scalars.len() != points.len() {
+        return Err(CudaError::Length(format!(
+            "{} scalars for {} points",
+            scalars.len(),
+            points.len()
+        )));
+    }
+    let mut out = vec![0u64; 3 * E::LIMBS];
+    // SAFETY: as in Resident::upload and Resident::msm_raw.
+    check(unsafe {
+        (E::fns().g1_oneshot)(
+            out.as_mut_ptr() as *mut c_void,
+            points.as_ptr() as *const c_void,
+            points.len(),
+            scalars.as_ptr() as *const c_void,
+            std::mem::size_of::<E::G1Affine>(),
+        )
+    })?;
+    Ok(E::g1_from_jacobian_limbs(&out))
+}
+
+// Scalars cross as 4 little-endian words: true of both curves' scalar fields.
+const _: () = assert!(std::mem::size_of::<<ark_bn254::Fr as PrimeField>::BigInt>() == 32);
+const _: () = assert!(std::mem::size_of::<<ark_bls12_381::Fr as PrimeField>::BigInt>() == 32);

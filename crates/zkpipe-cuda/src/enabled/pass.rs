@@ -1,0 +1,190 @@
+//! A [`CudaBound`]'s device pass: one proof ([`CudaBound::single_pass`]: its five MSMs at
+//! once, each from its own host thread) or a batch ([`CudaBound::batch_pass`]: each
+//! proof's reduce and quotient on its own stream, then one batched MSM per point set for
+//! all of them). Either way w crosses once and h never leaves the GPU.
+
+use crate::enabled::bound::CudaBound;
+use crate::enabled::curve::GpuCurve;
+use crate::enabled::msm::{BatchPlan, ResidentG1};
+use crate::CudaError;
+use ark_ec::pairing::Pairing;
+use std::time::Instant;
+use zkpipe_core::msm::DeviceSums;
+use zkpipe_core::timings::{Span, Stage};
+use zkpipe_core::{Curve, PassInput};
+
+impl<E: Curve + GpuCurve> CudaBound<E> {
+    /// Several proofs in one pass: each proof's quotient (h left on the GPU) and witness
+    /// upload, then one plan of bucket digits for all the w's and one for all the h's, and
+    /// the five batched MSMs at once — one kernel sequence per point set for the batch.
+    pub(super) fn batch_pass(
+        &self,
+        inputs: &mut [PassInput<'_, E>],
+    ) -> Result<Vec<DeviceSums<E>>, CudaError> {
+        for p in inputs.iter() {
+            self.check_pass(p.evals, p.w)?;
+        }
+        let g2 = self.caps.g2;
+        let n = self.pool.domain_size();
+        let mut lent = Vec::with_capacity(inputs.len());
+        for _ in 0..inputs.len() {
+            lent.push(self.pool.lend()?);
+        }
+        // Each proof's reduce and quotient from a thread of its own, on its quotient's
+        // own stream: at small domains one proof's kernels fill little of the GPU.
+        let matrices = self.matrices.as_ref();
+        std::thread::scope(|s| {
+            let running: Vec<_> = inputs
+                .iter_mut()
+                .zip(lent.iter_mut())
+                .map(|(p, bufs)| s.spawn(move || bufs.quotient_and_w(p.evals, p.w, matrices, p.t)))
+                .collect();
+            running.into_iter().try_for_each(join)
+        })?;
+        let start = Instant::now();
+        // Device addresses as integers, to hand to the planning threads.
+        let ws: Vec<usize> = lent.iter().map(|b| b.w.device_ptr(0) as usize).collect();
+        let hs: Vec<usize> = lent
+            .iter()
+            .map(|b| b.quotient.h_on_device() as usize)
+            .collect();
+        let (nw, gpu) = (self.a.len(), self.gpu);
+        let plan = |v: &[usize], len: usize, mont: bool| {
+            let v: Vec<*const [u64; 4]> = v.iter().map(|&p| p as *const [u64; 4]).collect();
+            // SAFETY: each address is this GPU's memory holding `len` scalars (a lent
+            // witness buffer or quotient h), not written until the lent sets go back.
+            unsafe { BatchPlan::<E>::new(&v, len, mont, gpu) }
+        };
+        let pw = plan(&ws, nw, false)?;
+        let (a, b1, b2, c, h) = std::thread::scope(|s| {
+            // h's plan is made while w's MSMs run.
+            let h = s.spawn(|| plan(&hs, n, true).and_then(|p| self.h.batch_msm(&p)));
+            let b2 = g2.then(|| s.spawn(|| self.b2.batch_msm(&pw)));
+            let b1 = s.spawn(|| self.b1.batch_msm(&pw));
+            let c = s.spawn(|| self.c.batch_msm(&pw));
+            let a = self.a.batch_msm(&pw);
+            (a, join(b1), b2.map(join), join(c), join(h))
+        });
+        drop(lent);
+        let (a, b1, c, h) = (a?, b1?, c?, h?);
+        let b2 = b2.transpose()?;
+        let end = Instant::now();
+        let k = inputs.len();
+        if [a.len(), b1.len(), c.len(), h.len()]
+            .iter()
+            .any(|&l| l != k)
+            || b2.as_ref().is_some_and(|v| v.len() != k)
+        {
+            return Err(CudaError::Length(
+                "a batched MSM returned the wrong count".into(),
+            ));
+        }
+        Ok(inputs
+            .iter_mut()
+            .enumerate()
+            .map(|(j, p)| {
+                // The batch's MSMs are shared; each proof's waterfall shows them whole.
+                p.t.spans.push(Span {
+                    stage: Stage::MsmBatch,
+                    start,
+                    end,
+                });
+                DeviceSums {
+                    a: a[j],
+                    b1: b1[j],
+                    b2: b2.as_ref().map(|v| v[j]),
+                    c: c[j],
+                    h: h[j],
+                }
+            })
+            .collect())
+    }
+
+    /// One proof: the quotient with h left on the GPU, then the five MSMs (B₂ where
+    /// [`zkpipe_core::Caps::g2`]): w crosses once.
+    pub(super) fn single_pass(&self, p: &mut PassInput<'_, E>) -> Result<DeviceSums<E>, CudaError> {
+        let (evals, w, t) = (&*p.evals, p.w, &mut *p.t);
+        self.check_pass(evals, w)?;
+        let g2 = self.caps.g2;
+        let n = self.pool.domain_size();
+        let n_public = self.key.n_public;
+        let mut bufs = self.pool.lend()?;
+        // w crosses once (standard form).
+        bufs.quotient_and_w(evals, w, self.matrices.as_ref(), t)?;
+        let (quotient, w_dev) = (&bufs.quotient, &bufs.w);
+        // Device addresses as integers, to hand to the MSM threads.
+        let wd = w_dev.device_ptr(0) as usize;
+        let private = w_dev.device_ptr((n_public + 1) * 32) as usize;
+        let hd = quotient.h_on_device() as usize;
+        let (nw, n_private) = (w.len(), w.len() - n_public - 1);
+        let msm = |set: &ResidentG1<E>, at: usize, len: usize, mont: bool, stage| {
+            let start = Instant::now();
+            // SAFETY: `at` is device memory on this GPU holding `len` scalars (w, its
+            // private part, or the quotient's h, Montgomery), lent to this call alone.
+            let r = unsafe { set.msm_device(at as *const [u64; 4], len, mont) };
+            (r, span(stage, start))
+        };
+        let g2_msm = || {
+            let start = Instant::now();
+            // SAFETY: as above, for w.
+            let r = unsafe { self.b2.msm_device(wd as *const [u64; 4], nw, false) };
+            (r, span(Stage::MsmB2, start))
+        };
+        type G1R<E> = (Result<<E as Pairing>::G1, CudaError>, Span);
+        let (a, b1, b2, c, h): (G1R<E>, G1R<E>, _, G1R<E>, G1R<E>) = if serial_msms() {
+            (
+                msm(&self.a, wd, nw, false, Stage::MsmA),
+                msm(&self.b1, wd, nw, false, Stage::MsmB1),
+                g2.then(g2_msm),
+                msm(&self.c, private, n_private, false, Stage::MsmC),
+                msm(&self.h, hd, n, true, Stage::MsmH),
+            )
+        } else {
+            // The MSMs run at once, each from its own host thread: sppark's per-call host
+            // work (launches, synchronizes, the final window sums on the CPU) then overlaps
+            // the others' kernels. Each point set has its own buckets; they share the
+            // device's streams, so kernels stay in stream order.
+            std::thread::scope(|s| {
+                let b2 = g2.then(|| s.spawn(g2_msm));
+                let b1 = s.spawn(|| msm(&self.b1, wd, nw, false, Stage::MsmB1));
+                let c = s.spawn(|| msm(&self.c, private, n_private, false, Stage::MsmC));
+                let h = s.spawn(|| msm(&self.h, hd, n, true, Stage::MsmH));
+                let a = msm(&self.a, wd, nw, false, Stage::MsmA);
+                (a, join(b1), b2.map(join), join(c), join(h))
+            })
+        };
+        let (a, a_span) = a;
+        let b2 = b2.map(|(r, sp)| {
+            t.spans.push(sp);
+            r
+        });
+        t.spans.extend([a_span, b1.1, c.1, h.1]);
+        Ok(DeviceSums {
+            a: a?,
+            b1: b1.0?,
+            b2: b2.transpose()?,
+            c: c.0?,
+            h: h.0?,
+        })
+    }
+}
+
+/// A scoped thread's result; its panic goes on up.
+fn join<T>(j: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    j.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
+fn span(stage: Stage, start: Instant) -> Span {
+    Span {
+        stage,
+        start,
+        end: Instant::now(),
+    }
+}
+
+/// `ZKPIPE_CUDA_SERIAL_MSMS=1` runs a proof's MSMs one after another instead of at once (a
+/// diagnostic switch, for comparing the two; read once).
+fn serial_msms() -> bool {
+    static SERIAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SERIAL.get_or_init(|| std::env::var("ZKPIPE_CUDA_SERIAL_MSMS").is_ok_and(|v| v == "1"))
+}

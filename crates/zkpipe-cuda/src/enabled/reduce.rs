@@ -1,0 +1,106 @@
+//! The reduce on the GPU: a key's A and B matrices resident there ([`GpuMatrices`]), and
+//! a = A·w, b = B·w, c = a∘b from a witness on the device into a quotient's buffers
+//! ([`GpuQuotient::reduce_raw`]), so that only w crosses the bus.
+
+use crate::enabled::curve::GpuCurve;
+use crate::enabled::ffi;
+use crate::enabled::quotient::GpuQuotient;
+use crate::enabled::runtime::{check, check_device};
+use crate::CudaError;
+use std::ffi::c_void;
+use std::marker::PhantomData;
+use zkpipe_core::csr::Csr;
+
+/// A key's A and B matrices resident on one GPU, for [`GpuQuotient::reduce_raw`].
+pub struct GpuMatrices<E: GpuCurve> {
+    handle: ffi::MatricesHandle,
+    rows: usize,
+    _curve: PhantomData<E>,
+}
+
+// SAFETY: read-only device data once uploaded.
+unsafe impl<E: GpuCurve> Send for GpuMatrices<E> {}
+unsafe impl<E: GpuCurve> Sync for GpuMatrices<E> {}
+
+impl<E: GpuCurve> GpuMatrices<E> {
+    /// Uploads `a` and `b` (the same number of rows; values in Montgomery form) to GPU
+    /// `device`.
+    pub fn upload(
+        a: &Csr<E::ScalarField>,
+        b: &Csr<E::ScalarField>,
+        device: usize,
+    ) -> Result<Self, CudaError> {
+        check_device(device)?;
+        let rows = a.rows();
+        let well_formed = |m: &Csr<E::ScalarField>| {
+            m.rows() == rows
+                && m.row_starts.last().map(|&e| e as usize) == Some(m.cols.len())
+                && m.cols.len() == m.vals.len()
+        };
+        if !well_formed(a) || !well_formed(b) {
+            return Err(CudaError::Length(
+                "A and B differ in rows, or a matrix's arrays disagree".into(),
+            ));
+        }
+        let rows32 = u32::try_from(rows)
+            .map_err(|_| CudaError::Length(format!("matrices of {rows} rows")))?;
+        let mut handle: ffi::MatricesHandle = std::ptr::null_mut();
+        // SAFETY: out-pointer to a live local; each array is a live slice of the lengths
+        // checked above (rows + 1 offsets ending at the entry count), copied to the device
+        // before the call returns. Field elements are their Montgomery limbs.
+        check(unsafe {
+            (E::fns().csr_new)(
+                &mut handle,
+                rows32,
+                a.row_starts.as_ptr(),
+                a.cols.as_ptr(),
+                a.vals.as_ptr() as *const c_void,
+                b.row_starts.as_ptr(),
+                b.cols.as_ptr(),
+                b.vals.as_ptr() as *const c_void,
+                device as i32,
+            )
+        })?;
+        Ok(Self {
+            handle,
+            rows,
+            _curve: PhantomData,
+        })
+    }
+}
+
+impl<E: GpuCurve> Drop for GpuMatrices<E> {
+    fn drop(&mut self) {
+        // SAFETY: created by csr_new, dropped once.
+        unsafe { (E::fns().csr_drop)(self.handle) }
+    }
+}
+
+impl<E: GpuCurve> GpuQuotient<E> {
+    /// a = A·w, b = B·w, c = a∘b on the GPU into this quotient's buffers, for a following
+    /// [`Self::run_raw`] with null inputs. `w` is the key's witness in this GPU's memory,
+    /// as standard-form scalars (what the MSMs read).
+    ///
+    /// # Safety
+    /// `w` must be a device address on this quotient's GPU valid for as many scalars as
+    /// the matrices have columns, not written while the call runs.
+    pub unsafe fn reduce_raw(
+        &self,
+        matrices: &GpuMatrices<E>,
+        w: *const [u64; 4],
+    ) -> Result<(), CudaError> {
+        if matrices.rows != self.size() {
+            return Err(CudaError::Length(format!(
+                "matrices of {} rows for a quotient of domain {}",
+                matrices.rows,
+                self.size()
+            )));
+        }
+        let handle = self.handle();
+        check((E::fns().reduce_run)(
+            *handle,
+            matrices.handle,
+            w as *const c_void,
+        ))
+    }
+}

@@ -1,0 +1,173 @@
+//! What a key of a given shape does on a GPU and needs there, from its header alone: its
+//! [`Caps`] ([`caps`], which [`crate::CudaDevices`] and [`crate::CudaBound`] both report)
+//! and its device memory (resident key, one proof in flight).
+
+use zkpipe_core::{Bls12_381, Bn254, Caps, Curve, KeyShape};
+use zkpipe_formats::CurveId;
+
+/// Keys whose domain is at most this prove several proofs per device pass (batched MSMs);
+/// larger ones fill the GPU alone. Measured on an H100 (experiment 010): at 2^14 a batch
+/// of 4 already costs half of sppark's per-proof time; at 2^16 batches under ~8 lose
+/// (BLS12-381 G1: 9.2 ms per proof at k = 4 against sppark's 6.9 ms).
+pub(crate) const BATCH_MAX_DOMAIN: usize = 1 << 15;
+
+/// The most proofs one batched device pass takes.
+pub(crate) const BATCH_MAX_PROOFS: usize = 32;
+
+/// What a key of this shape bound to a GPU does in its pass: the reduce (unless
+/// [`reduces_on_gpu`] is off), always [B]₂, and batches of up to [`BATCH_MAX_PROOFS`]
+/// proofs where the domain is at most [`BATCH_MAX_DOMAIN`].
+pub(crate) fn caps(shape: &KeyShape) -> Caps {
+    Caps {
+        reduces: reduces_on_gpu(),
+        g2: true,
+        batch_limit: if shape.domain_size <= BATCH_MAX_DOMAIN {
+            BATCH_MAX_PROOFS
+        } else {
+            1
+        },
+    }
+}
+
+/// Whether a, b, c are computed on the GPU from the uploaded witness (the default: the
+/// key's A and B matrices are then resident there too). `ZKPIPE_CUDA_HOST_REDUCE=1`
+/// computes them on the CPU and uploads them instead, as before experiment 011: a
+/// diagnostic switch for comparing the two (read once).
+pub(crate) fn reduces_on_gpu() -> bool {
+    static HOST: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    !*HOST.get_or_init(|| std::env::var("ZKPIPE_CUDA_HOST_REDUCE").is_ok_and(|v| v == "1"))
+}
+
+/// Device memory one key needs on the GPU, in bytes (an upper estimate): its resident
+/// points and matrices, sppark's buckets per point set, the quotient buffers, and the
+/// scratch of the largest MSM. A, B₁, B₂ have `n_vars` points, C has
+/// `n_vars − n_public − 1`, H has `domain_size`; A and B have `n_coefficients` entries.
+/// Binding refuses a key whose need exceeds the GPU's free memory.
+pub(crate) fn device_bytes_for_shape(shape: &KeyShape) -> u64 {
+    let KeyShape {
+        n_vars,
+        n_public,
+        domain_size: domain,
+        n_coefficients: coefficients,
+        ..
+    } = *shape;
+    let c = n_vars.saturating_sub(n_public + 1);
+    let sets = [n_vars, n_vars, c, domain];
+    let points = match shape.curve {
+        CurveId::Bn254 => bytes_for::<Bn254>(sets, n_vars, domain),
+        CurveId::Bls12_381 => bytes_for::<Bls12_381>(sets, n_vars, domain),
+    };
+    (points + matrices_bytes(coefficients, domain)) as u64
+}
+
+/// Device memory each proof in flight on a key takes beyond the first (whose buffers
+/// [`device_bytes_for_shape`] counts): for the engine's per-partition reservation.
+pub(crate) fn device_bytes_per_pass(shape: &KeyShape) -> u64 {
+    let (n_vars, domain) = (shape.n_vars, shape.domain_size);
+    pass_bytes(n_vars, domain, n_vars.max(domain)) as u64
+}
+
+/// A and B resident for the reduce on the GPU: row offsets, and a column and a value per
+/// entry (none where [`reduces_on_gpu`] is off).
+fn matrices_bytes(coefficients: usize, rows: usize) -> usize {
+    if reduces_on_gpu() {
+        2 * (rows + 1) * 4 + coefficients * (4 + 32)
+    } else {
+        0
+    }
+}
+
+fn bytes_for<E: Curve>(g1_sets: [usize; 4], g2_points: usize, n: usize) -> usize {
+    let g1 = std::mem::size_of::<E::G1Affine>();
+    let g2 = std::mem::size_of::<E::G2Affine>();
+    let sets = g1_sets.map(|len| (len, g1));
+    let mut bytes: usize = sets
+        .iter()
+        .chain(std::iter::once(&(g2_points, g2)))
+        .map(|&(len, affine)| len * affine + buckets_bytes(len, affine))
+        .sum();
+    bytes += pass_bytes(
+        g1_sets[0],
+        n,
+        g1_sets.iter().copied().max().unwrap_or(0).max(g2_points),
+    );
+    bytes + bytes / 20 + (64 << 20)
+}
+
+/// Device memory of one proof in flight: the quotient's buffers (a, b, c, scratch, coset
+/// powers), the witness uploaded once for its MSMs, and the scalars and digits of its five
+/// MSMs, which run at once.
+fn pass_bytes(n_vars: usize, n: usize, largest: usize) -> usize {
+    let batched = if n <= BATCH_MAX_DOMAIN {
+        batch_bytes(n_vars, n)
+    } else {
+        0
+    };
+    5 * n * 32 + n_vars * 32 + 5 * largest * (32 + 4 * windows(largest).0) + batched
+}
+
+/// One proof's share of a batched pass's scratch (an upper estimate): its bucket digits
+/// (key, index, sorted copies and sort temp) for w and h, and its summed pieces in five
+/// MSMs at once (one per present bucket, about 2·n of them at the chosen window width,
+/// plus one per 32 entries; XYZZ points, 256 bytes on average over 4 G1 + 1 G2).
+fn batch_bytes(n_vars: usize, n: usize) -> usize {
+    const WINDOWS: usize = 32; // ⌈255 / c⌉ for c ≥ 8
+    let items = WINDOWS * (n_vars + n);
+    let pieces = items / 32 + 2 * n_vars.max(n);
+    items * 24 + 5 * pieces * 256
+}
+
+/// sppark's window count and width for an MSM of `n` points.
+fn windows(n: usize) -> (usize, usize) {
+    let lg = |x: usize| (usize::BITS - 1 - x.max(1).leading_zeros()) as usize;
+    let wbits = if n > 192 {
+        (lg(n + n / 2).saturating_sub(8)).clamp(10, 18)
+    } else {
+        10
+    };
+    (255usize.div_ceil(wbits), wbits)
+}
+
+/// sppark's bucket array (XYZZ buckets, twice an affine point) and histogram.
+fn buckets_bytes(n: usize, affine: usize) -> usize {
+    let (nwins, wbits) = windows(n);
+    let row = 1usize << (wbits - 1);
+    nwins * row * (2 * affine + 4) + 132 * 1024 * 2 * affine
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(domain_size: usize) -> KeyShape {
+        KeyShape {
+            curve: CurveId::Bn254,
+            n_vars: domain_size - domain_size / 8,
+            n_public: 4,
+            domain_size,
+            n_coefficients: 3 * domain_size,
+        }
+    }
+
+    /// Small keys batch, large ones prove alone; G2 is always on the GPU.
+    #[test]
+    fn caps_batch_small_keys_only() {
+        let small = caps(&shape(BATCH_MAX_DOMAIN));
+        assert_eq!((small.batch_limit, small.g2), (BATCH_MAX_PROOFS, true));
+        assert_eq!(caps(&shape(2 * BATCH_MAX_DOMAIN)).batch_limit, 1);
+        assert_eq!(small.reduces, reduces_on_gpu());
+    }
+
+    /// The estimates grow with the key, and a BLS12-381 key (larger points) needs more.
+    #[test]
+    fn memory_estimates_grow_with_the_key() {
+        let (a, b) = (shape(1 << 12), shape(1 << 16));
+        assert!(device_bytes_for_shape(&a) < device_bytes_for_shape(&b));
+        assert!(device_bytes_per_pass(&a) < device_bytes_per_pass(&b));
+        let bls = KeyShape {
+            curve: CurveId::Bls12_381,
+            ..b
+        };
+        assert!(device_bytes_for_shape(&b) < device_bytes_for_shape(&bls));
+    }
+}
