@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use zkpipe_core::curve::field_to_decimal;
 use zkpipe_core::{
-    prove, BindCurve, CompiledKey, Curve, PointChecks, ProveOptions, Stage, Timings, Witness,
+    prove, BindCurve, CompiledKey, PointChecks, ProveOptions, Stage, Timings, Witness,
 };
 use zkpipe_formats::files::write_all_or_nothing;
 use zkpipe_formats::json::to_json_bytes;
