@@ -5,10 +5,11 @@
 //! with a, b, c reduced on the GPU and from the host; then whole proofs on the GPU,
 //! verified by their self-check, and a witness that does not satisfy the circuit refused.
 
-use crate::common::{once, random_scalars, verdict, Cfg};
+use crate::common::{once, random_scalars, summarize, verdict, Cfg};
 use ark_ff::{Field, PrimeField};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
+use std::cell::Cell;
 use std::sync::Arc;
 use zkpipe_core::device::bind;
 use zkpipe_core::key::PointChecks;
@@ -42,14 +43,22 @@ fn seam_at<E: BindCurve>(name: &str, devices: &CudaDevices, log: u32) -> Res<boo
     let gpu = bind(devices, 0, Arc::clone(&key))?;
     let cpu = CpuBound::new(Arc::clone(&key));
     let caps = gpu.caps();
-    let mut ok = devices.caps(&KeyShape::of_key(&key)) == caps;
+    let ok = Cell::new(devices.caps(&KeyShape::of_key(&key)) == caps);
     println!(
         "{name} seam 2^{log}: caps {caps:?}, as CudaDevices says: {}",
-        if ok { "OK" } else { "NO" }
+        if ok.get() { "OK" } else { "NO" }
     );
-    let mut line = |what: &str, good: bool| {
-        ok &= good;
-        println!("{name} seam 2^{log} {what}: {}", verdict(good));
+    let say = |what: &str, good: bool, text: &str| {
+        ok.set(ok.get() && good);
+        println!("{name} seam 2^{log} {what}: {text}");
+    };
+    let line = |what: &str, good: bool| say(what, good, verdict(good));
+    let refusal = |what: &str, good: bool| {
+        say(
+            what,
+            good,
+            if good { "refused (OK)" } else { "NOT REFUSED" },
+        )
     };
 
     // The verbs, against the CPU's.
@@ -66,16 +75,13 @@ fn seam_at<E: BindCurve>(name: &str, devices: &CudaDevices, log: u32) -> Res<boo
             &format!("msm_g1({set:?})"),
             same(gpu.msm_g1(set, s), cpu.msm_g1(set, s)),
         );
-        line(
-            &format!("msm_g1({set:?}), one scalar short, refused"),
+        refusal(
+            &format!("msm_g1({set:?}), one scalar short"),
             refused(gpu.msm_g1(set, &s[1..])),
         );
     }
     line("msm_g2", same(gpu.msm_g2(&w), cpu.msm_g2(&w)));
-    line(
-        "msm_g2, one scalar short, refused",
-        refused(gpu.msm_g2(&w[1..])),
-    );
+    refusal("msm_g2, one scalar short", refused(gpu.msm_g2(&w[1..])));
     let (mut on_gpu, mut on_cpu) = (
         reduced_on_cpu(&key, &witness)?,
         reduced_on_cpu(&key, &witness)?,
@@ -101,6 +107,7 @@ fn seam_at<E: BindCurve>(name: &str, devices: &CudaDevices, log: u32) -> Res<boo
                 std::slice::from_ref(wi),
                 ReduceOn::Cpu(DEFAULT_SCHEDULE),
             )?
+            .0
             .remove(0)?;
             let w: Vec<ScalarInt<E>> = wi.values.iter().map(|x| x.into_bigint()).collect();
             let b2 = if caps.g2 { Some(cpu.msm_g2(&w)?) } else { None };
@@ -108,12 +115,20 @@ fn seam_at<E: BindCurve>(name: &str, devices: &CudaDevices, log: u32) -> Res<boo
         })
         .collect::<Res<_>>()?;
     let on = ReduceOn::for_caps(caps, DEFAULT_SCHEDULE);
-    let (one, ms) = once(|| stage(&*gpu, &key, &witnesses[..1], on));
+    let (one, ms) = stage(&*gpu, &key, &witnesses[..1], on)?;
     line(
         &format!("pass of one proof ({ms:.1} ms)"),
-        matches(&one?, &want[..1]),
+        matches(&one, &want[..1]),
     );
-    let (three, ms) = once(|| stage(&*gpu, &key, &witnesses, on));
+    let mut runs = Vec::new();
+    for _ in 0..5 {
+        runs.push(stage(&*gpu, &key, &witnesses[..1], on)?.1);
+    }
+    println!(
+        "{name} seam 2^{log} pass of one proof, device stage: {} (5 runs)",
+        summarize(&mut runs)
+    );
+    let (three, ms) = stage(&*gpu, &key, &witnesses, on)?;
     let what = if caps.batch_limit >= 3 {
         "a batch pass"
     } else {
@@ -121,7 +136,7 @@ fn seam_at<E: BindCurve>(name: &str, devices: &CudaDevices, log: u32) -> Res<boo
     };
     line(
         &format!("{what} of three proofs ({ms:.1} ms)"),
-        matches(&three?, &want),
+        matches(&three, &want),
     );
     if caps.reduces {
         // a, b, c from the host: the pass's other quotient path (ZKPIPE_CUDA_HOST_REDUCE's).
@@ -151,7 +166,7 @@ fn seam_at<E: BindCurve>(name: &str, devices: &CudaDevices, log: u32) -> Res<boo
         "a witness that does not satisfy the circuit, refused",
         matches!(bad, Err(Error::NotSatisfied)),
     );
-    Ok(ok)
+    Ok(ok.get())
 }
 
 /// A key and a witness that satisfies it.
@@ -238,15 +253,17 @@ fn inputs<E: BindCurve>(bufs: &mut [Buffers<E>]) -> Vec<PassInput<'_, E>> {
         .collect()
 }
 
-/// The reduce stage (`on`) and the device stage of each witness on `bound`.
+/// The reduce stage (`on`) and the device stage of each witness on `bound`, and the
+/// milliseconds of the device stage.
 fn stage<E: BindCurve>(
     bound: &dyn BoundKey<E>,
     key: &CompiledKey<E>,
     witnesses: &[Witness<E::ScalarField>],
     on: ReduceOn,
-) -> Res<Sums<E>> {
+) -> Res<(Sums<E>, f64)> {
     let mut bufs = reduce_all(key, witnesses, on)?;
-    Ok(device_stage(bound, &mut inputs(&mut bufs)))
+    let mut inputs = inputs(&mut bufs);
+    Ok(once(|| device_stage(bound, &mut inputs)))
 }
 
 /// One pass of all the witnesses on `bound`, a, b, c reduced on the CPU whatever its caps.
