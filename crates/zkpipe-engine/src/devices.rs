@@ -4,6 +4,7 @@
 use crate::config::EngineConfig;
 use crate::error::EngineError;
 use crate::gate::PassGate;
+use crate::keys::lease::KeyLease;
 use crate::keys::placement::DeviceLoad;
 use crate::memory::{MemoryBudget, Signal};
 use crate::messages::Reduced;
@@ -45,6 +46,25 @@ pub(crate) fn build_devices(
         devices.push(Arc::new(Device::new(i, info, p, budget, queue, passes)));
     }
     Ok(devices.into())
+}
+
+/// The device a partition of `lease`'s key goes to ([`KeyLease::place`] over the devices'
+/// loads), counting a new placement in that device's keys.
+pub(crate) fn place(
+    lease: &KeyLease,
+    devices: &[Arc<Device>],
+    kind: &dyn Devices,
+    max_devices: usize,
+) -> Option<Arc<Device>> {
+    let shape = &lease.meta().shape;
+    let bytes = kind.key_device_bytes(shape) + kind.partition_device_bytes(shape);
+    let loads: Vec<_> = devices.iter().map(|d| d.load(bytes)).collect();
+    let (index, new) = lease.place(&loads, max_devices);
+    let d = devices.get(index)?;
+    if new {
+        d.keys.fetch_add(1, Ordering::Relaxed);
+    }
+    Some(Arc::clone(d))
 }
 
 /// One device as the engine runs it.

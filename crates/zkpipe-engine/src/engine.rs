@@ -12,7 +12,7 @@
 
 use crate::buffers::BufferPool;
 use crate::config::EngineConfig;
-use crate::devices::{build_devices, Device};
+use crate::devices::{build_devices, place, Device};
 use crate::error::EngineError;
 use crate::janitor::Janitor;
 use crate::job::{JobId, JobSnapshot};
@@ -48,6 +48,8 @@ pub(crate) struct Inner {
     pub(crate) budget: Arc<MemoryBudget>,
     pub(crate) buffers: Arc<BufferPool>,
     pub(crate) devices: Arc<[Arc<Device>]>,
+    /// The devices' kind: binds keys, sizes their memory.
+    pub(crate) kind: Arc<dyn Devices>,
     pub(crate) admission: Arc<PriorityQueue<Queued>>,
     pub(crate) reduce: Arc<PriorityQueue<Admitted>>,
     pub(crate) tail: Arc<PriorityQueue<Proved>>,
@@ -167,7 +169,7 @@ impl Engine {
             Arc::clone(&keys),
             Arc::clone(&budget),
             Arc::clone(&devices),
-            kind,
+            Arc::clone(&kind),
             Arc::clone(&buffers),
             Arc::clone(&jobs),
             Arc::clone(&admission),
@@ -183,6 +185,7 @@ impl Engine {
             budget,
             buffers,
             devices,
+            kind,
             admission,
             reduce,
             tail,
@@ -253,9 +256,18 @@ impl Engine {
         Ok(())
     }
 
-    /// Loads key `id` now (waiting up to `timeout` for memory) so the first job finds it loaded.
+    /// Loads key `id` now (waiting up to `timeout` for host memory) and binds it to the
+    /// device its first partition would go to, so the first job finds it hot.
     pub fn preload(&self, id: &str, timeout: Duration) -> Result<(), EngineError> {
-        self.inner.keys.preload(id, timeout, &self.inner.load_pool)
+        let i = &self.inner;
+        let (lease, key) = i.keys.preload(id, timeout, &i.load_pool)?;
+        let Some(d) = place(&lease, &i.devices, &*i.kind, i.config.key_max_devices) else {
+            return Ok(());
+        };
+        let _pass = d.gate.enter();
+        let budget = d.budget.as_ref();
+        lease.bind(&key, &*i.kind, d.index, &d.info.name, budget)?;
+        Ok(())
     }
 
     /// Evicts key `id` now; refused while partitions use it. Returns whether it was resident.

@@ -4,6 +4,7 @@
 //! and unreferenced — by the janitor after the idle timeout, by admission when memory is
 //! short, or on request — never while a lease exists.
 
+use crate::curves::LoadedKey;
 use crate::error::EngineError;
 use crate::keys::entry::{Binding, KeyContext, KeyEntry, Residency};
 use crate::keys::lease::KeyLease;
@@ -199,13 +200,14 @@ impl KeyStore {
     }
 
     /// Loads key `id` now if it is cold (waiting up to `timeout` for memory, evicting idle
-    /// keys). Returns once it is loaded.
+    /// keys). Returns once it is loaded, with a lease on it (for binding it to a device)
+    /// and the compiled key.
     pub fn preload(
         &self,
         id: &str,
         timeout: Duration,
         load_pool: &rayon::ThreadPool,
-    ) -> Result<(), EngineError> {
+    ) -> Result<(KeyLease, Arc<dyn LoadedKey>), EngineError> {
         let e = self.resolve(id)?;
         let budget = &self.ctx.budget;
         if !budget.could_ever_fit(e.meta.host_bytes) {
@@ -232,7 +234,8 @@ impl KeyStore {
                 self.ctx.signal.wait_past(seen, Duration::from_millis(50));
             }
         };
-        lease.get(load_pool).map(|_| ())
+        let key = lease.get(load_pool)?;
+        Ok((lease, key))
     }
 
     /// Every key in the directory, with residency for those known. Never waits for a load

@@ -3,11 +3,10 @@
 //! computes a, b, c on the stage's pool (or, where the device computes them, only turns
 //! the witness into MSM scalars), places it on one of its key's devices and queues it there.
 
-use crate::devices::Device;
+use crate::devices::{place, Device};
 use crate::messages::{send, Admitted, Reduced};
 use crate::outcome::{guarded, Outcomes};
 use crate::queue::PriorityQueue;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 use zkpipe_core::reduce::RowSchedule;
@@ -61,10 +60,7 @@ impl Reduce {
                 self.outcomes.fail_proving(&mut ticket, "reduce", e);
                 continue;
             }
-            let bytes = self.kind.key_device_bytes(shape) + self.kind.partition_device_bytes(shape);
-            let loads: Vec<_> = self.devices.iter().map(|d| d.load(bytes)).collect();
-            let (device, new) = lease.place(&loads, self.max_devices);
-            let Some(d) = self.devices.get(device) else {
+            let Some(d) = place(&lease, &self.devices, &*self.kind, self.max_devices) else {
                 let partition = ticket.index;
                 let lost = crate::error::EngineError::Lost {
                     partition,
@@ -73,9 +69,7 @@ impl Reduce {
                 self.outcomes.fail(&mut ticket, lost);
                 continue;
             };
-            if new {
-                d.keys.fetch_add(1, Ordering::Relaxed);
-            }
+            let device = d.index;
             ticket.queued_for("device", end);
             let reduced = Reduced {
                 data,
