@@ -15,12 +15,11 @@ use crate::config::EngineConfig;
 use crate::devices::{build_devices, place, Device};
 use crate::error::EngineError;
 use crate::janitor::Janitor;
-use crate::job::{JobId, JobSnapshot};
 use crate::jobs::JobTable;
 use crate::keys::entry::KeyContext;
 use crate::keys::store::KeyStore;
 use crate::memory::{MemoryBudget, Signal};
-use crate::messages::{Admitted, Message, Proved, Queued};
+use crate::messages::{Admitted, Proved, Queued};
 use crate::metrics::Metrics;
 use crate::outcome::Outcomes;
 use crate::queue::PriorityQueue;
@@ -210,50 +209,6 @@ impl Engine {
     /// checked against the key here, so a bad request fails now, not later.
     pub fn submit<W: AsRef<[u8]>>(&self, req: SubmitRequest<W>) -> Result<Submitted, EngineError> {
         self.inner.submission.submit(req)
-    }
-
-    /// The job's state now.
-    pub fn job_status(&self, id: JobId) -> Result<JobSnapshot, EngineError> {
-        Ok(self.inner.jobs.get(id)?.snapshot())
-    }
-
-    /// Waits up to `timeout` for the job to finish; returns its state either way.
-    pub fn wait(&self, id: JobId, timeout: Duration) -> Result<JobSnapshot, EngineError> {
-        Ok(self.inner.jobs.get(id)?.wait(timeout))
-    }
-
-    /// [`Engine::wait`] for async callers (needs a tokio runtime with time enabled).
-    /// Dropping the future (a client that went away) leaves the job running.
-    pub async fn wait_async(
-        &self,
-        id: JobId,
-        timeout: Duration,
-    ) -> Result<JobSnapshot, EngineError> {
-        let job = self.inner.jobs.get(id)?;
-        Ok(job.wait_async(timeout).await)
-    }
-
-    /// Cancels a job: queued partitions are dropped now, running ones at their next stage
-    /// boundary; everything they hold is freed. A finished job is not changed.
-    pub fn cancel(&self, id: JobId) -> Result<(), EngineError> {
-        let i = &self.inner;
-        let job = i.jobs.get(id)?;
-        job.cancel().map_err(|s| EngineError::AlreadyFinished {
-            id,
-            state: s.name(),
-        })?;
-        i.outcomes.metrics.jobs_cancelled.inc();
-        fn mine<M: Message>(id: JobId) -> impl Fn(&M) -> bool {
-            move |m| m.ticket().job.id == id
-        }
-        drop(i.admission.remove_where(mine(id)));
-        drop(i.reduce.remove_where(mine(id)));
-        for d in i.devices.iter() {
-            drop(d.queue.remove_where(mine(id)));
-        }
-        drop(i.tail.remove_where(mine(id)));
-        i.signal.notify();
-        Ok(())
     }
 
     /// Loads key `id` now (waiting up to `timeout` for host memory) and binds it to the

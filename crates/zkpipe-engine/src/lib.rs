@@ -18,6 +18,7 @@ pub mod config;
 pub mod error;
 pub mod job;
 
+mod control;
 pub mod engine;
 pub mod submit;
 
