@@ -317,6 +317,8 @@ struct TestDevices {
     reduces: bool,
     hunger: u64,
     fail: Fault,
+    /// How long binding a key takes (as an upload does).
+    bind_delay: Duration,
     log: Arc<PassLog>,
 }
 
@@ -338,6 +340,7 @@ impl Default for TestDevices {
             reduces: false,
             hunger: 0,
             fail: Fault::None,
+            bind_delay: Duration::ZERO,
             log: Arc::default(),
         }
     }
@@ -356,6 +359,7 @@ impl TestDevices {
         &self,
         key: Arc<CompiledKey<E>>,
     ) -> Result<Box<dyn BoundKey<E>>, zkpipe_core::Error> {
+        std::thread::sleep(self.bind_delay);
         if self.fail == Fault::Bind {
             return Err(zkpipe_core::Error::Backend {
                 backend: "test",
@@ -939,4 +943,41 @@ fn a_partition_failing_in_any_stage_fails_its_job_and_frees_what_it_held() {
         }
         engine.shutdown();
     }
+}
+
+/// `status()` never waits for a key's binding (an upload): while a slow binding runs,
+/// status answers and shows the key as binding, and the job then completes.
+#[test]
+fn status_answers_while_a_key_is_being_bound() {
+    let dir = key_dir();
+    let slow = TestDevices {
+        bind_delay: Duration::from_secs(3),
+        ..TestDevices::default()
+    };
+    let engine = Engine::start(config(dir.path()), Arc::new(slow)).unwrap();
+    let job = engine
+        .submit(request("bn254-poseidon", 1, Priority::Normal))
+        .unwrap()
+        .job_id;
+    let residency = || {
+        engine
+            .status()
+            .keys
+            .into_iter()
+            .find(|k| k.meta.id == "bn254-poseidon")
+            .unwrap()
+            .residency
+    };
+    let mut seen = Vec::new();
+    while !engine.job_status(job).unwrap().state.is_final() {
+        let r = residency();
+        if seen.last() != Some(&r) {
+            seen.push(r);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(seen.contains(&Residency::Binding), "states seen: {seen:?}");
+    assert_eq!(residency(), Residency::Hot);
+    check_job(&engine, dir.path(), job);
+    engine.shutdown();
 }
