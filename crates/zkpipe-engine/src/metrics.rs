@@ -130,7 +130,10 @@ impl Metrics {
                 ),
                 &["device"],
             )),
-            keys_resident: must(IntGauge::new("zkpipe_keys_resident", "Keys resident (hot)")),
+            keys_resident: must(IntGauge::new(
+                "zkpipe_keys_resident",
+                "Keys resident in host memory (binding or hot)",
+            )),
             pool_bytes: must(IntGauge::new(
                 "zkpipe_buffer_pool_bytes",
                 "Idle bytes held by the buffer pool",

@@ -6,7 +6,7 @@ use crate::buffers::{BufferPool, PoolStats};
 use crate::devices::Device;
 use crate::engine::Engine;
 use crate::job::JobSnapshot;
-use crate::keys::{KeyStatus, Residency};
+use crate::keys::KeyStatus;
 use crate::metrics::Metrics;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -152,10 +152,7 @@ pub(crate) fn metrics_text(
             .set(d.memory_reserved() as i64);
     }
     m.memory_reserved.set(memory_used as i64);
-    let hot = keys
-        .iter()
-        .filter(|k| k.residency == Residency::Hot)
-        .count();
+    let hot = keys.iter().filter(|k| k.residency.is_loaded()).count();
     m.keys_resident.set(hot as i64);
     let p = pool.stats();
     m.pool_bytes.set(p.pooled_bytes as i64);

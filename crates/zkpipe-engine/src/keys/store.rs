@@ -93,7 +93,13 @@ impl KeyStore {
         entry: &Arc<KeyEntry>,
         extra: u64,
     ) -> Result<Option<(KeyLease, Reservation)>, EngineError> {
-        let stamp = entry.stamp();
+        // The file's identity matters only after a failed load (a syscall, not on every
+        // admission).
+        let failed = {
+            let s = entry.lock();
+            s.residency == Residency::Cold && s.last_error.is_some()
+        };
+        let stamp = if failed { entry.stamp() } else { None };
         let mut s = entry.lock();
         if s.residency == Residency::Cold {
             if let Some((e, at)) = &s.last_error {
