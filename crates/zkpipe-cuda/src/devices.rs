@@ -78,6 +78,14 @@ impl Devices for CudaDevices {
         device_bytes_per_pass(shape)
     }
 
+    /// The pinned staging buffer of a proof in flight: a, b, c (or w alone, where the GPU
+    /// reduces) cross through it, 32 bytes a value. A bound key keeps one such buffer
+    /// per proof it has had in flight at once, so counting it per partition in the device
+    /// stage is what admission needs.
+    fn partition_host_bytes(&self, shape: &KeyShape) -> u64 {
+        ((3 * shape.domain_size).max(shape.n_vars) * 32) as u64
+    }
+
     /// Uploads the key's points and matrices to GPU `device`, after checking that they
     /// fit in its free memory.
     fn bind_bn254(
