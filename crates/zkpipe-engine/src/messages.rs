@@ -105,11 +105,10 @@ pub(crate) struct Admitted {
     pub ticket: Ticket,
 }
 
-/// Reduced with a loaded key, queued for device `device`.
+/// Reduced with a loaded key, queued for the device whose queue holds it.
 pub(crate) struct Reduced {
     pub data: PartitionData,
     pub key: Arc<dyn LoadedKey>,
-    pub device: usize,
     pub lease: KeyLease,
     pub host: Reservation,
     pub ticket: Ticket,

@@ -118,7 +118,7 @@ impl DeviceStage {
         let device = &*self.device;
         let mut full = false;
         let mut taken = device.queue.take_matching(max, |r| {
-            let same = r.device == device.index && Arc::ptr_eq(&r.key, key);
+            let same = Arc::ptr_eq(&r.key, key);
             if full || !same || r.ticket.is_cancelled() {
                 return None;
             }

@@ -69,12 +69,10 @@ impl Reduce {
                 self.outcomes.fail(&mut ticket, lost);
                 continue;
             };
-            let device = d.index;
             ticket.queued_for("device", end);
             let reduced = Reduced {
                 data,
                 key,
-                device,
                 lease,
                 host,
                 ticket,
