@@ -2,7 +2,7 @@
 
 use crate::engine::Engine;
 use crate::error::EngineError;
-use crate::job::{JobId, JobSnapshot};
+use crate::job::{Job, JobId, JobSnapshot};
 use crate::messages::Message;
 use std::time::Duration;
 
@@ -12,9 +12,11 @@ impl Engine {
         Ok(self.inner.jobs.get(id)?.snapshot())
     }
 
-    /// Waits up to `timeout` for the job to finish; returns its state either way.
+    /// Waits up to `timeout` for the job to finish; returns its state either way, or
+    /// [`EngineError::ShuttingDown`] if the engine stopped with the job unfinished.
     pub fn wait(&self, id: JobId, timeout: Duration) -> Result<JobSnapshot, EngineError> {
-        Ok(self.inner.jobs.get(id)?.wait(timeout))
+        let job = self.inner.jobs.get(id)?;
+        unless_abandoned(&job, job.wait(timeout))
     }
 
     /// [`Engine::wait`] for async callers (needs a tokio runtime with time enabled).
@@ -25,7 +27,8 @@ impl Engine {
         timeout: Duration,
     ) -> Result<JobSnapshot, EngineError> {
         let job = self.inner.jobs.get(id)?;
-        Ok(job.wait_async(timeout).await)
+        let s = job.wait_async(timeout).await;
+        unless_abandoned(&job, s)
     }
 
     /// Cancels a job: queued partitions are dropped now, running ones at their next stage
@@ -50,4 +53,12 @@ impl Engine {
         i.signal.notify();
         Ok(())
     }
+}
+
+/// A waiter's answer: the snapshot, unless the engine stopped working on the job.
+fn unless_abandoned(job: &Job, s: JobSnapshot) -> Result<JobSnapshot, EngineError> {
+    if job.is_abandoned() && !s.state.is_final() {
+        return Err(EngineError::ShuttingDown);
+    }
+    Ok(s)
 }

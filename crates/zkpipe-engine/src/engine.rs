@@ -15,7 +15,8 @@ use crate::config::EngineConfig;
 use crate::devices::{build_devices, place, Device};
 use crate::error::EngineError;
 use crate::janitor::Janitor;
-use crate::jobs::JobTable;
+use crate::job_store::{JobStore, MemoryStore};
+use crate::jobs::{store_error, JobTable};
 use crate::keys::entry::KeyContext;
 use crate::keys::store::KeyStore;
 use crate::memory::{MemoryBudget, Signal};
@@ -62,8 +63,20 @@ pub(crate) struct Inner {
 }
 
 impl Engine {
-    /// Starts the engine's threads on the devices `kind` lists.
+    /// Starts the engine's threads on the devices `kind` lists, with jobs kept in memory
+    /// only (see [`Engine::start_with`]).
     pub fn start(config: EngineConfig, kind: Arc<dyn Devices>) -> Result<Self, EngineError> {
+        Self::start_with(config, kind, Arc::new(MemoryStore::new()))
+    }
+
+    /// Starts the engine with jobs recorded in `store`: what it holds from an earlier run
+    /// is taken back first (unfinished jobs queued again, finished ones to be awaited).
+    pub fn start_with(
+        config: EngineConfig,
+        kind: Arc<dyn Devices>,
+        store: Arc<dyn JobStore>,
+    ) -> Result<Self, EngineError> {
+        let recovered = store.recover().map_err(store_error)?;
         config.validate().map_err(EngineError::Config)?;
         if !config.key_dir.is_dir() {
             let dir = config.key_dir.display();
@@ -95,7 +108,7 @@ impl Engine {
         let admission = Arc::new(PriorityQueue::new(usize::MAX));
         let reduce = Arc::new(PriorityQueue::new(config.queue_depth));
         let tail = Arc::new(PriorityQueue::new(config.queue_depth));
-        let jobs = Arc::new(JobTable::new());
+        let jobs = Arc::new(JobTable::new(store));
         let load_pool = Arc::new(pool("reduce", config.reduce.threads)?);
         let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::new();
@@ -195,6 +208,9 @@ impl Engine {
             stop,
             threads: Mutex::new(threads),
         };
+        for job in &recovered {
+            inner.submission.resume(job);
+        }
         Ok(Self {
             inner: Arc::new(inner),
         })
@@ -230,15 +246,30 @@ impl Engine {
         self.inner.keys.evict(id)
     }
 
-    /// Stops accepting jobs, cancels those not finished, and joins every thread.
+    /// Stops accepting jobs and joins every thread. Unfinished jobs are left in a
+    /// durable job store for the next start (their waiters get
+    /// [`EngineError::ShuttingDown`]), or cancelled if the store is volatile.
     pub fn shutdown(&self) {
         let i = &self.inner;
         if i.stop.swap(true, Ordering::AcqRel) {
             return;
         }
         i.admission.close();
+        let keep = i.jobs.store.durable();
+        let mut kept = 0;
         for j in i.jobs.all() {
-            let _ = j.cancel();
+            if keep {
+                kept += usize::from(!j.snapshot().state.is_final());
+                j.abandon();
+            } else {
+                let _ = j.cancel();
+            }
+        }
+        if kept > 0 {
+            tracing::info!(
+                jobs = kept,
+                "unfinished jobs kept in the job store for the next start"
+            );
         }
         i.reduce.close();
         for d in i.devices.iter() {

@@ -145,6 +145,17 @@ pub enum EngineError {
     /// The engine is shutting down.
     #[error("engine is shutting down")]
     ShuttingDown,
+    /// The request id names a job submitted with a different key or witnesses.
+    #[error("request id {request_id:?} already names job {job}, submitted with a different key or witnesses")]
+    RequestIdTaken {
+        /// The request id.
+        request_id: String,
+        /// The job it names.
+        job: u64,
+    },
+    /// The job store failed (nothing was accepted).
+    #[error("{0}")]
+    Store(Arc<crate::job_store::StoreError>),
 }
 
 impl EngineError {
@@ -172,6 +183,8 @@ impl EngineError {
             EngineError::AlreadyFinished { .. } => "already_finished",
             EngineError::KeyInUse { .. } => "key_in_use",
             EngineError::ShuttingDown => "shutting_down",
+            EngineError::RequestIdTaken { .. } => "request_id_taken",
+            EngineError::Store(_) => "store",
         }
     }
 

@@ -1,11 +1,12 @@
 //! Jobs: one or more partitions (witnesses) proved with one key, a priority, a caller's
 //! request id, and a state that waiters can watch.
 
+use crate::job_store::{JobStore, StoreError, StoredJob, StoredPartition};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
-/// A job's id, unique for the engine's lifetime.
+/// A job's id, given by the job store: never reused, across restarts too.
 pub type JobId = u64;
 
 /// Scheduling priority; higher leaves every queue first.
@@ -155,18 +156,29 @@ struct Inner {
     finished_at: Option<Instant>,
 }
 
-/// A job shared by the engine's stages and its waiters.
+/// A job shared by the engine's stages and its waiters. Every change of its outcome is
+/// written to the job store before it is published here, so that what a waiter saw
+/// survives a crash.
 pub(crate) struct Job {
     pub id: JobId,
     pub key_id: String,
     pub priority: Priority,
     pub request_id: String,
     pub submitted: Instant,
+    store: Arc<dyn JobStore>,
     cancelled: AtomicBool,
+    /// Left unfinished in a durable store at shutdown, for the next start.
+    abandoned: AtomicBool,
     remaining: AtomicUsize,
     inner: Mutex<Inner>,
     cond: Condvar,
     watch: tokio::sync::watch::Sender<JobState>,
+}
+
+/// `Instant::now()` moved back by how long ago `t` was (clamped at now).
+fn instant_of(t: SystemTime) -> Instant {
+    let ago = SystemTime::now().duration_since(t).unwrap_or_default();
+    Instant::now().checked_sub(ago).unwrap_or_else(Instant::now)
 }
 
 impl Job {
@@ -176,23 +188,76 @@ impl Job {
         priority: Priority,
         request_id: String,
         partitions: usize,
+        store: Arc<dyn JobStore>,
     ) -> Self {
+        Self::with(
+            id,
+            key_id,
+            priority,
+            request_id,
+            Instant::now(),
+            store,
+            Inner {
+                state: JobState::Queued,
+                proofs: vec![None; partitions],
+                error: None,
+                finished_at: None,
+            },
+        )
+    }
+
+    /// A job read back from the store: finished, or unfinished with the partitions
+    /// proved before the restart already in place.
+    pub fn recovered(stored: &StoredJob, store: Arc<dyn JobStore>) -> Self {
+        let proofs = stored
+            .partitions
+            .iter()
+            .map(|p| match p {
+                StoredPartition::Proved(p) => Some(p.clone()),
+                _ => None,
+            })
+            .collect();
+        let inner = Inner {
+            state: stored.state,
+            proofs,
+            error: stored.error.clone(),
+            finished_at: stored.finished.map(instant_of),
+        };
+        Self::with(
+            stored.id,
+            stored.key_id.clone(),
+            stored.priority,
+            stored.request_id.clone(),
+            instant_of(stored.submitted),
+            store,
+            inner,
+        )
+    }
+
+    fn with(
+        id: JobId,
+        key_id: String,
+        priority: Priority,
+        request_id: String,
+        submitted: Instant,
+        store: Arc<dyn JobStore>,
+        inner: Inner,
+    ) -> Self {
+        let remaining = inner.proofs.iter().filter(|p| p.is_none()).count();
+        let state = inner.state;
         Self {
             id,
             key_id,
             priority,
             request_id,
-            submitted: Instant::now(),
-            cancelled: AtomicBool::new(false),
-            remaining: AtomicUsize::new(partitions),
-            inner: Mutex::new(Inner {
-                state: JobState::Queued,
-                proofs: vec![None; partitions],
-                error: None,
-                finished_at: None,
-            }),
+            submitted,
+            store,
+            cancelled: AtomicBool::new(state.is_final()),
+            abandoned: AtomicBool::new(false),
+            remaining: AtomicUsize::new(remaining),
+            inner: Mutex::new(inner),
             cond: Condvar::new(),
-            watch: tokio::sync::watch::channel(JobState::Queued).0,
+            watch: tokio::sync::watch::channel(state).0,
         }
     }
 
@@ -222,20 +287,31 @@ impl Job {
         }
     }
 
-    /// Records a proved partition; returns true when it was the last one.
-    pub fn partition_done(&self, index: usize, proof: PartitionProof) -> bool {
+    /// Records a proved partition, in the store first; returns true when it was the
+    /// last one (the job is done). A store failure is returned and nothing changes.
+    pub fn partition_done(&self, index: usize, proof: PartitionProof) -> Result<bool, StoreError> {
         let mut i = self.lock();
-        if i.state.is_final() {
-            return false;
+        if i.state.is_final() || i.proofs.get(index).is_none_or(|p| p.is_some()) {
+            return Ok(false);
         }
-        if let Some(slot) = i.proofs.get_mut(index) {
-            *slot = Some(proof);
-        }
-        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+        // Every change of `remaining` happens under the lock, so this is the last one.
+        let last = self.remaining.load(Ordering::Acquire) == 1;
+        self.store.partition_done(self.id, index, &proof, last)?;
+        i.proofs[index] = Some(proof);
+        self.remaining.fetch_sub(1, Ordering::AcqRel);
+        if last {
             self.set(&mut i, JobState::Done);
-            return true;
         }
-        false
+        Ok(last)
+    }
+
+    /// Ends the job as `state` in the store, then here. A store failure is logged: the
+    /// job still ends here (it would run again after a crash).
+    fn end(&self, i: &mut Inner, state: JobState) {
+        if let Err(e) = self.store.finish(self.id, state, i.error.as_deref()) {
+            tracing::error!(job = self.id, "recording the job as {}: {e}", state.name());
+        }
+        self.set(i, state);
     }
 
     /// Fails the job (first failure wins) and cancels its other partitions.
@@ -246,7 +322,7 @@ impl Job {
             return false;
         }
         i.error = Some(error);
-        self.set(&mut i, JobState::Failed);
+        self.end(&mut i, JobState::Failed);
         true
     }
 
@@ -257,8 +333,26 @@ impl Job {
             return Err(i.state);
         }
         self.cancelled.store(true, Ordering::Release);
-        self.set(&mut i, JobState::Cancelled);
+        self.end(&mut i, JobState::Cancelled);
         Ok(())
+    }
+
+    /// Stops working on an unfinished job without ending it (the engine shuts down over a
+    /// durable store, which runs it at the next start); wakes its waiters.
+    pub fn abandon(&self) {
+        let i = self.lock();
+        if i.state.is_final() {
+            return;
+        }
+        self.cancelled.store(true, Ordering::Release);
+        self.abandoned.store(true, Ordering::Release);
+        self.watch.send_replace(i.state);
+        self.cond.notify_all();
+    }
+
+    /// Whether the engine stopped working on it unfinished (see [`Job::abandon`]).
+    pub fn is_abandoned(&self) -> bool {
+        self.abandoned.load(Ordering::Acquire)
     }
 
     /// When it reached a final state.
@@ -291,15 +385,19 @@ impl Job {
         let i = self.lock();
         drop(
             self.cond
-                .wait_timeout_while(i, timeout, |i| !i.state.is_final()),
+                .wait_timeout_while(i, timeout, |i| !i.state.is_final() && !self.is_abandoned()),
         );
         self.snapshot()
     }
 
-    /// Waits (async) until the job is final or `timeout` passes.
+    /// Waits (async) until the job is final or abandoned, or `timeout` passes.
     pub async fn wait_async(&self, timeout: Duration) -> JobSnapshot {
         let mut rx = self.watch.subscribe();
-        let _ = tokio::time::timeout(timeout, rx.wait_for(|s| s.is_final())).await;
+        let _ = tokio::time::timeout(
+            timeout,
+            rx.wait_for(|s| s.is_final() || self.is_abandoned()),
+        )
+        .await;
         self.snapshot()
     }
 }

@@ -1,18 +1,22 @@
 //! The jobs the engine knows: active ones and finished ones kept for their retention
-//! time, with the request ids that name them and the count of partitions in flight.
+//! time, and the count of partitions in flight. The job store behind it gives the ids
+//! and remembers the request ids.
 
 use crate::error::EngineError;
-use crate::job::{Job, JobId, JobSnapshot, Priority};
+use crate::job::{Job, JobId, JobSnapshot};
+use crate::job_store::{Accepted, Fingerprint, JobStore, NewJob};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// The table (see the module doc).
 pub(crate) struct JobTable {
     jobs: Mutex<HashMap<JobId, Arc<Job>>>,
-    requests: Mutex<HashMap<String, JobId>>,
-    next: AtomicU64,
+    pub store: Arc<dyn JobStore>,
+    /// Held from the pending-partitions check to the job's insertion, so that two
+    /// registrations cannot both pass the check.
+    registering: Mutex<()>,
     /// Partitions accepted and not finished (each message's ticket holds one).
     pub pending: Arc<AtomicUsize>,
 }
@@ -30,11 +34,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl JobTable {
-    pub fn new() -> Self {
+    pub fn new(store: Arc<dyn JobStore>) -> Self {
         Self {
             jobs: Mutex::new(HashMap::new()),
-            requests: Mutex::new(HashMap::new()),
-            next: AtomicU64::new(1),
+            store,
+            registering: Mutex::new(()),
             pending: Arc::new(AtomicUsize::new(0)),
         }
     }
@@ -47,30 +51,36 @@ impl JobTable {
             .ok_or(EngineError::UnknownJob(id))
     }
 
-    /// The job a request id names, if any (empty: none).
-    pub fn by_request(&self, request_id: &str) -> Option<JobId> {
+    /// The job a request id names if it was recorded from the same request (the same
+    /// fingerprint); refused if it was another request. Empty request id: none.
+    pub fn by_request(
+        &self,
+        request_id: &str,
+        fingerprint: &Fingerprint,
+    ) -> Result<Option<JobId>, EngineError> {
         if request_id.is_empty() {
-            return None;
+            return Ok(None);
         }
-        lock(&self.requests).get(request_id).copied()
+        match self.store.find_request(request_id).map_err(store_error)? {
+            Some((id, fp)) if fp == *fingerprint => Ok(Some(id)),
+            Some((id, _)) => Err(EngineError::RequestIdTaken {
+                request_id: request_id.into(),
+                job: id,
+            }),
+            None => Ok(None),
+        }
     }
 
-    /// Registers a job of `partitions` for `key_id`, atomically with respect to other
-    /// registrations of the same request id; refused if more than `max_pending`
-    /// partitions would be in flight.
+    /// Records a job in the store (its witnesses with it) and registers it; refused if
+    /// more than `max_pending` partitions would be in flight.
     pub fn register(
         &self,
-        key_id: &str,
-        priority: Priority,
-        request_id: &str,
-        partitions: usize,
+        new: &NewJob<'_>,
         max_pending: usize,
     ) -> Result<Registered, EngineError> {
-        let mut requests = lock(&self.requests);
-        if let Some(&id) = (!request_id.is_empty())
-            .then(|| requests.get(request_id))
-            .flatten()
-        {
+        let partitions = new.witnesses.len();
+        let _registering = lock(&self.registering);
+        if let Some(id) = self.by_request(new.request_id, &new.fingerprint)? {
             return Ok(Registered::Existing(id));
         }
         let pending = self.pending.load(Ordering::Acquire);
@@ -79,20 +89,27 @@ impl JobTable {
                 "{pending} partitions pending, at most {max_pending} (max_pending_partitions)"
             )));
         }
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let id = match self.store.accept(new).map_err(store_error)? {
+            Accepted::Existing(id) => return Ok(Registered::Existing(id)),
+            Accepted::New(id) => id,
+        };
         let job = Arc::new(Job::new(
             id,
-            key_id.to_string(),
-            priority,
-            request_id.to_string(),
+            new.key_id.to_string(),
+            new.priority,
+            new.request_id.to_string(),
             partitions,
+            Arc::clone(&self.store),
         ));
         lock(&self.jobs).insert(id, Arc::clone(&job));
-        if !request_id.is_empty() {
-            requests.insert(request_id.to_string(), id);
-        }
         self.pending.fetch_add(partitions, Ordering::AcqRel);
         Ok(Registered::New(job))
+    }
+
+    /// Registers a job read back from the store, with `pending` partitions to run.
+    pub fn restore(&self, job: Arc<Job>, pending: usize) {
+        lock(&self.jobs).insert(job.id, job);
+        self.pending.fetch_add(pending, Ordering::AcqRel);
     }
 
     /// Every job, newest first.
@@ -107,26 +124,26 @@ impl JobTable {
         lock(&self.jobs).values().cloned().collect()
     }
 
-    /// Forgets jobs finished longer than `retention` ago, and their request ids.
+    /// Forgets jobs finished longer than `retention` ago, here and in the store.
     pub fn forget_finished(&self, retention: Duration) {
-        let mut forgotten = Vec::new();
-        lock(&self.jobs).retain(|_, j| {
-            let keep = j.finished_at().is_none_or(|t| t.elapsed() < retention);
-            if !keep {
-                forgotten.push(j.request_id.clone());
-            }
-            keep
-        });
-        if !forgotten.is_empty() {
-            let mut r = lock(&self.requests);
-            for id in forgotten {
-                r.remove(&id);
-            }
+        lock(&self.jobs).retain(|_, j| j.finished_at().is_none_or(|t| t.elapsed() < retention));
+        if let Err(e) = self.store.forget_finished(retention) {
+            tracing::warn!("forgetting finished jobs: {e}");
         }
     }
 
     /// Partitions accepted and not finished.
     pub fn pending(&self) -> usize {
         self.pending.load(Ordering::Acquire)
+    }
+}
+
+/// A job store failure as the engine reports it.
+pub(crate) fn store_error(e: crate::job_store::StoreError) -> EngineError {
+    match e {
+        crate::job_store::StoreError::RequestIdTaken { request_id, job } => {
+            EngineError::RequestIdTaken { request_id, job }
+        }
+        e => EngineError::Store(Arc::new(e)),
     }
 }

@@ -17,6 +17,7 @@
 pub mod config;
 pub mod error;
 pub mod job;
+pub mod job_store;
 
 mod control;
 pub mod engine;
@@ -47,6 +48,7 @@ pub use config::{EngineConfig, StageConfig};
 pub use engine::Engine;
 pub use error::EngineError;
 pub use job::{JobId, JobSnapshot, JobState, PartitionProof, Priority, ProofTimings};
+pub use job_store::{JobStore, MemoryStore, SqliteStore, StoreError};
 pub use keys::{KeyMeta, KeyStatus, Residency};
 pub use status::{DeviceStatus, EngineStatus, QueueDepths};
 pub use submit::{SubmitRequest, Submitted};

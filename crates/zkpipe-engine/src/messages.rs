@@ -160,12 +160,23 @@ mod tests {
         Ticket::new(Arc::clone(job), 0, order, Arc::clone(pending))
     }
 
+    fn store() -> Arc<dyn crate::job_store::JobStore> {
+        Arc::new(crate::job_store::MemoryStore::new())
+    }
+
     /// A partition dropped without an outcome fails its job (never leaves it Running),
     /// unless the job was cancelled; one whose outcome was delivered changes nothing.
     #[test]
     fn a_ticket_dropped_without_an_outcome_fails_its_job_unless_cancelled() {
         let pending = Arc::new(AtomicUsize::new(0));
-        let job = Arc::new(Job::new(1, "k".into(), Priority::Normal, String::new(), 1));
+        let job = Arc::new(Job::new(
+            1,
+            "k".into(),
+            Priority::Normal,
+            String::new(),
+            1,
+            store(),
+        ));
         let mut t = ticket(&job, &pending);
         t.queued_for("device", Instant::now());
         drop(t);
@@ -177,12 +188,26 @@ mod tests {
         );
         assert_eq!(pending.load(Ordering::Acquire), 0);
 
-        let job = Arc::new(Job::new(2, "k".into(), Priority::Normal, String::new(), 1));
+        let job = Arc::new(Job::new(
+            2,
+            "k".into(),
+            Priority::Normal,
+            String::new(),
+            1,
+            store(),
+        ));
         job.cancel().unwrap();
         drop(ticket(&job, &pending));
         assert_eq!(job.snapshot().state, JobState::Cancelled);
 
-        let job = Arc::new(Job::new(3, "k".into(), Priority::Normal, String::new(), 2));
+        let job = Arc::new(Job::new(
+            3,
+            "k".into(),
+            Priority::Normal,
+            String::new(),
+            2,
+            store(),
+        ));
         let mut t = ticket(&job, &pending);
         t.settle();
         drop(t);

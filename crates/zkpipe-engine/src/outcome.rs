@@ -57,14 +57,16 @@ impl Outcomes {
         self.metrics.observe(&timings);
         self.metrics.proofs_completed.inc();
         self.tracer.record(ticket.trace.clone());
-        ticket.job.partition_done(
-            ticket.index,
-            PartitionProof {
-                proof_json,
-                public_json,
-                timings,
-            },
-        );
+        let proof = PartitionProof {
+            proof_json,
+            public_json,
+            timings,
+        };
+        if let Err(e) = ticket.job.partition_done(ticket.index, proof) {
+            let msg = format!("partition {}: recording its proof: {e}", ticket.index);
+            tracing::error!(job = ticket.job.id, "{msg}");
+            ticket.job.fail(msg);
+        }
     }
 }
 

@@ -4,10 +4,13 @@
 
 use crate::buffers::BufferPool;
 use crate::curves::curve;
+use crate::curves::PartitionData;
 use crate::devices::Device;
 use crate::error::EngineError;
-use crate::job::{JobId, Priority};
+use crate::job::{Job, JobId, Priority};
+use crate::job_store::{fingerprint, Fingerprint, NewJob, StoredJob, StoredPartition};
 use crate::jobs::{JobTable, Registered};
+use crate::keys::entry::KeyEntry;
 use crate::keys::store::KeyStore;
 use crate::memory::{MemoryBudget, Signal};
 use crate::messages::{Queued, Ticket};
@@ -29,8 +32,9 @@ pub struct SubmitRequest<W = Vec<u8>> {
     pub witnesses: Vec<W>,
     /// Scheduling priority.
     pub priority: Priority,
-    /// The caller's id for idempotency: a second submit with the same id returns the
-    /// first job. Empty: none.
+    /// The caller's id for idempotency: the same request (key and witnesses) again
+    /// returns the first job; another request under the same id is refused with
+    /// [`EngineError::RequestIdTaken`]. Empty: none.
     pub request_id: String,
 }
 
@@ -105,7 +109,13 @@ impl Submission {
         if self.admission.is_closed() {
             return Err(EngineError::ShuttingDown);
         }
-        if let Some(id) = self.jobs.by_request(&req.request_id) {
+        // Only a request id needs a fingerprint (hashing every witness costs time).
+        let fingerprint = if req.request_id.is_empty() {
+            Fingerprint::default()
+        } else {
+            fingerprint(&req.key_id, &req.witnesses)
+        };
+        if let Some(id) = self.jobs.by_request(&req.request_id, &fingerprint)? {
             return Ok(Submitted {
                 job_id: id,
                 existing: true,
@@ -125,43 +135,16 @@ impl Submission {
         }
         let entry = self.keys.resolve(&req.key_id)?;
         self.check_fits(&entry.meta)?;
-        let meta = &entry.meta;
-        let kind = curve(meta.shape.curve);
-        let mut data = Vec::with_capacity(n);
-        for (i, bytes) in req.witnesses.iter().enumerate() {
-            let malformed = |message: String| EngineError::MalformedWitness {
-                partition: i,
-                message,
-            };
-            let wtns = Wtns::parse(bytes.as_ref()).map_err(|e| malformed(e.to_string()))?;
-            if wtns.curve != meta.shape.curve {
-                return Err(EngineError::WrongCurve {
-                    partition: i,
-                    key: meta.id.clone(),
-                    found: wtns.curve,
-                    expected: meta.shape.curve,
-                });
-            }
-            if wtns.n_witness as usize != meta.shape.n_vars {
-                return Err(EngineError::WitnessMismatch {
-                    partition: i,
-                    key: meta.id.clone(),
-                    expected: meta.shape.n_vars,
-                    found: wtns.n_witness as usize,
-                });
-            }
-            let part = kind
-                .partition(&wtns, Arc::clone(&self.buffers))
-                .map_err(|e| malformed(e.to_string()))?;
-            data.push(part);
-        }
-        let job = match self.jobs.register(
-            &meta.id,
-            req.priority,
-            &req.request_id,
-            n,
-            self.max_pending_partitions,
-        )? {
+        let witnesses: Vec<&[u8]> = req.witnesses.iter().map(AsRef::as_ref).collect();
+        let data = self.partitions(&entry, witnesses.iter().copied().enumerate())?;
+        let new = NewJob {
+            key_id: &entry.meta.id,
+            priority: req.priority,
+            request_id: &req.request_id,
+            fingerprint,
+            witnesses,
+        };
+        let job = match self.jobs.register(&new, self.max_pending_partitions)? {
             Registered::Existing(id) => {
                 return Ok(Submitted {
                     job_id: id,
@@ -171,20 +154,70 @@ impl Submission {
             Registered::New(job) => job,
         };
         self.metrics.jobs_submitted.inc();
-        for (index, data) in data.into_iter().enumerate() {
+        self.enqueue(&job, &entry, data);
+        tracing::info!(job = job.id, key = %entry.meta.id, partitions = n, "job accepted");
+        Ok(Submitted {
+            job_id: job.id,
+            existing: false,
+        })
+    }
+
+    /// Parses each `(index, witness)` and checks it against the key.
+    fn partitions<'a>(
+        &self,
+        entry: &KeyEntry,
+        witnesses: impl Iterator<Item = (usize, &'a [u8])>,
+    ) -> Result<Vec<(usize, PartitionData)>, EngineError> {
+        let meta = &entry.meta;
+        let kind = curve(meta.shape.curve);
+        witnesses
+            .map(|(i, bytes)| {
+                let malformed = |message: String| EngineError::MalformedWitness {
+                    partition: i,
+                    message,
+                };
+                let wtns = Wtns::parse(bytes).map_err(|e| malformed(e.to_string()))?;
+                if wtns.curve != meta.shape.curve {
+                    return Err(EngineError::WrongCurve {
+                        partition: i,
+                        key: meta.id.clone(),
+                        found: wtns.curve,
+                        expected: meta.shape.curve,
+                    });
+                }
+                if wtns.n_witness as usize != meta.shape.n_vars {
+                    return Err(EngineError::WitnessMismatch {
+                        partition: i,
+                        key: meta.id.clone(),
+                        expected: meta.shape.n_vars,
+                        found: wtns.n_witness as usize,
+                    });
+                }
+                let part = kind
+                    .partition(&wtns, Arc::clone(&self.buffers))
+                    .map_err(|e| malformed(e.to_string()))?;
+                Ok((i, part))
+            })
+            .collect()
+    }
+
+    /// Queues `job`'s partitions for admission, each with its ticket (counted in
+    /// `pending` already).
+    fn enqueue(&self, job: &Arc<Job>, entry: &Arc<KeyEntry>, parts: Vec<(usize, PartitionData)>) {
+        for (index, data) in parts {
             let order = Order {
-                priority: req.priority as u8,
+                priority: job.priority as u8,
                 seq: self.next_seq.fetch_add(1, Ordering::Relaxed),
             };
             let ticket = Ticket::new(
-                Arc::clone(&job),
+                Arc::clone(job),
                 index,
                 order,
                 Arc::clone(&self.jobs.pending),
             );
             let queued = Queued {
                 data,
-                entry: Arc::clone(&entry),
+                entry: Arc::clone(entry),
                 ticket,
             };
             // The admission queue is unbounded; it refuses only once the engine is
@@ -192,11 +225,53 @@ impl Submission {
             let _ = self.admission.push(order, queued);
         }
         self.signal.notify();
-        tracing::info!(job = job.id, key = %meta.id, partitions = n, "job accepted");
-        Ok(Submitted {
-            job_id: job.id,
-            existing: false,
-        })
+    }
+
+    /// Takes back a job read from the job store at start: a finished one to be awaited,
+    /// an unfinished one queued again for the partitions it had not proved. A job that
+    /// cannot run any more (its key is gone or changed) fails with the reason.
+    pub fn resume(&self, stored: &StoredJob) {
+        let job = Arc::new(Job::recovered(stored, Arc::clone(&self.jobs.store)));
+        self.jobs.restore(Arc::clone(&job), 0);
+        if stored.state.is_final() {
+            return;
+        }
+        let pending: Vec<(usize, &[u8])> = stored
+            .partitions
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| match p {
+                StoredPartition::Pending(w) => Some((i, w.as_slice())),
+                _ => None,
+            })
+            .collect();
+        let lost = stored
+            .partitions
+            .iter()
+            .position(|p| matches!(p, StoredPartition::Dropped));
+        let ready = match lost {
+            Some(i) => Err(EngineError::InvalidRequest(format!(
+                "partition {i}: its witness is missing from the job store"
+            ))),
+            None => self.keys.resolve(&job.key_id).and_then(|entry| {
+                self.check_fits(&entry.meta)?;
+                Ok((
+                    Arc::clone(&entry),
+                    self.partitions(&entry, pending.into_iter())?,
+                ))
+            }),
+        };
+        match ready {
+            Ok((entry, parts)) => {
+                tracing::info!(job = job.id, key = %job.key_id, partitions = parts.len(), "job resumed");
+                self.jobs.pending.fetch_add(parts.len(), Ordering::AcqRel);
+                self.enqueue(&job, &entry, parts);
+            }
+            Err(e) => {
+                tracing::warn!(job = job.id, "cannot resume the job: {e}");
+                job.fail(format!("after a restart: {e}"));
+            }
+        }
     }
 
     /// Refuses a key that, with one partition, could never fit a memory budget.

@@ -981,3 +981,79 @@ fn status_answers_while_a_key_is_being_bound() {
     check_job(&engine, dir.path(), job);
     engine.shutdown();
 }
+
+#[test]
+fn a_request_id_names_one_request() {
+    let dir = key_dir();
+    let engine = Engine::start(config(dir.path()), Arc::new(CpuDevices)).unwrap();
+    let mut r = request("bn254-poseidon", 1, Priority::Normal);
+    r.request_id = "req-a".into();
+    let first = engine.submit(r.clone()).unwrap();
+    // Other witnesses or another key under the same request id: refused, not the job.
+    let mut more = request("bn254-poseidon", 2, Priority::Normal);
+    more.request_id = "req-a".into();
+    let mut other_key = request("bn254-multi", 1, Priority::Normal);
+    other_key.request_id = "req-a".into();
+    for bad in [more, other_key] {
+        match engine.submit(bad) {
+            Err(EngineError::RequestIdTaken { job, .. }) => assert_eq!(job, first.job_id),
+            other => panic!("expected RequestIdTaken, got {other:?}"),
+        }
+    }
+    // The same request again is the same job.
+    let again = engine.submit(r).unwrap();
+    assert_eq!((again.job_id, again.existing), (first.job_id, true));
+    check_job(&engine, dir.path(), first.job_id);
+    engine.shutdown();
+}
+
+/// Jobs accepted over a durable store outlive the engine: the unfinished ones run after a
+/// restart (the partitions proved before it are kept), finished ones can still be
+/// awaited, request ids still name their jobs and ids go on from the last one.
+#[test]
+fn jobs_in_a_durable_store_survive_a_restart() {
+    let dir = key_dir();
+    let state = tempfile::tempdir().unwrap();
+    let slow = || TestDevices {
+        pass_delay: Duration::from_millis(150),
+        ..TestDevices::default()
+    };
+    let store = || Arc::new(zkpipe_engine::SqliteStore::open(state.path()).unwrap());
+    let engine = Engine::start_with(config(dir.path()), Arc::new(slow()), store()).unwrap();
+    let mut first = request("bn254-poseidon", 1, Priority::Critical);
+    first.request_id = "first".into();
+    let done = engine.submit(first.clone()).unwrap().job_id;
+    let mut jobs = Vec::new();
+    for i in 0..6 {
+        let mut r = request(KEYS[i % 4].0, 3, Priority::Normal);
+        r.request_id = format!("job-{i}");
+        jobs.push(engine.submit(r).unwrap().job_id);
+    }
+    check_job(&engine, dir.path(), done);
+    engine.shutdown();
+    // A waiter on a job the stopped engine kept is told so, not left waiting.
+    assert!(matches!(
+        engine.wait(*jobs.last().unwrap(), Duration::from_secs(1)),
+        Err(EngineError::ShuttingDown)
+    ));
+    let unfinished = jobs
+        .iter()
+        .filter(|&&j| !engine.job_status(j).unwrap().state.is_final())
+        .count();
+    assert!(unfinished > 0, "the test stopped the engine too late");
+    drop(engine);
+
+    let engine = Engine::start_with(config(dir.path()), Arc::new(slow()), store()).unwrap();
+    check_job(&engine, dir.path(), done);
+    for &j in &jobs {
+        check_job(&engine, dir.path(), j);
+    }
+    let again = engine.submit(first).unwrap();
+    assert_eq!((again.job_id, again.existing), (done, true));
+    let next = engine
+        .submit(request("bls-poseidon", 1, Priority::Normal))
+        .unwrap();
+    assert_eq!(next.job_id, jobs.last().unwrap() + 1, "ids go on");
+    check_job(&engine, dir.path(), next.job_id);
+    engine.shutdown();
+}

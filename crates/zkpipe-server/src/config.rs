@@ -32,7 +32,14 @@ pub struct ServerConfig {
     pub max_request_bytes: usize,
     /// Longest AwaitProof/Prove wait. Default 1 h.
     pub max_await: Duration,
+    /// Where the job store lives (`jobs.sqlite3`): accepted jobs, their witnesses until
+    /// they end, results for `pipeline.job_retention`. Default `zkpipe-state` beside the
+    /// config file.
+    pub state_dir: PathBuf,
 }
+
+/// The state directory's default name, beside the config file.
+pub const DEFAULT_STATE_DIR: &str = "zkpipe-state";
 
 /// Both halves of a validated configuration.
 #[derive(Debug, Clone)]
@@ -64,6 +71,7 @@ struct ServerSection {
     allow_remote: bool,
     max_request_bytes: Option<Size>,
     max_await: Option<String>,
+    state_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -235,6 +243,11 @@ impl FileConfig {
                 Some(t) => parse_duration(t).map_err(|e| format!("server.max_await: {e}"))?,
                 None => Duration::from_secs(3600),
             },
+            state_dir: base.join(
+                s.state_dir
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR)),
+            ),
         };
         let memory_limit = size_or_auto(&self.memory.host_limit, Some(machine_memory() / 2))
             .map_err(|e| format!("memory.host_limit: {e}"))?
@@ -318,6 +331,7 @@ mod tests {
         let c = raw.validate(Path::new("/srv")).unwrap();
         assert!(c.server.grpc_listen.ip().is_loopback());
         assert_eq!(c.engine.key_dir, Path::new("/srv/keys"));
+        assert_eq!(c.server.state_dir, Path::new("/srv/zkpipe-state"));
         // Unknown fields and non-loopback addresses are refused.
         assert!(toml::from_str::<FileConfig>("[server]\nport = 1").is_err());
         let remote: FileConfig = toml::from_str("[server]\ngrpc_listen = \"0.0.0.0:1\"").unwrap();

@@ -27,7 +27,7 @@ pub use pb::prover_client::ProverClient;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use zkpipe_engine::{Devices, Engine, EngineError};
+use zkpipe_engine::{Devices, Engine, EngineError, SqliteStore, StoreError};
 
 /// Why the daemon could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +50,9 @@ pub enum ServeError {
     /// The HTTP server failed.
     #[error("HTTP server: {0}")]
     Http(std::io::Error),
+    /// The job store could not be opened.
+    #[error("{0}")]
+    Store(#[from] StoreError),
 }
 
 /// The addresses a running daemon bound (port 0 in the config picks free ports).
@@ -66,15 +69,18 @@ pub const GRPC_STREAM_WINDOW: u32 = 16 << 20;
 /// HTTP/2 flow-control window per connection (all streams of one client), for both ends.
 pub const GRPC_CONNECTION_WINDOW: u32 = 64 << 20;
 
-/// Runs the daemon until `shutdown` resolves: binds both listeners, calls `on_bound`
-/// with their addresses, serves, then shuts the engine down (cancelling unfinished jobs).
+/// Runs the daemon until `shutdown` resolves: opens the job store in the state directory
+/// (taking back the jobs an earlier run left), binds both listeners, calls `on_bound`
+/// with their addresses, serves, then shuts the engine down. Unfinished jobs stay in the
+/// store and run at the next start.
 pub async fn serve(
     cfg: DaemonConfig,
     devices: Arc<dyn Devices>,
     on_bound: impl FnOnce(Bound),
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
-    let engine = Engine::start(cfg.engine.clone(), devices)?;
+    let store = Arc::new(SqliteStore::open(&cfg.server.state_dir)?);
+    let engine = Engine::start_with(cfg.engine.clone(), devices, store)?;
     let bind = |addr| async move {
         tokio::net::TcpListener::bind(addr)
             .await

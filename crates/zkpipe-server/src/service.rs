@@ -35,7 +35,10 @@ pub fn status(e: EngineError) -> Status {
         | EngineError::WitnessMismatch { .. }
         | EngineError::InvalidRequest(_) => Status::invalid_argument(msg),
         EngineError::TooLarge { .. } => Status::resource_exhausted(msg),
-        EngineError::Busy(_) | EngineError::ShuttingDown => Status::unavailable(msg),
+        EngineError::Busy(_) | EngineError::ShuttingDown | EngineError::Store(_) => {
+            Status::unavailable(msg)
+        }
+        EngineError::RequestIdTaken { .. } => Status::already_exists(msg),
         EngineError::AlreadyFinished { .. }
         | EngineError::KeyInUse { .. }
         | EngineError::KeyLoad { .. }

@@ -1,0 +1,369 @@
+//! The daemon is killed with SIGKILL and restarted on the same state directory: every
+//! accepted job still ends Done exactly once, with proofs that verify, under the id it was
+//! given (ids are never reused); a request id names one request, before and after. Once
+//! at a random moment of a 30-job run over two keys of both curves, once while a key is
+//! being loaded.
+
+mod common;
+
+use common::fixture;
+use rand::Rng;
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tonic::Code;
+use zkpipe_core::verify::public_from_json;
+use zkpipe_core::{verify, Bls12_381, Bn254, Curve, PointChecks, Proof, VerifyingKey};
+use zkpipe_formats::json::ProofJson;
+use zkpipe_formats::zkey::ZkeyFile;
+use zkpipe_server::pb::{self, JobState};
+use zkpipe_server::ProverClient;
+
+type Client = ProverClient<tonic::transport::Channel>;
+
+/// One daemon process over a directory that outlives it (config, keys, state, logs).
+struct Daemon {
+    child: Child,
+    grpc: String,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Daemon {
+    /// Starts `zkpipe serve` on `dir`'s config; its log goes to `dir/daemon-<run>.log`.
+    fn start(dir: &Path, run: usize) -> Daemon {
+        let log = std::fs::File::create(dir.join(format!("daemon-{run}.log"))).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_zkpipe"))
+            .arg("serve")
+            .arg("--config")
+            .arg(dir.join("zkpipe.toml"))
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let grpc = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("grpc="))
+            .unwrap_or_else(|| panic!("daemon did not start: {line:?} (see {})", dir.display()))
+            .to_string();
+        Daemon {
+            child,
+            grpc: format!("http://{grpc}"),
+        }
+    }
+
+    /// SIGKILL, and reap it.
+    fn kill_9(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    async fn client(&self) -> Client {
+        ProverClient::connect(self.grpc.clone())
+            .await
+            .unwrap()
+            .max_decoding_message_size(usize::MAX)
+    }
+}
+
+/// A directory with a config, keys copied in as `<id>.zkey`, and `[keys] checks`.
+fn node_dir(keys: &[(&str, PathBuf)], checks: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("keys")).unwrap();
+    for (id, zkey) in keys {
+        std::fs::copy(zkey, dir.path().join("keys").join(format!("{id}.zkey"))).unwrap();
+    }
+    std::fs::write(
+        dir.path().join("zkpipe.toml"),
+        format!(
+            "[server]\ngrpc_listen = \"127.0.0.1:0\"\nhttp_listen = \"127.0.0.1:0\"\n\
+             [keys]\ndir = \"keys\"\nchecks = \"{checks}\"\n\
+             [reduce]\nworkers = 2\nthreads = 2\n[device]\nworkers = 1\nthreads = 2\n\
+             [tail]\nworkers = 1\nthreads = 1\n"
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+/// A job the test submits: its request id, key, and witness file.
+#[derive(Clone)]
+struct Request {
+    request_id: String,
+    key_id: String,
+    zkey: PathBuf,
+    witnesses: Vec<Vec<u8>>,
+}
+
+impl Request {
+    fn pb(&self) -> pb::SubmitProofRequest {
+        pb::SubmitProofRequest {
+            key_id: self.key_id.clone(),
+            witnesses: self.witnesses.clone(),
+            priority: pb::Priority::Normal as i32,
+            request_id: self.request_id.clone(),
+        }
+    }
+}
+
+fn check<E: Curve>(zkey: &Path, p: &pb::PartitionProof) {
+    let z = ZkeyFile::open(zkey).unwrap();
+    let vk = VerifyingKey::<E>::from_zkey(&z, PointChecks::Trusted).unwrap();
+    let proof =
+        Proof::<E>::from_json(&serde_json::from_str::<ProofJson>(&p.proof_json).unwrap()).unwrap();
+    let public: Vec<String> = serde_json::from_str(&p.public_json).unwrap();
+    assert!(verify(&vk, &public_from_json::<E>(&public).unwrap(), &proof).unwrap());
+}
+
+/// Awaits `job` and checks it is `r`'s, Done, with proofs that verify.
+async fn check_done(c: &mut Client, job: u64, r: &Request, bls: &str) {
+    let res = c
+        .await_proof(pb::AwaitProofRequest {
+            job_id: job,
+            timeout_ms: 300_000,
+        })
+        .await
+        .unwrap_or_else(|e| panic!("await job {job} ({}): {e}", r.request_id))
+        .into_inner();
+    assert_eq!(
+        res.state,
+        JobState::Done as i32,
+        "job {job} ({}): {}",
+        r.request_id,
+        res.error
+    );
+    assert_eq!(res.key_id, r.key_id, "job {job} is {}'s job", r.request_id);
+    assert_eq!(res.proofs.len(), r.witnesses.len());
+    for p in &res.proofs {
+        if r.key_id.starts_with(bls) {
+            check::<Bls12_381>(&r.zkey, p);
+        } else {
+            check::<Bn254>(&r.zkey, p);
+        }
+    }
+}
+
+/// After a restart: the jobs accepted before it (`before`, request id → job id) are
+/// awaited by id, without submitting anything; then every request is submitted again
+/// (the accepted ones must come back as their job, the others are new) and awaited.
+/// Returns request id → job id, all distinct.
+async fn finish_all(
+    c: &mut Client,
+    requests: &[Request],
+    before: &HashMap<String, u64>,
+    bls: &str,
+) -> HashMap<String, u64> {
+    for r in requests {
+        if let Some(&job) = before.get(&r.request_id) {
+            check_done(c, job, r, bls).await;
+        }
+    }
+    let mut ids = HashMap::new();
+    for r in requests {
+        let s = c.submit_proof(r.pb()).await.unwrap().into_inner();
+        if let Some(&job) = before.get(&r.request_id) {
+            assert_eq!((s.job_id, s.existing), (job, true), "{}", r.request_id);
+        }
+        ids.insert(r.request_id.clone(), s.job_id);
+    }
+    for r in requests {
+        check_done(c, ids[&r.request_id], r, bls).await;
+    }
+    let unique: HashSet<u64> = ids.values().copied().collect();
+    assert_eq!(
+        unique.len(),
+        requests.len(),
+        "every request has its own job id"
+    );
+    ids
+}
+
+/// How many times each job was logged as done, over every log in `dir`.
+fn done_lines(dir: &Path) -> HashMap<u64, usize> {
+    let mut n = HashMap::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_some_and(|x| x == "log") {
+            for line in std::fs::read_to_string(&path).unwrap().lines() {
+                if !line.contains("job done") {
+                    continue;
+                }
+                let id = line
+                    .split_whitespace()
+                    .find_map(|w| w.strip_prefix("job="))
+                    .and_then(|v| v.trim_matches(|c: char| !c.is_ascii_digit()).parse().ok())
+                    .unwrap_or_else(|| panic!("no job id in {line:?}"));
+                *n.entry(id).or_default() += 1;
+            }
+        }
+    }
+    n
+}
+
+fn assert_done_at_most_once(dir: &Path) {
+    for (job, n) in done_lines(dir) {
+        assert_eq!(n, 1, "job {job} was proved {n} times");
+    }
+}
+
+/// Submits requests one by one until `stop`; returns request id → job id of the accepted.
+async fn submit_until_killed(c: &mut Client, requests: &[Request]) -> HashMap<String, u64> {
+    let mut accepted = HashMap::new();
+    for r in requests {
+        match c.submit_proof(r.pb()).await {
+            Ok(s) => {
+                accepted.insert(r.request_id.clone(), s.into_inner().job_id);
+            }
+            Err(_) => break, // the daemon was killed
+        }
+    }
+    accepted
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn thirty_jobs_survive_kill_9_at_a_random_moment() {
+    let keys = [
+        (
+            "bn254-poseidon",
+            fixture("bn254", "poseidon").join("circuit.zkey"),
+        ),
+        (
+            "bls-multi",
+            fixture("bls12-381", "multi_public").join("circuit.zkey"),
+        ),
+    ];
+    let dir = node_dir(&keys, "trusted");
+    let requests: Vec<Request> = (0..30)
+        .map(|i| {
+            let (id, zkey) = &keys[i % 2];
+            let folder = zkey.parent().unwrap();
+            Request {
+                request_id: format!("crash-{i}"),
+                key_id: id.to_string(),
+                zkey: zkey.clone(),
+                witnesses: vec![std::fs::read(folder.join("witness.wtns")).unwrap(); 1 + i % 2],
+            }
+        })
+        .collect();
+    let kill_after = Duration::from_millis(rand::thread_rng().gen_range(0..1500));
+    eprintln!("killing after {kill_after:?}");
+
+    let d = Daemon::start(dir.path(), 1);
+    let mut c = d.client().await;
+    let reqs = requests.clone();
+    let submitting = tokio::spawn(async move { submit_until_killed(&mut c, &reqs).await });
+    tokio::time::sleep(kill_after).await;
+    d.kill_9();
+    let before = submitting.await.unwrap();
+
+    let d = Daemon::start(dir.path(), 2);
+    let mut c = d.client().await;
+    let after = finish_all(&mut c, &requests, &before, "bls").await;
+    // A different request under a used request id is refused, after the restart too.
+    let mut other = requests[0].pb();
+    other.witnesses.push(other.witnesses[0].clone());
+    let e = c.submit_proof(other).await.unwrap_err();
+    assert_eq!(e.code(), Code::AlreadyExists, "{}", e.message());
+    // New jobs get new ids.
+    let mut fresh = requests[1].clone();
+    fresh.request_id = "fresh".into();
+    let next = finish_all(&mut c, &[fresh], &HashMap::new(), "bls").await["fresh"];
+    assert!(after.values().all(|&j| j < next), "ids are never reused");
+    drop(d);
+    assert_done_at_most_once(dir.path());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_kill_9_while_a_key_loads_loses_nothing() {
+    // A key big enough, with per-point checks, that loading it takes a while.
+    let work = tempfile::tempdir().unwrap();
+    let (r1cs, wtns, zkey) = (
+        work.path().join("big.r1cs"),
+        work.path().join("big.wtns"),
+        work.path().join("big.zkey"),
+    );
+    let run = |args: &[&std::ffi::OsStr]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_zkpipe"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", common::text(&o));
+    };
+    run(&[
+        "synth".as_ref(),
+        "--constraints".as_ref(),
+        "2^14".as_ref(),
+        r1cs.as_os_str(),
+        wtns.as_os_str(),
+    ]);
+    run(&[
+        "setup".as_ref(),
+        "--dev".as_ref(),
+        "--seed".as_ref(),
+        "7".as_ref(),
+        r1cs.as_os_str(),
+        zkey.as_os_str(),
+    ]);
+    let small = fixture("bls12-381", "poseidon");
+    let keys = [
+        ("big", zkey.clone()),
+        ("bls-poseidon", small.join("circuit.zkey")),
+    ];
+    let dir = node_dir(&keys, "per-point");
+    let requests: Vec<Request> = (0..6)
+        .map(|i| {
+            let (id, zkey, w) = if i % 2 == 0 {
+                ("big", zkey.clone(), wtns.clone())
+            } else {
+                (
+                    "bls-poseidon",
+                    keys[1].1.clone(),
+                    small.join("witness.wtns"),
+                )
+            };
+            Request {
+                request_id: format!("load-{i}"),
+                key_id: id.into(),
+                zkey,
+                witnesses: vec![std::fs::read(w).unwrap()],
+            }
+        })
+        .collect();
+
+    let d = Daemon::start(dir.path(), 1);
+    let mut c = d.client().await;
+    let before = submit_until_killed(&mut c, &requests).await;
+    assert_eq!(before.len(), requests.len());
+    // Kill the daemon while it is loading the big key.
+    let t0 = Instant::now();
+    loop {
+        let s = c.get_status(pb::GetStatusRequest {}).await.unwrap();
+        let big = s.into_inner().keys.into_iter().find(|k| k.id == "big");
+        if big.is_some_and(|k| k.residency == "loading") {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the big key never showed as loading"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    d.kill_9();
+
+    let d = Daemon::start(dir.path(), 2);
+    let mut c = d.client().await;
+    finish_all(&mut c, &requests, &before, "bls").await;
+    drop(d);
+    assert_done_at_most_once(dir.path());
+}

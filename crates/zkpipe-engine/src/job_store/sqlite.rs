@@ -1,0 +1,481 @@
+//! The durable single-node job store: one SQLite database (`jobs.sqlite3`) in the state
+//! directory, in WAL mode with `synchronous = FULL`, so that every commit is on disk
+//! before the call returns. The database is opened in exclusive locking mode: a second
+//! daemon on the same directory is refused instead of running the same jobs twice.
+//!
+//! Witnesses are kept as blobs until their job ends; proofs until it is forgotten.
+//! `AUTOINCREMENT` makes ids monotonic even after every row was deleted.
+
+use super::{
+    from_unix_ms, unix_ms, Accepted, Fingerprint, JobStore, NewJob, StoreError, StoredJob,
+    StoredPartition,
+};
+use crate::job::{JobId, JobState, PartitionProof, Priority, ProofTimings};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+/// The database file's name in the state directory.
+pub const DB_FILE: &str = "jobs.sqlite3";
+
+/// The schema version this code reads and writes (`PRAGMA user_version`).
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS jobs (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    key_id       TEXT    NOT NULL,
+    priority     INTEGER NOT NULL,
+    request_id   TEXT,
+    fingerprint  BLOB    NOT NULL,
+    state        TEXT    NOT NULL,
+    error        TEXT,
+    submitted_ms INTEGER NOT NULL,
+    finished_ms  INTEGER
+);
+CREATE UNIQUE INDEX IF NOT EXISTS jobs_request_id ON jobs (request_id)
+    WHERE request_id IS NOT NULL;
+CREATE TABLE IF NOT EXISTS partitions (
+    job_id      INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+    idx         INTEGER NOT NULL,
+    witness     BLOB,
+    proof_json  TEXT,
+    public_json TEXT,
+    timings     TEXT,
+    PRIMARY KEY (job_id, idx)
+);
+";
+
+/// See the module doc.
+pub struct SqliteStore {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the store in `dir`.
+    pub fn open(dir: &Path) -> Result<Self, StoreError> {
+        let path = dir.join(DB_FILE);
+        let db = |e: &dyn std::fmt::Display| StoreError::Database {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        };
+        std::fs::create_dir_all(dir).map_err(|e| db(&e))?;
+        let conn = Connection::open(&path).map_err(|e| db(&e))?;
+        // Exclusive locking takes the lock at the first read and keeps it; a busy
+        // database means another daemon holds it.
+        conn.busy_timeout(Duration::from_millis(200))
+            .map_err(|e| db(&e))?;
+        let setup = conn.execute_batch(
+            "PRAGMA locking_mode = EXCLUSIVE;
+             PRAGMA journal_mode = WAL;
+             PRAGMA synchronous = FULL;
+             PRAGMA foreign_keys = ON;",
+        );
+        if let Err(e) = setup {
+            return Err(match e.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+                    StoreError::InUse {
+                        dir: dir.display().to_string(),
+                    }
+                }
+                _ => db(&e),
+            });
+        }
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| db(&e))?;
+        if version > SCHEMA_VERSION {
+            return Err(db(&format!(
+                "schema version {version} is newer than this zkpipe understands ({SCHEMA_VERSION})"
+            )));
+        }
+        conn.execute_batch(SCHEMA).map_err(|e| db(&e))?;
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+            .map_err(|e| db(&e))?;
+        Ok(Self {
+            path,
+            conn: Mutex::new(conn),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn err(&self, e: impl std::fmt::Display) -> StoreError {
+        StoreError::Database {
+            path: self.path.display().to_string(),
+            message: e.to_string(),
+        }
+    }
+}
+
+fn state_name(s: JobState) -> &'static str {
+    s.name()
+}
+
+fn state_from(s: &str) -> Option<JobState> {
+    JobState::ALL.into_iter().find(|x| x.name() == s)
+}
+
+fn priority_from(p: i64) -> Priority {
+    match p {
+        0 => Priority::Low,
+        2 => Priority::High,
+        3 => Priority::Critical,
+        _ => Priority::Normal,
+    }
+}
+
+/// Timings as a JSON array of milliseconds, in [`ProofTimings`] field order.
+fn timings_text(t: &ProofTimings) -> String {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    serde_json::to_string(&[
+        ms(t.queue_wait),
+        ms(t.key_load),
+        ms(t.reduce),
+        ms(t.device_wait),
+        ms(t.device),
+        ms(t.tail),
+        ms(t.total),
+    ])
+    .unwrap_or_default()
+}
+
+fn timings_from(s: &str) -> ProofTimings {
+    let v: Vec<f64> = serde_json::from_str(s).unwrap_or_default();
+    let d = |i: usize| Duration::from_secs_f64(v.get(i).copied().unwrap_or(0.0).max(0.0) / 1e3);
+    ProofTimings {
+        queue_wait: d(0),
+        key_load: d(1),
+        reduce: d(2),
+        device_wait: d(3),
+        device: d(4),
+        tail: d(5),
+        total: d(6),
+    }
+}
+
+fn request_column(r: &str) -> Option<&str> {
+    (!r.is_empty()).then_some(r)
+}
+
+impl JobStore for SqliteStore {
+    fn durable(&self) -> bool {
+        true
+    }
+
+    fn accept(&self, job: &NewJob<'_>) -> Result<Accepted, StoreError> {
+        let mut conn = self.lock();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.err(e))?;
+        if let Some(request) = request_column(job.request_id) {
+            let found: Option<(i64, Vec<u8>)> = tx
+                .query_row(
+                    "SELECT id, fingerprint FROM jobs WHERE request_id = ?1",
+                    [request],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()
+                .map_err(|e| self.err(e))?;
+            if let Some((id, fp)) = found {
+                return if fp == job.fingerprint {
+                    Ok(Accepted::Existing(id as JobId))
+                } else {
+                    Err(StoreError::RequestIdTaken {
+                        request_id: request.into(),
+                        job: id as JobId,
+                    })
+                };
+            }
+        }
+        tx.execute(
+            "INSERT INTO jobs (key_id, priority, request_id, fingerprint, state, submitted_ms)
+             VALUES (?1, ?2, ?3, ?4, 'queued', ?5)",
+            params![
+                job.key_id,
+                job.priority as i64,
+                request_column(job.request_id),
+                &job.fingerprint[..],
+                unix_ms(SystemTime::now()),
+            ],
+        )
+        .map_err(|e| self.err(e))?;
+        let id = tx.last_insert_rowid();
+        {
+            let mut insert = tx
+                .prepare("INSERT INTO partitions (job_id, idx, witness) VALUES (?1, ?2, ?3)")
+                .map_err(|e| self.err(e))?;
+            for (i, w) in job.witnesses.iter().enumerate() {
+                insert
+                    .execute(params![id, i as i64, w])
+                    .map_err(|e| self.err(e))?;
+            }
+        }
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(Accepted::New(id as JobId))
+    }
+
+    fn find_request(&self, request_id: &str) -> Result<Option<(JobId, Fingerprint)>, StoreError> {
+        let conn = self.lock();
+        let found: Option<(i64, Vec<u8>)> = conn
+            .query_row(
+                "SELECT id, fingerprint FROM jobs WHERE request_id = ?1",
+                [request_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        Ok(found.map(|(id, fp)| {
+            let mut f = [0u8; 32];
+            if fp.len() == 32 {
+                f.copy_from_slice(&fp);
+            }
+            (id as JobId, f)
+        }))
+    }
+
+    fn partition_done(
+        &self,
+        job: JobId,
+        index: usize,
+        proof: &PartitionProof,
+        last: bool,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction().map_err(|e| self.err(e))?;
+        tx.execute(
+            "UPDATE partitions SET witness = NULL, proof_json = ?3, public_json = ?4, timings = ?5
+             WHERE job_id = ?1 AND idx = ?2",
+            params![
+                job as i64,
+                index as i64,
+                proof.proof_json,
+                proof.public_json,
+                timings_text(&proof.timings),
+            ],
+        )
+        .map_err(|e| self.err(e))?;
+        if last {
+            end(&tx, job, JobState::Done, None).map_err(|e| self.err(e))?;
+        }
+        tx.commit().map_err(|e| self.err(e))
+    }
+
+    fn finish(&self, job: JobId, state: JobState, error: Option<&str>) -> Result<(), StoreError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction().map_err(|e| self.err(e))?;
+        end(&tx, job, state, error).map_err(|e| self.err(e))?;
+        tx.commit().map_err(|e| self.err(e))
+    }
+
+    fn recover(&self) -> Result<Vec<StoredJob>, StoreError> {
+        let conn = self.lock();
+        let mut jobs_q = conn
+            .prepare(
+                "SELECT id, key_id, priority, request_id, state, error, submitted_ms, finished_ms
+                 FROM jobs ORDER BY id",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut parts_q = conn
+            .prepare(
+                "SELECT witness, proof_json, public_json, timings FROM partitions
+                 WHERE job_id = ?1 ORDER BY idx",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = jobs_q
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                    r.get::<_, String>(4)?,
+                    r.get::<_, Option<String>>(5)?,
+                    r.get::<_, i64>(6)?,
+                    r.get::<_, Option<i64>>(7)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, key_id, priority, request_id, state, error, submitted, finished) =
+                row.map_err(|e| self.err(e))?;
+            let state = state_from(&state)
+                .ok_or_else(|| self.err(format!("job {id}: unknown state {state:?}")))?;
+            let partitions = parts_q
+                .query_map([id], |r| {
+                    let witness: Option<Vec<u8>> = r.get(0)?;
+                    let proof: Option<String> = r.get(1)?;
+                    let public: Option<String> = r.get(2)?;
+                    let timings: Option<String> = r.get(3)?;
+                    Ok(match (witness, proof, public) {
+                        (_, Some(proof_json), Some(public_json)) => {
+                            StoredPartition::Proved(PartitionProof {
+                                proof_json,
+                                public_json,
+                                timings: timings_from(timings.as_deref().unwrap_or("")),
+                            })
+                        }
+                        (Some(w), _, _) => StoredPartition::Pending(w),
+                        _ => StoredPartition::Dropped,
+                    })
+                })
+                .map_err(|e| self.err(e))?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| self.err(e))?;
+            out.push(StoredJob {
+                id: id as JobId,
+                key_id,
+                priority: priority_from(priority),
+                request_id: request_id.unwrap_or_default(),
+                state,
+                error,
+                submitted: from_unix_ms(submitted),
+                finished: finished.map(from_unix_ms),
+                partitions,
+            });
+        }
+        Ok(out)
+    }
+
+    fn forget_finished(&self, retention: Duration) -> Result<usize, StoreError> {
+        let cutoff = unix_ms(SystemTime::now()) - retention.as_millis() as i64;
+        let conn = self.lock();
+        let n = conn
+            .execute(
+                "DELETE FROM jobs WHERE finished_ms IS NOT NULL AND finished_ms <= ?1",
+                [cutoff],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(n)
+    }
+}
+
+/// Ends a job (only once: an ended job is left as it is) and drops its witnesses.
+fn end(
+    tx: &rusqlite::Transaction<'_>,
+    job: JobId,
+    state: JobState,
+    error: Option<&str>,
+) -> rusqlite::Result<()> {
+    let n = tx.execute(
+        "UPDATE jobs SET state = ?2, error = ?3, finished_ms = ?4
+         WHERE id = ?1 AND finished_ms IS NULL",
+        params![
+            job as i64,
+            state_name(state),
+            error,
+            unix_ms(SystemTime::now())
+        ],
+    )?;
+    if n == 1 {
+        tx.execute(
+            "UPDATE partitions SET witness = NULL WHERE job_id = ?1",
+            [job as i64],
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new_job<'a>(request_id: &'a str, witnesses: Vec<&'a [u8]>) -> NewJob<'a> {
+        NewJob {
+            key_id: "k",
+            priority: Priority::High,
+            request_id,
+            fingerprint: super::super::fingerprint("k", &witnesses),
+            witnesses,
+        }
+    }
+
+    fn proof(s: &str) -> PartitionProof {
+        PartitionProof {
+            proof_json: format!("proof {s}"),
+            public_json: format!("public {s}"),
+            timings: ProofTimings {
+                total: Duration::from_millis(12),
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn jobs_survive_reopening_and_ids_are_never_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let s = SqliteStore::open(dir.path()).unwrap();
+            assert_eq!(
+                s.accept(&new_job("r1", vec![b"w0", b"w1"])).unwrap(),
+                Accepted::New(1)
+            );
+            assert_eq!(
+                s.accept(&new_job("", vec![b"x"])).unwrap(),
+                Accepted::New(2)
+            );
+            s.partition_done(1, 0, &proof("a"), false).unwrap();
+            s.finish(2, JobState::Failed, Some("boom")).unwrap();
+        }
+        let s = SqliteStore::open(dir.path()).unwrap();
+        let jobs = s.recover().unwrap();
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(jobs[0].state, JobState::Queued);
+        assert_eq!(jobs[0].priority, Priority::High);
+        assert_eq!(jobs[0].request_id, "r1");
+        assert!(
+            matches!(&jobs[0].partitions[0], StoredPartition::Proved(p) if p.proof_json == "proof a" && p.timings.total == Duration::from_millis(12))
+        );
+        assert!(matches!(&jobs[0].partitions[1], StoredPartition::Pending(w) if w == b"w1"));
+        assert_eq!(jobs[1].state, JobState::Failed);
+        assert_eq!(jobs[1].error.as_deref(), Some("boom"));
+        assert!(matches!(jobs[1].partitions[0], StoredPartition::Dropped));
+
+        // The same request again is the same job; another request under its id is refused.
+        assert_eq!(
+            s.accept(&new_job("r1", vec![b"w0", b"w1"])).unwrap(),
+            Accepted::Existing(1)
+        );
+        assert!(matches!(
+            s.accept(&new_job("r1", vec![b"other"])),
+            Err(StoreError::RequestIdTaken { job: 1, .. })
+        ));
+
+        // Forgetting every job does not make ids restart.
+        s.partition_done(1, 1, &proof("b"), true).unwrap();
+        assert_eq!(s.forget_finished(Duration::ZERO).unwrap(), 2);
+        assert!(s.recover().unwrap().is_empty());
+        assert_eq!(s.find_request("r1").unwrap(), None);
+        assert_eq!(
+            s.accept(&new_job("r1", vec![b"z"])).unwrap(),
+            Accepted::New(3)
+        );
+    }
+
+    #[test]
+    fn a_job_ends_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = SqliteStore::open(dir.path()).unwrap();
+        s.accept(&new_job("", vec![b"w"])).unwrap();
+        s.finish(1, JobState::Cancelled, None).unwrap();
+        s.partition_done(1, 0, &proof("late"), true).unwrap();
+        let jobs = s.recover().unwrap();
+        assert_eq!(jobs[0].state, JobState::Cancelled);
+    }
+
+    #[test]
+    fn a_second_store_on_the_same_directory_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let _first = SqliteStore::open(dir.path()).unwrap();
+        match SqliteStore::open(dir.path()) {
+            Err(StoreError::InUse { .. }) => {}
+            Err(e) => panic!("expected InUse, got {e}"),
+            Ok(_) => panic!("a second store opened the same directory"),
+        }
+    }
+}
