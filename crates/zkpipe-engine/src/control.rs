@@ -2,7 +2,8 @@
 
 use crate::engine::Engine;
 use crate::error::EngineError;
-use crate::job::{Job, JobId, JobSnapshot};
+use crate::job::{JobId, JobSnapshot};
+use crate::live_job::Job;
 use crate::messages::Message;
 use std::time::Duration;
 

@@ -3,8 +3,9 @@
 //! and remembers the request ids.
 
 use crate::error::EngineError;
-use crate::job::{Job, JobId, JobSnapshot};
+use crate::job::{JobId, JobSnapshot};
 use crate::job_store::{Accepted, Fingerprint, JobStore, NewJob};
+use crate::live_job::Job;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};

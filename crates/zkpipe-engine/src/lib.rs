@@ -18,6 +18,7 @@ pub mod config;
 pub mod error;
 pub mod job;
 pub mod job_store;
+mod live_job;
 
 mod control;
 pub mod engine;

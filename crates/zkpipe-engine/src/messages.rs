@@ -11,9 +11,9 @@
 
 use crate::curves::{LoadedKey, PartitionData};
 use crate::error::EngineError;
-use crate::job::Job;
 use crate::keys::entry::KeyEntry;
 use crate::keys::lease::KeyLease;
+use crate::live_job::Job;
 use crate::memory::Reservation;
 use crate::queue::{Order, PriorityQueue};
 use crate::trace::PartitionTrace;
