@@ -9,7 +9,8 @@
 //!
 //! Read [`engine`] for the wiring, [`submit`] for how a request enters, then the stages
 //! in pipeline order (`stages/`), the messages between them (`messages`), and the key
-//! store ([`keys`]). The devices come from a [`zkpipe_core::Devices`] (the CPU's is
+//! store ([`keys`]) and the job store ([`job_store`]), which makes jobs outlive the
+//! process. The devices come from a [`zkpipe_core::Devices`] (the CPU's is
 //! [`zkpipe_core::CpuDevices`]); the curve is erased once, in `curves`.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
