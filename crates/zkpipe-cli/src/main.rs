@@ -1,12 +1,14 @@
 //! `zkpipe`: a Groth16 prover for snarkjs/circom users.
 //!
 //! Errors are printed as one line, `zkpipe: error: <file>: <what is wrong>`, with exit
-//! status 1; outputs are written all-or-nothing.
+//! status 1 (a JSON error event with `--log-format json`); outputs are written
+//! all-or-nothing. Logs go to stderr.
 
 mod backend;
 mod bench;
 mod commands;
 mod huge_pages;
+mod logging;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -21,6 +23,20 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Log level for zkpipe (error, warn, info, debug, trace, off), or a tracing filter
+    /// directive such as "info,zkpipe_engine=debug".
+    #[arg(long, global = true, env = "ZKPIPE_LOG", default_value = "info",
+          value_name = "LEVEL", value_parser = logging::directive)]
+    log_level: String,
+    /// Log line format on stderr.
+    #[arg(
+        long,
+        global = true,
+        env = "ZKPIPE_LOG_FORMAT",
+        value_enum,
+        default_value = "text"
+    )]
+    log_format: logging::LogFormat,
 }
 
 #[derive(Subcommand)]
@@ -49,7 +65,7 @@ enum Command {
         /// The witness.
         wtns: PathBuf,
     },
-    /// Run the proving daemon: `zkpipe serve --config zkpipe.toml`.
+    /// Run the proving daemon: `zkpipe serve [--config zkpipe.toml]`.
     Serve(commands::serve::Args),
     /// Queue a job on the daemon (one partition per witness); prints the job id.
     Submit(commands::submit::Args),
@@ -84,6 +100,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    logging::init(&cli.log_level, cli.log_format);
     if matches!(
         cli.command,
         Command::Serve(_) | Command::Submit(_) | Command::Loadtest(_)
@@ -111,9 +128,31 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            // `{:#}` keeps the whole cause chain on one line.
-            eprintln!("zkpipe: error: {e:#}");
+            let msg = one_line(&e);
+            if cli.log_format == logging::LogFormat::Json {
+                tracing::error!(error = %msg, "exiting");
+            } else {
+                eprintln!("zkpipe: error: {msg}");
+            }
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error and its causes on one line, each cause once: many errors (tonic's, ours
+/// with `#[source]`) print their cause in their own message too, which the chain would
+/// repeat ("tcp connect error: tcp connect error").
+fn one_line(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }

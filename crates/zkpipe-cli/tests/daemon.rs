@@ -38,11 +38,13 @@ fn witness(id: &str) -> Vec<u8> {
     std::fs::read(key_fixture(id).join("witness.wtns")).unwrap()
 }
 
-/// A daemon process; killed on drop if still running.
+/// A daemon process; killed on drop if still running. Its log (stderr) is read as it
+/// comes, so that a full pipe never stalls it.
 struct Daemon {
     child: Child,
     grpc: String,
     http: String,
+    log: Option<std::thread::JoinHandle<Vec<String>>>,
     _dir: tempfile::TempDir,
 }
 
@@ -81,6 +83,8 @@ fn start_daemon(keys: &[&str], extra: &str) -> Daemon {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let log = std::thread::spawn(move || stderr.lines().map_while(Result::ok).collect());
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
@@ -95,6 +99,7 @@ fn start_daemon(keys: &[&str], extra: &str) -> Daemon {
         grpc: format!("http://{}", addr("grpc=")),
         http: addr("http="),
         child,
+        log: Some(log),
         _dir: dir,
     }
 }
@@ -479,6 +484,11 @@ async fn daemon_serves_concurrent_mixed_jobs_and_refuses_bad_input() {
     let mut d = d;
     let status = d.child.wait().unwrap();
     assert!(status.success(), "daemon exit: {status:?}");
+    let log = d.log.take().unwrap().join().unwrap();
+    assert!(
+        log.last().is_some_and(|l| l.contains("stopped")),
+        "the last log line: {log:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

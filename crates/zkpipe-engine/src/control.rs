@@ -42,6 +42,7 @@ impl Engine {
             state: s.name(),
         })?;
         i.outcomes.metrics.jobs_cancelled.inc();
+        tracing::info!(job = id, "job cancelled");
         fn mine<M: Message>(id: JobId) -> impl Fn(&M) -> bool {
             move |m| m.ticket().job.id == id
         }

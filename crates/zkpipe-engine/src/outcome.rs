@@ -8,7 +8,7 @@ use crate::messages::Ticket;
 use crate::metrics::Metrics;
 use crate::trace::Tracer;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use zkpipe_core::Error as CoreError;
 
 /// Where outcomes are reported; shared by every stage.
@@ -26,8 +26,10 @@ impl Outcomes {
             .with_label_values(&[error.kind()])
             .inc();
         let msg = format!("partition {}: {error}", ticket.index);
-        tracing::warn!(job = ticket.job.id, stage = ticket.stage, "{msg}");
-        ticket.job.fail(msg);
+        // Only the first failure fails the job; later ones are its other partitions.
+        if ticket.job.fail(msg.clone()) {
+            tracing::warn!(job = ticket.job.id, stage = ticket.stage, error = %msg, "job failed");
+        }
         self.tracer.record(ticket.trace.clone());
     }
 
@@ -57,17 +59,31 @@ impl Outcomes {
         self.metrics.observe(&timings);
         self.metrics.proofs_completed.inc();
         self.tracer.record(ticket.trace.clone());
+        let job = &ticket.job;
         let proof = PartitionProof {
             proof_json,
             public_json,
             timings,
         };
-        if let Err(e) = ticket.job.partition_done(ticket.index, proof) {
-            let msg = format!("partition {}: recording its proof: {e}", ticket.index);
-            tracing::error!(job = ticket.job.id, "{msg}");
-            ticket.job.fail(msg);
+        match job.partition_done(ticket.index, proof) {
+            Ok(true) => {
+                // Once per job; the snapshot's copy of its proofs is small beside proving them.
+                let partitions = job.snapshot().partitions;
+                tracing::info!(job = job.id, key = %job.key_id, partitions, total_ms = log_ms(timings.total), "job done");
+            }
+            Ok(false) => {}
+            Err(e) => {
+                let msg = format!("partition {}: recording its proof: {e}", ticket.index);
+                tracing::error!(job = job.id, "{msg}");
+                job.fail(msg);
+            }
         }
     }
+}
+
+/// A duration in milliseconds, rounded to 0.1 ms, for log fields.
+pub(crate) fn log_ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e4).round() / 10.0
 }
 
 /// Runs `f`, turning a panic into an error so that a bug fails one job instead of killing

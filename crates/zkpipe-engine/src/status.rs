@@ -91,6 +91,11 @@ impl Engine {
         }
     }
 
+    /// Partitions accepted and not finished (cheap: one atomic read, no job copied).
+    pub fn pending_partitions(&self) -> usize {
+        self.inner.jobs.pending()
+    }
+
     fn queue_depths(&self) -> QueueDepths {
         let i = &*self.inner;
         QueueDepths {

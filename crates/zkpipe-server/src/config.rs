@@ -3,7 +3,11 @@
 //! engine's typed [`EngineConfig`] plus the server's own [`ServerConfig`]. Every bad value
 //! is an error naming its field; nothing falls back silently. `zkpipe.example.toml` at the
 //! repository root documents every knob and its default.
+//!
+//! `zkpipe serve`'s flags and environment variables override the file through
+//! [`Overrides`]: flag > environment > file > default.
 
+use crate::auth::Token;
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -15,7 +19,7 @@ use zkpipe_engine::{EngineConfig, StageConfig};
 #[derive(Debug, thiserror::Error)]
 #[error("{path}: {message}")]
 pub struct ConfigError {
-    /// The file (or "<defaults>").
+    /// The file (or "configuration" when there is none).
     pub path: String,
     /// What is wrong.
     pub message: String,
@@ -36,6 +40,48 @@ pub struct ServerConfig {
     /// they end, results for `pipeline.job_retention`. Default `zkpipe-state` beside the
     /// config file.
     pub state_dir: PathBuf,
+    /// The bearer token every call must carry, if any. Required when either address is
+    /// not loopback.
+    pub token: Option<Token>,
+    /// Certificate chain and private key (PEM) for TLS on both listeners, if any.
+    pub tls: Option<TlsPem>,
+    /// After SIGTERM/SIGINT, how long unfinished jobs may run before they are cancelled.
+    /// Default 5 s.
+    pub shutdown_grace: Duration,
+}
+
+/// A TLS identity as read from `server.tls_cert` and `server.tls_key`.
+#[derive(Clone)]
+pub struct TlsPem {
+    /// The certificate chain, leaf first (PEM).
+    pub cert: Vec<u8>,
+    /// Its private key (PEM).
+    pub key: Vec<u8>,
+}
+
+impl std::fmt::Debug for TlsPem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TlsPem({} bytes of certificate)", self.cert.len())
+    }
+}
+
+/// Values given outside the file (`serve`'s flags and environment variables), which
+/// replace the file's. Relative paths here are taken as they are (relative to the working
+/// directory), not relative to the file's folder.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    /// `server.grpc_listen`.
+    pub grpc_listen: Option<SocketAddr>,
+    /// `server.http_listen`.
+    pub http_listen: Option<SocketAddr>,
+    /// `keys.dir`.
+    pub key_dir: Option<PathBuf>,
+    /// `server.token_file`.
+    pub token_file: Option<PathBuf>,
+    /// `server.state_dir`.
+    pub state_dir: Option<PathBuf>,
+    /// The token itself (`ZKPIPE_TOKEN`); it takes precedence over any token file.
+    pub token: Option<String>,
 }
 
 /// The state directory's default name, beside the config file.
@@ -68,10 +114,16 @@ pub struct FileConfig {
 struct ServerSection {
     grpc_listen: Option<String>,
     http_listen: Option<String>,
-    allow_remote: bool,
+    /// Obsolete: a token is what allows non-loopback addresses now. Still read, so that
+    /// old files load; it changes nothing.
+    allow_remote: Option<bool>,
     max_request_bytes: Option<Size>,
     max_await: Option<String>,
     state_dir: Option<PathBuf>,
+    token_file: Option<PathBuf>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+    shutdown_grace: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -181,22 +233,58 @@ fn size_or_auto(v: &Option<Size>, auto: Option<u64>) -> Result<Option<u64>, Stri
     }
 }
 
-fn addr(
-    v: &Option<String>,
-    default: &str,
-    field: &str,
-    allow_remote: bool,
-) -> Result<SocketAddr, String> {
+fn addr(v: &Option<String>, default: &str, field: &str) -> Result<SocketAddr, String> {
     let s = v.as_deref().unwrap_or(default);
-    let a: SocketAddr = s
-        .parse()
-        .map_err(|_| format!("{field}: {s:?} is not an ip:port address"))?;
-    if !a.ip().is_loopback() && !allow_remote {
-        return Err(format!(
-            "{field}: {a} is not a loopback address; set server.allow_remote = true to serve beyond this machine"
-        ));
+    s.parse()
+        .map_err(|_| format!("{field}: {s:?} is not an ip:port address"))
+}
+
+/// Reads the token: `ZKPIPE_TOKEN` itself, else the token file (relative to `base`).
+fn token(o: &Overrides, file: Option<&Path>, base: &Path) -> Result<Option<Token>, String> {
+    if let Some(t) = &o.token {
+        return Token::new(t)
+            .map(Some)
+            .map_err(|e| format!("ZKPIPE_TOKEN: {e}"));
     }
-    Ok(a)
+    let Some(path) = file else {
+        return Ok(None);
+    };
+    let path = base.join(path);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("server.token_file: {}: {e}", path.display()))?;
+    warn_if_others_can_read(&path);
+    Token::new(&text)
+        .map(Some)
+        .map_err(|e| format!("server.token_file: {}: {e}", path.display()))
+}
+
+/// A token file others can read is a warning, not an error: container secrets are often
+/// mounted 0644 inside a container nobody else shares.
+fn warn_if_others_can_read(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(m) = std::fs::metadata(path) {
+            if m.permissions().mode() & 0o004 != 0 {
+                tracing::warn!(path = %path.display(), "the token file is world-readable (chmod 600 it)");
+            }
+        }
+    }
+}
+
+fn tls(s: &ServerSection, base: &Path) -> Result<Option<TlsPem>, String> {
+    let read = |field: &str, p: &Path| {
+        let p = base.join(p);
+        std::fs::read(&p).map_err(|e| format!("{field}: {}: {e}", p.display()))
+    };
+    match (&s.tls_cert, &s.tls_key) {
+        (None, None) => Ok(None),
+        (Some(cert), Some(key)) => Ok(Some(TlsPem {
+            cert: read("server.tls_cert", cert)?,
+            key: read("server.tls_key", key)?,
+        })),
+        _ => Err("server.tls_cert and server.tls_key go together: set both or neither".into()),
+    }
 }
 
 fn stage(s: &StageSection, default: StageConfig) -> StageConfig {
@@ -207,35 +295,69 @@ fn stage(s: &StageSection, default: StageConfig) -> StageConfig {
 }
 
 impl FileConfig {
-    /// Reads and validates a config file; relative paths in it are relative to its folder.
-    pub fn load(path: &Path) -> Result<DaemonConfig, ConfigError> {
+    /// Reads and validates a config file (or, without one, the defaults), with
+    /// `overrides` applied; relative paths in the file are relative to its folder.
+    pub fn load(path: Option<&Path>, overrides: &Overrides) -> Result<DaemonConfig, ConfigError> {
+        let name = path.map_or("configuration".into(), |p| p.display().to_string());
         let err = |message: String| ConfigError {
-            path: path.display().to_string(),
+            path: name.clone(),
             message,
         };
-        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
-        let raw: FileConfig = toml::from_str(&text).map_err(|e| err(e.message().to_string()))?;
-        let base = path.parent().unwrap_or(Path::new("."));
-        raw.validate(base).map_err(err)
+        let (raw, base) = match path {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+                let raw: FileConfig =
+                    toml::from_str(&text).map_err(|e| err(e.message().to_string()))?;
+                (raw, path.parent().unwrap_or(Path::new(".")).to_path_buf())
+            }
+            None => (FileConfig::default(), PathBuf::from(".")),
+        };
+        raw.validate_with(&base, overrides).map_err(err)
     }
 
-    /// Validates the raw values; `base` resolves a relative key directory.
+    /// Validates the raw values; `base` resolves relative paths.
     pub fn validate(self, base: &Path) -> Result<DaemonConfig, String> {
+        self.validate_with(base, &Overrides::default())
+    }
+
+    /// [`FileConfig::validate`] with `o` replacing the file's values.
+    pub fn validate_with(mut self, base: &Path, o: &Overrides) -> Result<DaemonConfig, String> {
+        let s = &mut self.server;
+        if let Some(a) = o.grpc_listen {
+            s.grpc_listen = Some(a.to_string());
+        }
+        if let Some(a) = o.http_listen {
+            s.http_listen = Some(a.to_string());
+        }
+        // An absolute path survives `base.join`; the working directory resolves the rest.
+        let cwd = |p: &PathBuf| std::env::current_dir().map_or_else(|_| p.clone(), |d| d.join(p));
+        if let Some(p) = &o.token_file {
+            s.token_file = Some(cwd(p));
+        }
+        if let Some(p) = &o.key_dir {
+            self.keys.dir = Some(cwd(p));
+        }
+        if let Some(p) = &o.state_dir {
+            s.state_dir = Some(cwd(p));
+        }
         let d = EngineConfig::default();
         let s = &self.server;
+        let grpc_listen = addr(&s.grpc_listen, "127.0.0.1:50051", "server.grpc_listen")?;
+        let http_listen = addr(&s.http_listen, "127.0.0.1:9464", "server.http_listen")?;
+        let token = token(o, s.token_file.as_deref(), base)?;
+        if token.is_none() {
+            for (field, a) in [("grpc_listen", grpc_listen), ("http_listen", http_listen)] {
+                if !a.ip().is_loopback() {
+                    return Err(format!(
+                        "server.{field}: {a} is beyond loopback and no token is set: set one with server.token_file, --token-file/ZKPIPE_TOKEN_FILE or ZKPIPE_TOKEN (at least {} characters, e.g. `openssl rand -hex 32`)",
+                        Token::MIN_LEN
+                    ));
+                }
+            }
+        }
         let server = ServerConfig {
-            grpc_listen: addr(
-                &s.grpc_listen,
-                "127.0.0.1:50051",
-                "server.grpc_listen",
-                s.allow_remote,
-            )?,
-            http_listen: addr(
-                &s.http_listen,
-                "127.0.0.1:9464",
-                "server.http_listen",
-                s.allow_remote,
-            )?,
+            grpc_listen,
+            http_listen,
             max_request_bytes: size_or_auto(&s.max_request_bytes, Some(64 << 20))
                 .map_err(|e| format!("server.max_request_bytes: {e}"))?
                 .unwrap_or(64 << 20) as usize,
@@ -248,6 +370,12 @@ impl FileConfig {
                     .clone()
                     .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR)),
             ),
+            token,
+            tls: tls(s, base)?,
+            shutdown_grace: match &s.shutdown_grace {
+                Some(t) => parse_duration(t).map_err(|e| format!("server.shutdown_grace: {e}"))?,
+                None => Duration::from_secs(5),
+            },
         };
         let memory_limit = size_or_auto(&self.memory.host_limit, Some(machine_memory() / 2))
             .map_err(|e| format!("memory.host_limit: {e}"))?
@@ -303,6 +431,10 @@ impl FileConfig {
             trace_capacity: p.trace_capacity.unwrap_or(d.trace_capacity),
         };
         engine.validate()?;
+        // Said only of a file that is otherwise good: a refusal stays one line.
+        if self.server.allow_remote.is_some() {
+            tracing::warn!("server.allow_remote is obsolete and ignored: a token (server.token_file or ZKPIPE_TOKEN) is what allows non-loopback addresses");
+        }
         Ok(DaemonConfig { server, engine })
     }
 }
@@ -333,17 +465,66 @@ mod tests {
         assert_eq!(c.engine.key_dir, Path::new("/srv/keys"));
         assert_eq!(c.server.state_dir, Path::new("/srv/zkpipe-state"));
         // Unknown fields and non-loopback addresses are refused.
+        assert!(c.server.token.is_none() && c.server.tls.is_none());
+        // Unknown fields and non-loopback addresses without a token are refused.
         assert!(toml::from_str::<FileConfig>("[server]\nport = 1").is_err());
         let remote: FileConfig = toml::from_str("[server]\ngrpc_listen = \"0.0.0.0:1\"").unwrap();
         assert!(remote
             .validate(Path::new("."))
             .unwrap_err()
-            .contains("loopback"));
+            .contains("no token is set"));
         let bad: FileConfig = toml::from_str("[memory]\nhost_limit = \"8 bananas\"").unwrap();
         assert!(bad
             .validate(Path::new("."))
             .unwrap_err()
             .contains("memory.host_limit"));
+    }
+
+    #[test]
+    fn overrides_replace_the_file_and_a_token_allows_other_addresses() {
+        let raw = |t: &str| toml::from_str::<FileConfig>(t).unwrap();
+        let o = Overrides {
+            grpc_listen: Some("0.0.0.0:7".parse().unwrap()),
+            key_dir: Some("/k".into()),
+            state_dir: Some("/st".into()),
+            token: Some(" 0123456789abcdef\n".into()),
+            ..Overrides::default()
+        };
+        let file = "[server]\ngrpc_listen = \"127.0.0.1:1\"\n[keys]\ndir = \"x\"";
+        let c = raw(file).validate_with(Path::new("/srv"), &o).unwrap();
+        assert_eq!(c.server.grpc_listen, "0.0.0.0:7".parse().unwrap());
+        assert_eq!(c.server.http_listen, "127.0.0.1:9464".parse().unwrap());
+        assert_eq!(c.engine.key_dir, Path::new("/k"));
+        assert_eq!(c.server.state_dir, Path::new("/st"));
+        assert!(c.server.token.is_some());
+        assert_eq!(c.server.shutdown_grace, Duration::from_secs(5));
+        let short = Overrides {
+            token: Some("0123".into()),
+            ..o.clone()
+        };
+        let e = raw(file).validate_with(Path::new("."), &short).unwrap_err();
+        assert!(
+            e.starts_with("ZKPIPE_TOKEN: ") && e.contains("at least 16"),
+            "{e}"
+        );
+        let e = raw("[server]\ntoken_file = \"/no/such/token\"")
+            .validate(Path::new("."))
+            .unwrap_err();
+        assert!(e.starts_with("server.token_file: /no/such/token"), "{e}");
+        let cfg = |t: &str| raw(t).validate(Path::new("."));
+        assert!(cfg("[server]\ntls_cert = \"c.pem\"")
+            .unwrap_err()
+            .contains("go together"));
+        assert!(cfg("[server]\nshutdown_grace = \"5\"")
+            .unwrap_err()
+            .contains("server.shutdown_grace"));
+        // Old files still load; allow_remote alone allows nothing.
+        assert!(cfg("[server]\nallow_remote = true").is_ok());
+        assert!(
+            cfg("[server]\nallow_remote = true\nhttp_listen = \"0.0.0.0:1\"")
+                .unwrap_err()
+                .contains("server.http_listen: 0.0.0.0:1 is beyond loopback")
+        );
     }
 
     #[test]

@@ -1,12 +1,19 @@
 //! The zkpipe daemon: the engine behind a gRPC API (tonic; `proto/zkpipe.proto`,
 //! package `zkpipe.v1`) and an HTTP endpoint for `/metrics`, `/healthz` and `/trace`.
 //! The generated client is re-exported for the CLI and other Rust callers.
+//!
+//! Operations: a bearer token guards every call where one is configured (required beyond
+//! loopback), TLS serves both listeners where a certificate is, and a signal stops the
+//! daemon in order: no new jobs, unfinished ones get a grace period, then the engine
+//! stops (see [`serve`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod auth;
 pub mod config;
 pub mod http;
 pub mod service;
+pub mod tls;
 
 /// Generated protobuf types and gRPC client/server of package `zkpipe.v1`.
 #[allow(missing_docs, clippy::all)]
@@ -22,11 +29,15 @@ mod wire {
     include!(concat!(env!("OUT_DIR"), "/wire/zkpipe.v1.rs"));
 }
 
-pub use config::{DaemonConfig, FileConfig};
+pub use config::{DaemonConfig, FileConfig, Overrides};
 pub use pb::prover_client::ProverClient;
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+use tokio_stream::{Stream, StreamExt};
 use zkpipe_engine::{Devices, Engine, EngineError, SqliteStore, StoreError};
 
 /// Why the daemon could not start or stopped with an error.
@@ -35,21 +46,27 @@ use zkpipe_engine::{Devices, Engine, EngineError, SqliteStore, StoreError};
 pub enum ServeError {
     /// The engine refused its configuration.
     #[error("engine: {0}")]
-    Engine(#[from] EngineError),
+    Engine(#[source] EngineError),
     /// A listen address could not be bound.
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr}")]
     Bind {
         /// The address.
         addr: SocketAddr,
         /// Why.
         source: std::io::Error,
     },
+    /// The TLS certificate or key cannot be used.
+    #[error("TLS: {0}")]
+    Tls(String),
     /// The gRPC server failed.
-    #[error("gRPC server: {0}")]
-    Grpc(#[from] tonic::transport::Error),
+    #[error("gRPC server")]
+    Grpc(#[source] tonic::transport::Error),
     /// The HTTP server failed.
-    #[error("HTTP server: {0}")]
-    Http(std::io::Error),
+    #[error("HTTP server")]
+    Http(#[source] std::io::Error),
+    /// A listener's task panicked (a bug).
+    #[error("the {0} listener panicked")]
+    Panicked(&'static str),
     /// The job store could not be opened.
     #[error("{0}")]
     Store(#[from] StoreError),
@@ -69,65 +86,166 @@ pub const GRPC_STREAM_WINDOW: u32 = 16 << 20;
 /// HTTP/2 flow-control window per connection (all streams of one client), for both ends.
 pub const GRPC_CONNECTION_WINDOW: u32 = 64 << 20;
 
-/// Runs the daemon until `shutdown` resolves: opens the job store in the state directory
-/// (taking back the jobs an earlier run left), binds both listeners, calls `on_bound`
-/// with their addresses, serves, then shuts the engine down. Unfinished jobs stay in the
-/// store and run at the next start.
-pub async fn serve(
+/// How long the listeners may take to close their connections once the engine stopped.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Runs the daemon until the first item of `signals` (the name of a signal): binds both
+/// listeners, calls `on_bound` with their addresses, and serves. Before that it opens the
+/// job store in the state directory and takes back the jobs an earlier run left. Then it stops in order:
+/// new jobs are refused (UNAVAILABLE), unfinished ones may run for `shutdown_grace` (a
+/// second signal cuts it short), the engine shuts down (what is left stays in the job store
+/// and runs at the next start), and the listeners close.
+pub async fn serve<S>(
     cfg: DaemonConfig,
     devices: Arc<dyn Devices>,
     on_bound: impl FnOnce(Bound),
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Result<(), ServeError> {
-    let store = Arc::new(SqliteStore::open(&cfg.server.state_dir)?);
-    let engine = Engine::start_with(cfg.engine.clone(), devices, store)?;
+    mut signals: S,
+) -> Result<(), ServeError>
+where
+    S: Stream<Item = &'static str> + Unpin,
+{
+    let server = cfg.server;
+    let tls = match &server.tls {
+        Some(pem) => Some((tls::acceptor(pem).map_err(ServeError::Tls)?, tls::grpc(pem))),
+        None => None,
+    };
+    let store = Arc::new(SqliteStore::open(&server.state_dir)?);
+    let engine = Engine::start_with(cfg.engine, devices, store).map_err(ServeError::Engine)?;
     let bind = |addr| async move {
         tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| ServeError::Bind { addr, source })
     };
-    let grpc = bind(cfg.server.grpc_listen).await?;
-    let http = bind(cfg.server.http_listen).await?;
+    let grpc = bind(server.grpc_listen).await?;
+    let http = bind(server.http_listen).await?;
     let local = |l: &tokio::net::TcpListener, addr| {
         l.local_addr()
             .map_err(|source| ServeError::Bind { addr, source })
     };
-    on_bound(Bound {
-        grpc: local(&grpc, cfg.server.grpc_listen)?,
-        http: local(&http, cfg.server.http_listen)?,
-    });
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        shutdown.await;
-        let _ = stop_tx.send(true);
-    });
-    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+    let bound = Bound {
+        grpc: local(&grpc, server.grpc_listen)?,
+        http: local(&http, server.http_listen)?,
+    };
+    on_bound(bound);
+    tracing::info!(grpc = %bound.grpc, http = %bound.http, tls = tls.is_some(), token = server.token.is_some(), "serving");
+    let remote = !(bound.grpc.ip().is_loopback() && bound.http.ip().is_loopback());
+    if remote && tls.is_none() {
+        tracing::warn!("serving beyond loopback without TLS: the token and the witnesses cross the network in clear text (set server.tls_cert and server.tls_key)");
+    }
+
+    let accepting = Arc::new(AtomicBool::new(true));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let stopped = |mut rx: watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
     let svc = wire::prover_server::ProverServer::new(service::ProverService::new(
         engine.clone(),
-        cfg.server.max_await,
+        server.max_await,
+        Arc::clone(&accepting),
     ))
-    .max_decoding_message_size(cfg.server.max_request_bytes)
+    .max_decoding_message_size(server.max_request_bytes)
     .max_encoding_message_size(usize::MAX);
+    let svc = tonic::service::interceptor::InterceptedService::new(
+        svc,
+        auth::RequireToken(server.token.clone()),
+    );
     // Witnesses are large (32 bytes per signal, several per job): HTTP/2's default flow-
     // control windows would make a client wait for window updates every few hundred KiB.
-    let grpc_task = tonic::transport::Server::builder()
+    let mut builder = tonic::transport::Server::builder()
         .initial_stream_window_size(Some(GRPC_STREAM_WINDOW))
-        .initial_connection_window_size(Some(GRPC_CONNECTION_WINDOW))
-        .add_service(svc)
-        .serve_with_incoming_shutdown(
-            tokio_stream::wrappers::TcpListenerStream::new(grpc),
-            stopped(stop_rx.clone()),
-        );
-    let http_task =
-        axum::serve(http, http::router(engine.clone())).with_graceful_shutdown(stopped(stop_rx));
-    let (g, h) = tokio::join!(grpc_task, async {
-        http_task.await.map_err(ServeError::Http)
+        .initial_connection_window_size(Some(GRPC_CONNECTION_WINDOW));
+    let mut http_tls = None;
+    if let Some((acceptor, grpc_tls)) = tls {
+        builder = builder.tls_config(grpc_tls).map_err(ServeError::Grpc)?;
+        http_tls = Some(acceptor);
+    }
+    let mut grpc_task = tokio::spawn(builder.add_service(svc).serve_with_incoming_shutdown(
+        tokio_stream::wrappers::TcpListenerStream::new(grpc),
+        stopped(stop_rx.clone()),
+    ));
+    let router = http::router(engine.clone(), server.token.clone());
+    let http_stop = stopped(stop_rx);
+    let mut http_task = tokio::spawn(async move {
+        match http_tls {
+            Some(acceptor) => tls::serve_http(http, acceptor, router, http_stop).await,
+            None => {
+                axum::serve(http, router)
+                    .with_graceful_shutdown(http_stop)
+                    .await
+            }
+        }
     });
+
+    // Serve until a signal, or until a listener fails.
+    let failed = tokio::select! {
+        s = signals.next() => {
+            tracing::info!(signal = s.unwrap_or("end of signals"), "shutting down: no new jobs");
+            None
+        }
+        r = &mut grpc_task => Some(grpc_result(r)),
+        r = &mut http_task => Some(http_result(r)),
+    };
+    accepting.store(false, Ordering::Release);
+    if failed.is_none() {
+        drain(&engine, server.shutdown_grace, &mut signals).await;
+    }
     let e = engine.clone();
     let _ = tokio::task::spawn_blocking(move || e.shutdown()).await;
-    g?;
-    h?;
-    Ok(())
+    let _ = stop_tx.send(true);
+    if let Some(r) = failed {
+        return r;
+    }
+    // Awaits of cancelled jobs have returned; a listener that still will not close is
+    // dropped with the runtime.
+    let closed = tokio::time::timeout(CLOSE_TIMEOUT, async {
+        let g = grpc_result(grpc_task.await);
+        let h = http_result(http_task.await);
+        g.and(h)
+    })
+    .await;
+    closed.unwrap_or_else(|_| {
+        tracing::warn!("listeners did not close within {CLOSE_TIMEOUT:?}");
+        Ok(())
+    })
+}
+
+/// Waits until no partition is pending, for at most `grace` or until the next signal.
+async fn drain<S>(engine: &Engine, grace: Duration, signals: &mut S)
+where
+    S: Stream<Item = &'static str> + Unpin,
+{
+    let deadline = Instant::now() + grace;
+    loop {
+        let pending = engine.pending_partitions();
+        if pending == 0 {
+            return;
+        }
+        if Instant::now() >= deadline {
+            tracing::warn!(pending, grace = ?grace, "shutdown grace period over: cancelling unfinished jobs");
+            return;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+            Some(s) = signals.next() => {
+                tracing::warn!(signal = s, pending, "second signal: cancelling unfinished jobs now");
+                return;
+            }
+        }
+    }
+}
+
+fn grpc_result(
+    r: Result<Result<(), tonic::transport::Error>, tokio::task::JoinError>,
+) -> Result<(), ServeError> {
+    match r {
+        Ok(r) => r.map_err(ServeError::Grpc),
+        Err(_) => Err(ServeError::Panicked("gRPC")),
+    }
+}
+
+fn http_result(r: Result<std::io::Result<()>, tokio::task::JoinError>) -> Result<(), ServeError> {
+    match r {
+        Ok(r) => r.map_err(ServeError::Http),
+        Err(_) => Err(ServeError::Panicked("HTTP")),
+    }
 }

@@ -5,6 +5,8 @@
 
 use crate::wire as pb;
 use crate::wire::prover_server::Prover;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use tonic::{Request, Response, Status};
 use zkpipe_engine::{
@@ -15,12 +17,18 @@ use zkpipe_engine::{
 pub struct ProverService {
     engine: Engine,
     max_await: Duration,
+    accepting: Arc<AtomicBool>,
 }
 
 impl ProverService {
-    /// Serves `engine`; waits are capped at `max_await`.
-    pub fn new(engine: Engine, max_await: Duration) -> Self {
-        Self { engine, max_await }
+    /// Serves `engine`; waits are capped at `max_await`. New jobs are accepted while
+    /// `accepting` holds (the daemon clears it when it begins to shut down).
+    pub fn new(engine: Engine, max_await: Duration, accepting: Arc<AtomicBool>) -> Self {
+        Self {
+            engine,
+            max_await,
+            accepting,
+        }
     }
 }
 
@@ -177,6 +185,11 @@ fn status_response(s: EngineStatus) -> pb::StatusResponse {
 
 impl ProverService {
     fn submit(&self, r: pb::SubmitProofRequest) -> Result<zkpipe_engine::Submitted, Status> {
+        if !self.accepting.load(Ordering::Acquire) {
+            return Err(Status::unavailable(
+                "the daemon is shutting down and accepts no new jobs",
+            ));
+        }
         self.engine
             .submit(SubmitRequest {
                 priority: priority_from(r.priority)?,

@@ -72,7 +72,7 @@ pub fn print_result(r: &pb::JobResult) {
 /// Runs `await`.
 pub fn run(a: Args) -> Result<()> {
     runtime()?.block_on(async {
-        let mut c = connect(&a.server.server).await?;
+        let mut c = connect(&a.server).await?;
         let r = c
             .await_proof(pb::AwaitProofRequest {
                 job_id: a.job,

@@ -16,7 +16,7 @@ pub struct Args {
 /// Runs `cancel`.
 pub fn run(a: Args) -> Result<()> {
     runtime()?.block_on(async {
-        let mut c = connect(&a.server.server).await?;
+        let mut c = connect(&a.server).await?;
         let r = c
             .cancel_proof(pb::CancelProofRequest { job_id: a.job })
             .await

@@ -107,7 +107,7 @@ pub fn run(a: Args) -> Result<()> {
     }
     let w = std::fs::read(&a.wtns).with_context(|| a.wtns.display().to_string())?;
     runtime()?.block_on(async {
-        let mut c = connect(&a.server.server).await?;
+        let mut c = connect(&a.server).await?;
         let metrics = |c: &mut zkpipe_server::ProverClient<_>| {
             let mut c = c.clone();
             async move {

@@ -20,7 +20,7 @@ pub struct Args {
 /// Runs `preload` (or `evict` if `evict`).
 pub fn run(a: Args, evict: bool) -> Result<()> {
     runtime()?.block_on(async {
-        let mut c = connect(&a.server.server).await?;
+        let mut c = connect(&a.server).await?;
         let req = pb::KeyRequest {
             key_id: a.key.clone(),
             timeout_ms: a.timeout.as_millis() as u64,

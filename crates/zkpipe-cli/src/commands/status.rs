@@ -21,7 +21,7 @@ fn mib(b: u64) -> f64 {
 /// Runs `status`.
 pub fn run(a: Args) -> Result<()> {
     runtime()?.block_on(async {
-        let mut c = connect(&a.server.server).await?;
+        let mut c = connect(&a.server).await?;
         let s = c
             .get_status(pb::GetStatusRequest {})
             .await

@@ -43,7 +43,7 @@ pub fn run(a: Args) -> Result<()> {
         .map(|p| std::fs::read(p).with_context(|| p.display().to_string()))
         .collect::<Result<Vec<_>>>()?;
     runtime()?.block_on(async {
-        let mut c = connect(&a.server.server).await?;
+        let mut c = connect(&a.server).await?;
         let r = c
             .submit_proof(pb::SubmitProofRequest {
                 key_id: a.key.clone(),

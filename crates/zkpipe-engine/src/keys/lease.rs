@@ -112,14 +112,19 @@ impl KeyLease {
             let z = ZkeyFile::open(&meta.path)?;
             curve(z.header.curve).compile(&z, self.ctx.checks)
         };
-        catch_unwind(AssertUnwindSafe(|| pool.install(compile)))
+        let started = Instant::now();
+        let loaded = catch_unwind(AssertUnwindSafe(|| pool.install(compile)))
             .unwrap_or_else(|_| {
                 Err(CoreError::Backend {
                     backend: "engine",
                     message: "internal error (panic) while loading".into(),
                 })
             })
-            .map_err(|e| EngineError::key_load(&meta.id, e))
+            .map_err(|e| EngineError::key_load(&meta.id, e));
+        if loaded.is_ok() {
+            tracing::info!(key = %meta.id, seconds = started.elapsed().as_secs_f64(), "key loaded");
+        }
+        loaded
     }
 
     /// The device this partition goes to, by [`place`] over the devices' `loads`;

@@ -15,7 +15,7 @@ use crate::devices::Device;
 use crate::error::EngineError;
 use crate::memory::Reservation;
 use crate::messages::{send, Proved, Reduced};
-use crate::outcome::{guarded, Outcomes};
+use crate::outcome::{guarded, log_ms, Outcomes};
 use crate::queue::PriorityQueue;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -196,6 +196,7 @@ impl DeviceStage {
             self.outcomes.fail(&mut ticket, e);
             return;
         }
+        tracing::info!(job = ticket.job.id, partition = ticket.index, stage = "device", device = %self.device.info.name, ms = log_ms(end - start), wait_ms = log_ms(start - ticket.queued_at), "stage done");
         ticket.queued_for("tail", end);
         let proved = Proved {
             data,

@@ -3,7 +3,7 @@
 //! to its job and records the partition's waterfall.
 
 use crate::messages::Proved;
-use crate::outcome::{guarded, Outcomes};
+use crate::outcome::{guarded, log_ms, Outcomes};
 use crate::queue::PriorityQueue;
 use std::sync::Arc;
 use std::time::Instant;
@@ -37,6 +37,15 @@ impl Tail {
                 .install(|| guarded(|| key.tail(&mut data, self.self_check)));
             let end = Instant::now();
             ticket.trace.span("tail", start, end);
+            if r.is_ok() {
+                tracing::info!(
+                    job = ticket.job.id,
+                    partition = ticket.index,
+                    stage = "tail",
+                    ms = log_ms(end - start),
+                    "stage done"
+                );
+            }
             match r {
                 Ok((proof, public)) => self.outcomes.deliver(&mut ticket, proof, public, end),
                 Err(e) => self.outcomes.fail_proving(&mut ticket, "tail", e),
