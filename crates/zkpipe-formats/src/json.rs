@@ -60,8 +60,8 @@ pub type PublicJson = Vec<String>;
 /// Reads and parses a JSON file into `T`.
 pub fn read_json<T: DeserializeOwned>(path: impl AsRef<Path>) -> Result<T, Error> {
     let path = path.as_ref();
-    let text = std::fs::read_to_string(path).map_err(|e| Error::new(path, ErrorKind::Io(e)))?;
-    serde_json::from_str(&text).map_err(|e| Error::new(path, ErrorKind::Json(e.to_string())))
+    let bytes = crate::files::read_input(path)?;
+    serde_json::from_slice(&bytes).map_err(|e| Error::new(path, ErrorKind::Json(e.to_string())))
 }
 
 /// Renders JSON the way snarkjs does (one-space indent).

@@ -3,14 +3,18 @@
 //! proof-<i>.json/public-<i>.json for several). Exit status 1 unless the job is done.
 
 use super::client::{connect, duration, rpc, runtime, state_name, ServerArg};
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use zkpipe_formats::files::write_all_or_nothing;
 use zkpipe_server::pb;
 
 /// Arguments of `await`.
 #[derive(clap::Args)]
+#[command(
+    after_help = "Outputs: DIR is checked before the wait and created when the job is \
+    done; existing proof and public files in it are replaced (as snarkjs does), all or none \
+    of them."
+)]
 pub struct Args {
     #[command(flatten)]
     server: ServerArg,
@@ -19,33 +23,50 @@ pub struct Args {
     /// How long to wait.
     #[arg(long, default_value = "60s", value_parser = duration)]
     timeout: Duration,
-    /// Where to write the proofs.
-    #[arg(long)]
+    /// The directory to write the proofs into.
+    #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
 }
 
+/// Checked before the wait: DIR is a directory, or missing under one (created later).
+fn check_out_dir(dir: &Path) -> Result<()> {
+    let mut p = dir;
+    loop {
+        match std::fs::metadata(p) {
+            Ok(m) if m.is_dir() => return Ok(()),
+            Ok(_) if p == dir => bail!("{}: is not a directory", dir.display()),
+            Ok(_) => bail!("{}: {} is not a directory", dir.display(), p.display()),
+            Err(_) => match p.parent() {
+                Some(q) if !q.as_os_str().is_empty() => p = q,
+                _ => return Ok(()),
+            },
+        }
+    }
+}
+
 /// Writes a finished job's proofs into `dir`, all or nothing.
-pub fn write_proofs(dir: &Path, r: &pb::JobResult) -> Result<()> {
-    std::fs::create_dir_all(dir)?;
+fn write_proofs(dir: &Path, r: &pb::JobResult) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
     let one = r.proofs.len() == 1;
-    let names: Vec<(PathBuf, PathBuf)> = (0..r.proofs.len())
-        .map(|i| {
+    let names: Vec<PathBuf> = (0..r.proofs.len())
+        .flat_map(|i| {
             if one {
-                (dir.join("proof.json"), dir.join("public.json"))
+                [dir.join("proof.json"), dir.join("public.json")]
             } else {
-                (
+                [
                     dir.join(format!("proof-{i}.json")),
                     dir.join(format!("public-{i}.json")),
-                )
+                ]
             }
         })
         .collect();
-    let mut outs: Vec<(&Path, &[u8])> = Vec::new();
-    for ((proof, public), p) in names.iter().zip(&r.proofs) {
-        outs.push((proof, p.proof_json.as_bytes()));
-        outs.push((public, p.public_json.as_bytes()));
-    }
-    write_all_or_nothing(&outs)?;
+    let paths: Vec<&Path> = names.iter().map(PathBuf::as_path).collect();
+    let contents: Vec<&[u8]> = r
+        .proofs
+        .iter()
+        .flat_map(|p| [p.proof_json.as_bytes(), p.public_json.as_bytes()])
+        .collect();
+    super::replace_outputs(&paths, &[])?.write(&contents)?;
     Ok(())
 }
 
@@ -71,6 +92,9 @@ pub fn print_result(r: &pb::JobResult) {
 
 /// Runs `await`.
 pub fn run(a: Args) -> Result<()> {
+    if let Some(dir) = &a.out {
+        check_out_dir(dir)?;
+    }
     runtime()?.block_on(async {
         let mut c = connect(&a.server.server).await?;
         let r = c
