@@ -335,3 +335,26 @@ fn directories_and_empty_files_as_inputs_say_so() {
     let o = zkpipe(&["inspect".as_ref(), &empty]);
     assert_one_line_error(&o, &["empty.json", "is empty"]);
 }
+
+#[test]
+fn verify_with_arguments_in_the_wrong_order_gives_the_order() {
+    let f = bn();
+    let (vk, public, proof) = (
+        f.join("verification_key.json"),
+        f.join("public.json"),
+        f.join("proof.json"),
+    );
+    let order = "zkpipe verify <vk|zkey> <public.json> <proof.json>";
+    // The vk and public.json swapped.
+    let o = zkpipe(&["verify".as_ref(), &public, &vk, &proof]);
+    assert_one_line_error(
+        &o,
+        &["public.json", "public signals", "verification key", order],
+    );
+    // public.json and proof.json swapped.
+    let o = zkpipe(&["verify".as_ref(), &vk, &proof, &public]);
+    assert_one_line_error(&o, &["proof.json", "holds a proof", order]);
+    // snarkjs's order with the zkey works as before.
+    let o = zkpipe(&["verify".as_ref(), &f.join("circuit.zkey"), &public, &proof]);
+    assert!(o.status.success(), "{}", text(&o));
+}
