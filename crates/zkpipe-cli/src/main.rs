@@ -1,7 +1,7 @@
 //! `zkpipe`: a Groth16 prover for snarkjs/circom users.
 //!
 //! Errors are printed as one line, `zkpipe: error: <file>: <what is wrong>`, with exit
-//! status 1; outputs are written all-or-nothing.
+//! status 1 (2 for a usage error or `await`'s timeout); outputs are written all-or-nothing.
 
 mod backend;
 mod bench;
@@ -16,7 +16,9 @@ use std::process::ExitCode;
 #[command(
     name = "zkpipe",
     version,
-    about = "Groth16 proving engine for snarkjs/circom (BN254, BLS12-381)"
+    about = "Groth16 proving engine for snarkjs/circom (BN254, BLS12-381)",
+    after_help = "Exit status: 0 success; 1 an error, an invalid proof or a failed job; \
+        2 a usage error, or `await` timed out."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -32,10 +34,7 @@ enum Command {
     /// Write a zkey's verification key as snarkjs's `verification_key.json`.
     ExportVk(commands::export_vk::Args),
     /// Describe a zkey, wtns or r1cs file: curve, sizes, sections.
-    Inspect {
-        /// The file.
-        file: PathBuf,
-    },
+    Inspect(commands::inspect::Args),
     /// Make an INSECURE development key for an r1cs: `zkpipe setup --dev <r1cs> <zkey>`.
     Setup(commands::setup::Args),
     /// Write a satisfiable synthetic circuit and its witness, of any size.
@@ -94,7 +93,7 @@ fn main() -> ExitCode {
         Command::Prove(a) => commands::prove::run(a),
         Command::Verify(a) => commands::verify::run(a),
         Command::ExportVk(a) => commands::export_vk::run(a),
-        Command::Inspect { file } => commands::inspect::run(&file),
+        Command::Inspect(a) => commands::inspect::run(a),
         Command::Setup(a) => commands::setup::run(a),
         Command::Synth(a) => commands::synth::run(a),
         Command::Bench(a) => commands::bench::run(a),
@@ -113,7 +112,7 @@ fn main() -> ExitCode {
         Err(e) => {
             // `{:#}` keeps the whole cause chain on one line.
             eprintln!("zkpipe: error: {e:#}");
-            ExitCode::FAILURE
+            ExitCode::from(commands::exit_status(&e))
         }
     }
 }

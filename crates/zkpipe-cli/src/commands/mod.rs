@@ -76,6 +76,28 @@ pub fn new_outputs(outputs: &[&Path], inputs: &[&Path], force: bool) -> anyhow::
     })
 }
 
+/// An error that asks for an exit status other than 1 (`await`'s timeout exits 2).
+#[derive(Debug)]
+pub struct Exit {
+    /// The exit status.
+    pub status: u8,
+    /// The one-line message.
+    pub message: String,
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Exit {}
+
+/// The exit status for an error: 1 unless it is an [`Exit`].
+pub fn exit_status(e: &anyhow::Error) -> u8 {
+    e.downcast_ref::<Exit>().map_or(1, |x| x.status)
+}
+
 /// `--threads N` for commands that run on one pool.
 #[derive(clap::Args, Clone, Copy)]
 pub struct Threads {

@@ -13,6 +13,10 @@ use zkpipe_formats::{sniff, CurveId, ErrorKind, FileKind};
 
 /// Arguments of `verify`.
 #[derive(clap::Args)]
+#[command(
+    after_help = "Exit status: 0 the proof is valid; 1 it is invalid, or a file is \
+    missing or malformed; 2 a usage error."
+)]
 pub struct Args {
     /// Verification key JSON, or the zkey itself.
     vk: PathBuf,
@@ -20,6 +24,10 @@ pub struct Args {
     public: PathBuf,
     /// Proof JSON.
     proof: PathBuf,
+    /// Print `{"valid": true|false, "curve": …}` on stdout instead of `OK` (the exit status
+    /// is the same).
+    #[arg(long)]
+    json: bool,
 }
 
 /// The usage line, for files given in the wrong order.
@@ -50,13 +58,19 @@ pub fn run(a: Args) -> Result<()> {
         }
     };
     let ok = with_curve!(curve, E => verify_with::<E>(&a, source))?;
+    if a.json {
+        let doc = serde_json::json!({"valid": ok, "curve": curve.snarkjs_name()});
+        println!("{doc}");
+    }
     if !ok {
         bail!(
             "{}: INVALID proof: the pairing check failed",
             a.proof.display()
         );
     }
-    println!("OK");
+    if !a.json {
+        println!("OK");
+    }
     Ok(())
 }
 
