@@ -61,7 +61,7 @@ enum Command {
     /// Load a key on the daemon now.
     Preload(commands::preload::Args),
     /// Evict an unused key from the daemon now.
-    Evict(commands::preload::Args),
+    Evict(commands::preload::EvictArgs),
     /// Load test a running daemon: c clients × j jobs × p partitions.
     Loadtest(commands::loadtest::Args),
 }
@@ -103,8 +103,8 @@ fn main() -> ExitCode {
         Command::Await(a) => commands::await_job::run(a),
         Command::Status(a) => commands::status::run(a),
         Command::Cancel(a) => commands::cancel::run(a),
-        Command::Preload(a) => commands::preload::run(a, false),
-        Command::Evict(a) => commands::preload::run(a, true),
+        Command::Preload(a) => commands::preload::preload(a),
+        Command::Evict(a) => commands::preload::evict(a),
         Command::Loadtest(a) => commands::loadtest::run(a),
     };
     match result {

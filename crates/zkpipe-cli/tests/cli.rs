@@ -78,6 +78,16 @@ fn help_documents_exit_statuses() {
     }
 }
 
+#[test]
+fn evict_help_is_about_evict() {
+    let evict = help(&["evict", "--help"]);
+    assert!(
+        !evict.contains("--timeout") && !evict.contains("preload"),
+        "{evict}"
+    );
+    assert!(help(&["preload", "--help"]).contains("--timeout"));
+}
+
 /// `status --json`, `await --json`, and `await`'s exit statuses: 0 done, 2 timed out,
 /// 1 cancelled (saying so, with no timeout wording).
 #[test]
