@@ -12,10 +12,18 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// `zkpipe --version`: the crate version and the commit it was built from (build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("ZKPIPE_GIT_COMMIT"),
+    ")"
+);
+
 #[derive(Parser)]
 #[command(
     name = "zkpipe",
-    version,
+    version = VERSION,
     about = "Groth16 proving engine for snarkjs/circom (BN254, BLS12-381)",
     after_help = "Exit status: 0 success; 1 an error, an invalid proof or a failed job; \
         2 a usage error, or `await` timed out."

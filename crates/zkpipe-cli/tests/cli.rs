@@ -1,4 +1,4 @@
-//! The command line itself: `--json` documents, exit statuses and help texts.
+//! The command line itself: `--version`, `--json` documents, exit statuses and help texts.
 
 mod common;
 use common::*;
@@ -10,6 +10,24 @@ fn json(o: &Output) -> Value {
     assert!(o.status.success(), "{}", text(o));
     serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {}", text(o)))
+}
+
+#[test]
+fn version_names_the_commit() {
+    let o = zkpipe(&["--version".as_ref()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    // "zkpipe 0.1.0 (1a2b3c4)", or "(unknown)" outside a git checkout.
+    let prefix = format!("zkpipe {} (", env!("CARGO_PKG_VERSION"));
+    let commit = out
+        .trim_end()
+        .strip_prefix(&prefix)
+        .and_then(|s| s.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{out:?}"));
+    assert!(
+        commit == "unknown" || (commit.len() >= 7 && commit.bytes().all(|b| b.is_ascii_hexdigit())),
+        "{out:?}"
+    );
 }
 
 #[test]
