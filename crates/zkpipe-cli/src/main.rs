@@ -1,8 +1,8 @@
 //! `zkpipe`: a Groth16 prover for snarkjs/circom users.
 //!
 //! Errors are printed as one line, `zkpipe: error: <file>: <what is wrong>`, with exit
-//! status 1 (a JSON error event with `--log-format json`); outputs are written
-//! all-or-nothing. Logs go to stderr.
+//! status 1 (2 for a usage error or `await`'s timeout; a JSON error event with
+//! `--log-format json`); outputs are written all-or-nothing. Logs go to stderr.
 
 mod backend;
 mod bench;
@@ -14,11 +14,21 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// `zkpipe --version`: the crate version and the commit it was built from (build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("ZKPIPE_GIT_COMMIT"),
+    ")"
+);
+
 #[derive(Parser)]
 #[command(
     name = "zkpipe",
-    version,
-    about = "Groth16 proving engine for snarkjs/circom (BN254, BLS12-381)"
+    version = VERSION,
+    about = "Groth16 proving engine for snarkjs/circom (BN254, BLS12-381)",
+    after_help = "Exit status: 0 success; 1 an error, an invalid proof or a failed job; \
+        2 a usage error, or `await` timed out."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -48,10 +58,7 @@ enum Command {
     /// Write a zkey's verification key as snarkjs's `verification_key.json`.
     ExportVk(commands::export_vk::Args),
     /// Describe a zkey, wtns or r1cs file: curve, sizes, sections.
-    Inspect {
-        /// The file.
-        file: PathBuf,
-    },
+    Inspect(commands::inspect::Args),
     /// Make an INSECURE development key for an r1cs: `zkpipe setup --dev <r1cs> <zkey>`.
     Setup(commands::setup::Args),
     /// Write a satisfiable synthetic circuit and its witness, of any size.
@@ -78,7 +85,7 @@ enum Command {
     /// Load a key on the daemon now.
     Preload(commands::preload::Args),
     /// Evict an unused key from the daemon now.
-    Evict(commands::preload::Args),
+    Evict(commands::preload::EvictArgs),
     /// Load test a running daemon: c clients × j jobs × p partitions.
     Loadtest(commands::loadtest::Args),
 }
@@ -111,7 +118,7 @@ fn main() -> ExitCode {
         Command::Prove(a) => commands::prove::run(a),
         Command::Verify(a) => commands::verify::run(a),
         Command::ExportVk(a) => commands::export_vk::run(a),
-        Command::Inspect { file } => commands::inspect::run(&file),
+        Command::Inspect(a) => commands::inspect::run(a),
         Command::Setup(a) => commands::setup::run(a),
         Command::Synth(a) => commands::synth::run(a),
         Command::Bench(a) => commands::bench::run(a),
@@ -121,8 +128,8 @@ fn main() -> ExitCode {
         Command::Await(a) => commands::await_job::run(a),
         Command::Status(a) => commands::status::run(a),
         Command::Cancel(a) => commands::cancel::run(a),
-        Command::Preload(a) => commands::preload::run(a, false),
-        Command::Evict(a) => commands::preload::run(a, true),
+        Command::Preload(a) => commands::preload::preload(a),
+        Command::Evict(a) => commands::preload::evict(a),
         Command::Loadtest(a) => commands::loadtest::run(a),
     };
     match result {
@@ -134,7 +141,7 @@ fn main() -> ExitCode {
             } else {
                 eprintln!("zkpipe: error: {msg}");
             }
-            ExitCode::FAILURE
+            ExitCode::from(commands::exit_status(&e))
         }
     }
 }

@@ -305,3 +305,56 @@ fn daemon_on_cuda_without_cuda_is_a_clear_error() {
     ]);
     assert_one_line_error(&o, &["--backend cuda", "without CUDA support"]);
 }
+
+#[test]
+fn directories_and_empty_files_as_inputs_say_so() {
+    let c = Case::new();
+    let (zkey, wtns) = (bn().join("circuit.zkey"), bn().join("witness.wtns"));
+    let dir = c.path("adir");
+    std::fs::create_dir(&dir).unwrap();
+    // Mapping a directory used to say "No such device".
+    c.prove_fails(&dir, &wtns, &["adir", "is a directory"]);
+    c.prove_fails(&zkey, &dir, &["adir", "is a directory"]);
+    let empty_zkey = c.edited(&zkey, "empty.zkey", |b| b.clear());
+    c.prove_fails(&empty_zkey, &wtns, &["empty.zkey", "is empty"]);
+    let empty_wtns = c.edited(&wtns, "empty.wtns", |b| b.clear());
+    c.prove_fails(&zkey, &empty_wtns, &["empty.wtns", "is empty"]);
+
+    let (vk, public, proof) = (
+        bn().join("verification_key.json"),
+        bn().join("public.json"),
+        bn().join("proof.json"),
+    );
+    let o = zkpipe(&["verify".as_ref(), &dir, &public, &proof]);
+    assert_one_line_error(&o, &["adir", "is a directory"]);
+    let empty = c.edited(&public, "empty.json", |b| b.clear());
+    let o = zkpipe(&["verify".as_ref(), &vk, &empty, &proof]);
+    assert_one_line_error(&o, &["empty.json", "is empty"]);
+    let o = zkpipe(&["inspect".as_ref(), &dir]);
+    assert_one_line_error(&o, &["adir", "is a directory"]);
+    let o = zkpipe(&["inspect".as_ref(), &empty]);
+    assert_one_line_error(&o, &["empty.json", "is empty"]);
+}
+
+#[test]
+fn verify_with_arguments_in_the_wrong_order_gives_the_order() {
+    let f = bn();
+    let (vk, public, proof) = (
+        f.join("verification_key.json"),
+        f.join("public.json"),
+        f.join("proof.json"),
+    );
+    let order = "zkpipe verify <vk|zkey> <public.json> <proof.json>";
+    // The vk and public.json swapped.
+    let o = zkpipe(&["verify".as_ref(), &public, &vk, &proof]);
+    assert_one_line_error(
+        &o,
+        &["public.json", "public signals", "verification key", order],
+    );
+    // public.json and proof.json swapped.
+    let o = zkpipe(&["verify".as_ref(), &vk, &proof, &public]);
+    assert_one_line_error(&o, &["proof.json", "holds a proof", order]);
+    // snarkjs's order with the zkey works as before.
+    let o = zkpipe(&["verify".as_ref(), &f.join("circuit.zkey"), &public, &proof]);
+    assert!(o.status.success(), "{}", text(&o));
+}

@@ -1,9 +1,10 @@
-//! Helpers shared by the CLI integration tests: fixture paths and the two real clients,
-//! our binary and snarkjs from npm.
+//! Helpers shared by the CLI integration tests: fixture paths, the two real clients (our
+//! binary and snarkjs from npm), and a daemon process on loopback.
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 
 /// The repository's `tests/fixtures` folder.
 pub fn fixtures() -> PathBuf {
@@ -67,5 +68,90 @@ pub fn assert_one_line_error(o: &Output, needles: &[&str]) {
     );
     for n in needles {
         assert!(err.contains(n), "error {err:?} should mention {n:?}");
+    }
+}
+
+/// (key id, curve folder, circuit).
+pub const KEYS: [(&str, &str, &str); 4] = [
+    ("bn254-poseidon", "bn254", "poseidon"),
+    ("bn254-multi", "bn254", "multi_public"),
+    ("bls-poseidon", "bls12-381", "poseidon"),
+    ("bls-multi", "bls12-381", "multi_public"),
+];
+
+/// The fixture folder of a key id in [`KEYS`].
+pub fn key_fixture(id: &str) -> PathBuf {
+    let (_, curve, circuit) = KEYS.iter().find(|k| k.0 == id).unwrap();
+    fixture(curve, circuit)
+}
+
+/// A daemon process; killed on drop if still running.
+pub struct Daemon {
+    pub child: Child,
+    /// `http://host:port` of its gRPC API.
+    pub grpc: String,
+    /// `host:port` of its HTTP endpoints.
+    pub http: String,
+    /// Its log (stderr), read as it comes so that a full pipe never stalls it; joined,
+    /// every line once it exited.
+    pub log: Option<std::thread::JoinHandle<Vec<String>>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `zkpipe serve` on loopback with the [`KEYS`] named in `keys` in its key
+/// directory and `extra` appended to its config; returns once it printed its addresses.
+pub fn start_daemon(keys: &[&str], extra: &str) -> Daemon {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("keys")).unwrap();
+    for id in keys {
+        std::fs::copy(
+            key_fixture(id).join("circuit.zkey"),
+            dir.path().join("keys").join(format!("{id}.zkey")),
+        )
+        .unwrap();
+    }
+    let cfg = dir.path().join("zkpipe.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[server]\ngrpc_listen = \"127.0.0.1:0\"\nhttp_listen = \"127.0.0.1:0\"\nmax_request_bytes = \"4MiB\"\n\
+             [keys]\ndir = \"keys\"\nchecks = \"trusted\"\n\
+             [reduce]\nworkers = 2\nthreads = 2\n[device]\nworkers = 2\nthreads = 2\n[tail]\nworkers = 2\nthreads = 1\n{extra}"
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zkpipe"))
+        .arg("serve")
+        .arg("--config")
+        .arg(&cfg)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let log = std::thread::spawn(move || stderr.lines().map_while(Result::ok).collect());
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = |k: &str| {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(k))
+            .unwrap_or_else(|| panic!("daemon did not print its addresses: {line:?}"))
+            .to_string()
+    };
+    Daemon {
+        grpc: format!("http://{}", addr("grpc=")),
+        http: addr("http="),
+        child,
+        log: Some(log),
+        _dir: dir,
     }
 }

@@ -6,10 +6,10 @@
 
 mod common;
 
-use common::{fixture, snarkjs, text};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use common::{key_fixture, snarkjs, start_daemon, text, Daemon, KEYS};
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 use tonic::Code;
 use zkpipe_core::verify::public_from_json;
@@ -21,87 +21,8 @@ use zkpipe_server::ProverClient;
 
 type Client = ProverClient<tonic::transport::Channel>;
 
-/// (key id, curve folder, circuit).
-const KEYS: [(&str, &str, &str); 4] = [
-    ("bn254-poseidon", "bn254", "poseidon"),
-    ("bn254-multi", "bn254", "multi_public"),
-    ("bls-poseidon", "bls12-381", "poseidon"),
-    ("bls-multi", "bls12-381", "multi_public"),
-];
-
-fn key_fixture(id: &str) -> PathBuf {
-    let (_, curve, circuit) = KEYS.iter().find(|k| k.0 == id).unwrap();
-    fixture(curve, circuit)
-}
-
 fn witness(id: &str) -> Vec<u8> {
     std::fs::read(key_fixture(id).join("witness.wtns")).unwrap()
-}
-
-/// A daemon process; killed on drop if still running. Its log (stderr) is read as it
-/// comes, so that a full pipe never stalls it.
-struct Daemon {
-    child: Child,
-    grpc: String,
-    http: String,
-    log: Option<std::thread::JoinHandle<Vec<String>>>,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_daemon(keys: &[&str], extra: &str) -> Daemon {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("keys")).unwrap();
-    for id in keys {
-        std::fs::copy(
-            key_fixture(id).join("circuit.zkey"),
-            dir.path().join("keys").join(format!("{id}.zkey")),
-        )
-        .unwrap();
-    }
-    let cfg = dir.path().join("zkpipe.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "[server]\ngrpc_listen = \"127.0.0.1:0\"\nhttp_listen = \"127.0.0.1:0\"\nmax_request_bytes = \"4MiB\"\n\
-             [keys]\ndir = \"keys\"\nchecks = \"trusted\"\n\
-             [reduce]\nworkers = 2\nthreads = 2\n[device]\nworkers = 2\nthreads = 2\n[tail]\nworkers = 2\nthreads = 1\n{extra}"
-        ),
-    )
-    .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_zkpipe"))
-        .arg("serve")
-        .arg("--config")
-        .arg(&cfg)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    let log = std::thread::spawn(move || stderr.lines().map_while(Result::ok).collect());
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = |k: &str| {
-        line.split_whitespace()
-            .find_map(|w| w.strip_prefix(k))
-            .unwrap_or_else(|| panic!("daemon did not print its addresses: {line:?}"))
-            .to_string()
-    };
-    Daemon {
-        grpc: format!("http://{}", addr("grpc=")),
-        http: addr("http="),
-        child,
-        log: Some(log),
-        _dir: dir,
-    }
 }
 
 async fn client(d: &Daemon) -> Client {

@@ -109,4 +109,30 @@ pub enum ErrorKind {
     /// A JSON file that does not parse or has the wrong shape.
     #[error("malformed JSON: {0}")]
     Json(String),
+    /// A directory where a file was expected.
+    #[error("is a directory")]
+    IsDirectory,
+    /// An input file with no bytes at all.
+    #[error("is empty")]
+    Empty,
+    /// An output whose directory does not exist.
+    #[error("directory {} does not exist", .0.display())]
+    NoDirectory(PathBuf),
+    /// An output whose "directory" is something else.
+    #[error("{} is not a directory", .0.display())]
+    NotADirectory(PathBuf),
+    /// An output that exists where the command does not replace files.
+    #[error("already exists")]
+    AlreadyExists,
+    /// An output that is the same file as an input or another output.
+    #[error("is the same file as the {role} {}", other.display())]
+    SameFile {
+        /// The other path.
+        other: PathBuf,
+        /// "input" or "output".
+        role: &'static str,
+    },
+    /// `-` given for two outputs.
+    #[error("two outputs go to stdout")]
+    StdoutTwice,
 }

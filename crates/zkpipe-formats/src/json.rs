@@ -57,11 +57,51 @@ pub struct VerificationKeyJson {
 /// `public.json`: the public signals, decimal strings.
 pub type PublicJson = Vec<String>;
 
+/// Which snarkjs JSON document a value looks like, judged by its shape (for `inspect`, and
+/// for messages when files are given in the wrong order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonDoc {
+    /// Has `pi_a`: a `proof.json`.
+    Proof,
+    /// Has `vk_alpha_1`: a `verification_key.json`.
+    VerificationKey,
+    /// An array: a `public.json`.
+    PublicSignals,
+    /// None of these.
+    Other,
+}
+
+impl JsonDoc {
+    /// Classifies a parsed JSON value.
+    pub fn of(v: &serde_json::Value) -> Self {
+        if v.get("pi_a").is_some() {
+            Self::Proof
+        } else if v.get("vk_alpha_1").is_some() {
+            Self::VerificationKey
+        } else if v.is_array() {
+            Self::PublicSignals
+        } else {
+            Self::Other
+        }
+    }
+}
+
+impl std::fmt::Display for JsonDoc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Proof => "proof",
+            Self::VerificationKey => "verification key",
+            Self::PublicSignals => "public signals",
+            Self::Other => "unrecognized JSON",
+        })
+    }
+}
+
 /// Reads and parses a JSON file into `T`.
 pub fn read_json<T: DeserializeOwned>(path: impl AsRef<Path>) -> Result<T, Error> {
     let path = path.as_ref();
-    let text = std::fs::read_to_string(path).map_err(|e| Error::new(path, ErrorKind::Io(e)))?;
-    serde_json::from_str(&text).map_err(|e| Error::new(path, ErrorKind::Json(e.to_string())))
+    let bytes = crate::files::read_input(path)?;
+    serde_json::from_slice(&bytes).map_err(|e| Error::new(path, ErrorKind::Json(e.to_string())))
 }
 
 /// Renders JSON the way snarkjs does (one-space indent).

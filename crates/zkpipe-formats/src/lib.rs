@@ -43,11 +43,12 @@ pub fn sniff(path: impl AsRef<std::path::Path>) -> Result<FileKind, Error> {
     use std::io::Read;
     let path = path.as_ref();
     let mut head = [0u8; 4];
-    let mut f = std::fs::File::open(path).map_err(|e| Error::new(path, ErrorKind::Io(e)))?;
+    let mut f = files::open_input(path)?;
     let n = f
         .read(&mut head)
         .map_err(|e| Error::new(path, ErrorKind::Io(e)))?;
     match &head[..n] {
+        [] => Err(Error::new(path, ErrorKind::Empty)),
         b"zkey" => Ok(FileKind::Zkey),
         b"wtns" => Ok(FileKind::Wtns),
         b"r1cs" => Ok(FileKind::R1cs),

@@ -4,7 +4,6 @@
 
 use crate::error::{Error, ErrorKind};
 use memmap2::{Mmap, UncheckedAdvice};
-use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -23,13 +22,15 @@ impl MappedFile {
     /// Maps a file read-only.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, Error> {
         let path = path.as_ref();
-        let file = File::open(path).map_err(|e| Error::new(path, ErrorKind::Io(e)))?;
-        let len = file
+        let file = crate::files::open_input(path)?;
+        let meta = file
             .metadata()
-            .map_err(|e| Error::new(path, ErrorKind::Io(e)))?
-            .len();
-        let backing = if len == 0 {
-            Backing::Bytes(Vec::new())
+            .map_err(|e| Error::new(path, ErrorKind::Io(e)))?;
+        let backing = if !meta.is_file() {
+            // A pipe or device cannot be mapped: read it.
+            Backing::Bytes(crate::files::read_input(path)?)
+        } else if meta.len() == 0 {
+            return Err(Error::new(path, ErrorKind::Empty));
         } else {
             // SAFETY: the map is read-only; zkpipe never writes key files while proving.
             // A file truncated by another process while mapped can fault; that is the

@@ -64,7 +64,7 @@ impl R1cs {
     /// Reads and validates an r1cs file.
     pub fn read(path: impl AsRef<Path>) -> Result<Self, Error> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|e| Error::new(path, ErrorKind::Io(e)))?;
+        let bytes = crate::files::read_input(path)?;
         Self::parse(&bytes).map_err(|k| Error::new(path, k))
     }
 

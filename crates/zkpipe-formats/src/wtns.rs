@@ -24,7 +24,7 @@ impl Wtns {
     /// Reads and validates a witness file.
     pub fn read(path: impl AsRef<Path>) -> Result<Self, Error> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|e| Error::new(path, ErrorKind::Io(e)))?;
+        let bytes = crate::files::read_input(path)?;
         Self::parse(&bytes).map_err(|k| Error::new(path, k))
     }
 

@@ -13,7 +13,8 @@ use crate::bench::stats::{verdict, Summary};
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 use zkpipe_core::reduce::{reduce, QapEvals, RowSchedule, DEFAULT_SCHEDULE};
@@ -21,7 +22,7 @@ use zkpipe_core::{
     prove, BindCurve, BoundKey, CompiledKey, Curve, PointChecks, ProveOptions, Stage, Timings,
     Witness,
 };
-use zkpipe_formats::files::write_atomic;
+use zkpipe_formats::files::Plan;
 use zkpipe_formats::wtns::Wtns;
 use zkpipe_formats::zkey::ZkeyFile;
 
@@ -60,10 +61,10 @@ pub struct Args {
     /// Measure every stage, or only reduce.
     #[arg(long, value_enum, default_value = "all")]
     only: Only,
-    /// Write the results as JSON here.
+    /// Write the results as JSON here (`-`: stdout, and the tables go to stderr).
     #[arg(long)]
     json: Option<PathBuf>,
-    /// Write an SVG chart of the per-stage medians here.
+    /// Write an SVG chart of the per-stage medians here (`-`: stdout).
     #[arg(long)]
     plot: Option<PathBuf>,
     /// How to check the key's points: batched (default), per-point, or trusted (none).
@@ -127,11 +128,18 @@ pub fn run(a: Args) -> Result<()> {
     if a.threads.contains(&0) {
         bail!("--threads values must be at least 1");
     }
+    // Checked before the work, not after minutes of measuring.
+    let outputs: Vec<&Path> = [&a.json, &a.plot]
+        .into_iter()
+        .flatten()
+        .map(PathBuf::as_path)
+        .collect();
+    let plan = super::replace_outputs(&outputs, &[&a.zkey, &a.wtns])?;
     let zkey = ZkeyFile::open(&a.zkey)?;
-    with_curve!(zkey.header.curve, E => bench_with::<E>(&a, &zkey))
+    with_curve!(zkey.header.curve, E => bench_with::<E>(&a, &zkey, plan))
 }
 
-fn bench_with<E: BindCurve>(a: &Args, zkey: &ZkeyFile) -> Result<()> {
+fn bench_with<E: BindCurve>(a: &Args, zkey: &ZkeyFile, plan: Plan) -> Result<()> {
     let checks = if a.trusted_key {
         PointChecks::Trusted
     } else {
@@ -222,6 +230,7 @@ fn bench_with<E: BindCurve>(a: &Args, zkey: &ZkeyFile) -> Result<()> {
         &series,
         &comparisons,
         rss,
+        plan,
     )
 }
 
@@ -271,70 +280,88 @@ fn report<E: Curve>(
     series: &[Series],
     comparisons: &[Comparison],
     rss: Option<f64>,
+    plan: Plan,
 ) -> Result<()> {
+    // With `--json -` the JSON owns stdout: the tables go to stderr.
+    let mut out: Box<dyn Write> = if plan.writes_stdout() {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::stdout())
+    };
     let measured = match a.only {
         Only::All => "prove",
         Only::Reduce => "reduce",
     };
-    println!(
+    writeln!(
+        out,
         "# zkpipe bench: {} ({}, nVars {}, domain 2^{}, backend {backend})",
         a.zkey.display(),
         E::ID,
         key.n_vars,
         key.domain_size().trailing_zeros()
-    );
-    println!();
-    println!("key load: cold {load_cold:.1} ms, hot (page cache warm) {load_hot:.1} ms; {} runs after {} warm-up; peak RSS {}", a.runs, a.warmup, rss.map_or("n/a".into(), |r| format!("{r:.1} MiB")));
+    )?;
+    writeln!(out)?;
+    writeln!(out, "key load: cold {load_cold:.1} ms, hot (page cache warm) {load_hot:.1} ms; {} runs after {} warm-up; peak RSS {}", a.runs, a.warmup, rss.map_or("n/a".into(), |r| format!("{r:.1} MiB")))?;
     for s in series {
-        println!();
-        println!("## {}", s.label());
-        println!();
-        println!("| stage | min ms | median ms | mean ms | max ms |");
-        println!("|---|---:|---:|---:|---:|");
+        writeln!(out)?;
+        writeln!(out, "## {}", s.label())?;
+        writeln!(out)?;
+        writeln!(out, "| stage | min ms | median ms | mean ms | max ms |")?;
+        writeln!(out, "|---|---:|---:|---:|---:|")?;
         for (stage, xs) in &s.stages {
             let m = Summary::of(xs);
-            println!(
+            writeln!(
+                out,
                 "| {} | {:.2} | {:.2} | {:.2} | {:.2} |",
                 stage.name(),
                 m.min,
                 m.median,
                 m.mean,
                 m.max
-            );
+            )?;
         }
         let m = Summary::of(&s.total);
-        println!(
+        writeln!(
+            out,
             "| **{measured} total** | {:.2} | {:.2} | {:.2} | {:.2} |",
             m.min, m.median, m.mean, m.max
-        );
+        )?;
     }
     for c in comparisons {
         let v = &c.verdict;
-        println!();
-        println!(
+        writeln!(out)?;
+        writeln!(
+            out,
             "## compare at threads={}: {} (baseline) vs {} (variant), {measured} time",
             c.threads, c.baseline, c.variant
-        );
-        println!();
-        println!("| pair | baseline ms | variant ms | variant/baseline |");
-        println!("|---:|---:|---:|---:|");
+        )?;
+        writeln!(out)?;
+        writeln!(
+            out,
+            "| pair | baseline ms | variant ms | variant/baseline |"
+        )?;
+        writeln!(out, "|---:|---:|---:|---:|")?;
         for (i, (x, y)) in c.baseline_ms.iter().zip(&c.variant_ms).enumerate() {
-            println!("| {} | {x:.2} | {y:.2} | {:.3} |", i + 1, y / x);
+            writeln!(out, "| {} | {x:.2} | {y:.2} | {:.3} |", i + 1, y / x)?;
         }
-        println!();
-        println!(
+        writeln!(out)?;
+        writeln!(
+            out,
             "**{}** (ratio of medians {:.3}): {}",
             if v.go { "GO" } else { "NO-GO" },
             v.ratio,
             v.reason
-        );
+        )?;
     }
     if !comparisons.is_empty() {
-        println!();
-        println!("## summary: median {measured} ms per schedule (GO = beats the baseline by more than its spread)");
-        println!();
-        println!("| threads | schedule | min | median | max | vs baseline | verdict |");
-        println!("|---:|---|---:|---:|---:|---:|---|");
+        writeln!(out)?;
+        writeln!(out, "## summary: median {measured} ms per schedule (GO = beats the baseline by more than its spread)")?;
+        writeln!(out)?;
+        writeln!(
+            out,
+            "| threads | schedule | min | median | max | vs baseline | verdict |"
+        )?;
+        writeln!(out, "|---:|---|---:|---:|---:|---:|---|")?;
         for s in series {
             let m = Summary::of(&s.total);
             let c = comparisons
@@ -347,13 +374,16 @@ fn report<E: Curve>(
                 ),
                 None => ("1 (baseline)".into(), ""),
             };
-            println!(
+            writeln!(
+                out,
                 "| {} | {} | {:.2} | {:.2} | {:.2} | {ratio} | {go} |",
                 s.threads, s.schedule, m.min, m.median, m.max
-            );
+            )?;
         }
     }
-    if let Some(path) = &a.json {
+    // In the order the plan was made: --json, then --plot.
+    let mut contents = Vec::new();
+    if a.json.is_some() {
         let doc = json!({
             "zkey": a.zkey.display().to_string(),
             "curve": E::ID.to_string(),
@@ -378,9 +408,9 @@ fn report<E: Curve>(
                 "baseline_ms": c.baseline_ms, "variant_ms": c.variant_ms,
             })).collect::<Vec<_>>(),
         });
-        write_atomic(path, &zkpipe_formats::json::to_json_bytes(&doc))?;
+        contents.push(zkpipe_formats::json::to_json_bytes(&doc));
     }
-    if let Some(path) = &a.plot {
+    if a.plot.is_some() {
         let bars: Vec<Bar> = series
             .iter()
             .map(|s| Bar {
@@ -397,7 +427,9 @@ fn report<E: Curve>(
             a.zkey.display(),
             E::ID
         );
-        write_atomic(path, stacked_bars(&title, &bars).as_bytes())?;
+        contents.push(stacked_bars(&title, &bars).into_bytes());
     }
+    let contents: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
+    plan.write(&contents)?;
     Ok(())
 }

@@ -3,8 +3,9 @@
 //! fraction over the run (from the daemon's lock-held time), and the daemon's peak RSS.
 
 use super::client::{connect, duration, rpc, runtime, state_name, ServerArg};
-use anyhow::{bail, Context, Result};
-use std::path::PathBuf;
+use anyhow::{bail, Result};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use zkpipe_engine::Priority;
 use zkpipe_server::pb;
@@ -33,10 +34,10 @@ pub struct Args {
     /// Longest wait for one job.
     #[arg(long, default_value = "10m", value_parser = duration)]
     timeout: Duration,
-    /// Write the daemon's waterfall of this run (Chrome-trace JSON) here.
+    /// Write the daemon's waterfall of this run (Chrome-trace JSON) here (`-`: stdout).
     #[arg(long)]
     trace: Option<PathBuf>,
-    /// Write the summary as JSON here.
+    /// Write the summary as JSON here (`-`: stdout, and the summary text goes to stderr).
     #[arg(long)]
     json: Option<PathBuf>,
 }
@@ -105,7 +106,14 @@ pub fn run(a: Args) -> Result<()> {
     if a.clients == 0 || a.jobs == 0 || a.partitions == 0 {
         bail!("--clients, --jobs and --partitions must be at least 1");
     }
-    let w = std::fs::read(&a.wtns).with_context(|| a.wtns.display().to_string())?;
+    // Checked before the run, not after it.
+    let outputs: Vec<&Path> = [&a.trace, &a.json]
+        .into_iter()
+        .flatten()
+        .map(PathBuf::as_path)
+        .collect();
+    let plan = super::replace_outputs(&outputs, &[&a.wtns])?;
+    let w = zkpipe_formats::files::read_input(&a.wtns)?;
     runtime()?.block_on(async {
         let mut c = connect(&a.server).await?;
         let metrics = |c: &mut zkpipe_server::ProverClient<_>| {
@@ -191,30 +199,43 @@ pub fn run(a: Args) -> Result<()> {
             device_busy_fraction: busy,
             daemon_peak_rss_bytes: metric(&text, "zkpipe_process_peak_rss_bytes").first().map(|x| x.1),
         };
-        println!(
+        // With `--json -` or `--trace -` stdout carries that document: the text goes to stderr.
+        let mut text = String::new();
+        writeln!(
+            text,
             "{} clients × {} jobs × {} partitions: {} proofs in {:.2} s, {:.4} s/proof, {:.2} proofs/s",
             s.clients, s.jobs_per_client, s.partitions, s.proofs, s.wall_s, s.seconds_per_proof, s.proofs_per_second
-        );
+        )?;
         let l = &s.job_latency_ms;
-        println!(
+        writeln!(
+            text,
             "job latency ms: min {:.1} p50 {:.1} p90 {:.1} p99 {:.1} max {:.1}",
             l.min, l.p50, l.p90, l.p99, l.max
-        );
+        )?;
         for (d, f) in &s.device_busy_fraction {
-            println!("device {d} busy {:.1}%", f * 100.0);
+            writeln!(text, "device {d} busy {:.1}%", f * 100.0)?;
         }
         if let Some(r) = s.daemon_peak_rss_bytes {
-            println!("daemon peak RSS {:.1} MiB", r / (1 << 20) as f64);
+            writeln!(text, "daemon peak RSS {:.1} MiB", r / (1 << 20) as f64)?;
         }
-        if let Some(path) = &a.trace {
+        if plan.writes_stdout() {
+            eprint!("{text}");
+        } else {
+            print!("{text}");
+        }
+        // In the order the plan was made: --trace, then --json.
+        let mut contents = Vec::new();
+        if a.trace.is_some() {
             let t = c.get_trace(pb::GetTraceRequest {}).await.map_err(rpc)?.into_inner();
-            zkpipe_formats::files::write_atomic(path, t.chrome_json.as_bytes())?;
+            contents.push(t.chrome_json.into_bytes());
         }
-        if let Some(path) = &a.json {
+        if a.json.is_some() {
             let mut j = serde_json::to_vec_pretty(&s)?;
             j.push(b'\n');
-            zkpipe_formats::files::write_atomic(path, &j)?;
+            contents.push(j);
         }
+        let contents: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
+        plan.write(&contents)?;
         if !failed.is_empty() {
             bail!("{} job(s) did not complete; first: {}", failed.len(), failed[0]);
         }

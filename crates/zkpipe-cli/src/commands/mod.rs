@@ -18,6 +18,10 @@ pub mod submit;
 pub mod synth;
 pub mod verify;
 
+use std::path::Path;
+use zkpipe_formats::files::{Existing, Plan};
+use zkpipe_formats::ErrorKind;
+
 /// Runs a generic expression with `E` bound to the engine of a [`zkpipe_formats::CurveId`].
 macro_rules! with_curve {
     ($curve:expr, $E:ident => $body:expr) => {
@@ -35,15 +39,63 @@ macro_rules! with_curve {
 }
 pub(crate) use with_curve;
 
-/// Refuses to replace an existing file unless `force` is set.
-pub fn refuse_overwrite(path: &std::path::Path, force: bool) -> anyhow::Result<()> {
-    if path.exists() && !force {
-        anyhow::bail!(
+/// What a command's `--help` says about its output files (`{existing}` is what happens to
+/// an existing regular file).
+macro_rules! outputs_help {
+    ($existing:literal) => {
+        concat!(
+            "Outputs: `-` is stdout. ",
+            $existing,
+            " A FIFO or device (e.g. /dev/null) is written in place, a symlink's target \
+             is replaced and the link kept. Outputs are checked before the work: a missing \
+             directory, an output that is a directory, or an output that is also an input \
+             or another output is refused, and a failed run leaves existing files as they were."
+        )
+    };
+}
+pub(crate) use outputs_help;
+
+/// Plans outputs that replace existing files (prove, export-vk, await, reports).
+pub fn replace_outputs(outputs: &[&Path], inputs: &[&Path]) -> anyhow::Result<Plan> {
+    Ok(Plan::new(outputs, inputs, Existing::Replace)?)
+}
+
+/// Plans outputs that refuse to replace existing files unless `force` is set (setup, synth).
+pub fn new_outputs(outputs: &[&Path], inputs: &[&Path], force: bool) -> anyhow::Result<Plan> {
+    let existing = if force {
+        Existing::Replace
+    } else {
+        Existing::Refuse
+    };
+    Plan::new(outputs, inputs, existing).map_err(|e| match e.kind {
+        ErrorKind::AlreadyExists => anyhow::anyhow!(
             "{}: already exists (use --force to overwrite)",
-            path.display()
-        );
+            e.path.display()
+        ),
+        _ => e.into(),
+    })
+}
+
+/// An error that asks for an exit status other than 1 (`await`'s timeout exits 2).
+#[derive(Debug)]
+pub struct Exit {
+    /// The exit status.
+    pub status: u8,
+    /// The one-line message.
+    pub message: String,
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
     }
-    Ok(())
+}
+
+impl std::error::Error for Exit {}
+
+/// The exit status for an error: 1 unless it is an [`Exit`].
+pub fn exit_status(e: &anyhow::Error) -> u8 {
+    e.downcast_ref::<Exit>().map_or(1, |x| x.status)
 }
 
 /// `--threads N` for commands that run on one pool.

@@ -9,13 +9,14 @@ use zkpipe_core::curve::field_to_decimal;
 use zkpipe_core::{
     prove, BindCurve, CompiledKey, PointChecks, ProveOptions, Stage, Timings, Witness,
 };
-use zkpipe_formats::files::write_all_or_nothing;
+use zkpipe_formats::files::Plan;
 use zkpipe_formats::json::to_json_bytes;
 use zkpipe_formats::wtns::Wtns;
 use zkpipe_formats::zkey::ZkeyFile;
 
 /// Arguments of `prove`.
 #[derive(clap::Args)]
+#[command(after_help = super::outputs_help!("An existing proof or public file is replaced (as snarkjs does)."))]
 pub struct Args {
     #[command(flatten)]
     threads: super::Threads,
@@ -23,9 +24,9 @@ pub struct Args {
     zkey: PathBuf,
     /// Witness (.wtns).
     wtns: PathBuf,
-    /// Where to write the proof.
+    /// Where to write the proof (`-`: stdout).
     proof: PathBuf,
-    /// Where to write the public signals.
+    /// Where to write the public signals (`-`: stdout).
     public: PathBuf,
     /// Skip verifying the proof before writing it.
     #[arg(long)]
@@ -53,12 +54,14 @@ pub struct Args {
 /// Runs `prove`.
 pub fn run(a: Args) -> Result<()> {
     a.threads.install()?;
+    // Checked before the work: a bad output path fails now, not after the proof.
+    let plan = super::replace_outputs(&[&a.proof, &a.public], &[&a.zkey, &a.wtns])?;
     let mut t = Timings::default();
     let zkey = t.time(Stage::LoadKey, || ZkeyFile::open(&a.zkey))?;
-    with_curve!(zkey.header.curve, E => prove_with::<E>(&a, &zkey, &mut t))
+    with_curve!(zkey.header.curve, E => prove_with::<E>(&a, &zkey, plan, &mut t))
 }
 
-fn prove_with<E: BindCurve>(a: &Args, zkey: &ZkeyFile, t: &mut Timings) -> Result<()> {
+fn prove_with<E: BindCurve>(a: &Args, zkey: &ZkeyFile, plan: Plan, t: &mut Timings) -> Result<()> {
     let checks = if a.trusted_key {
         PointChecks::Trusted
     } else {
@@ -83,10 +86,7 @@ fn prove_with<E: BindCurve>(a: &Args, zkey: &ZkeyFile, t: &mut Timings) -> Resul
         .map(field_to_decimal)
         .collect();
     t.time(Stage::Write, || {
-        write_all_or_nothing(&[
-            (a.proof.as_path(), &to_json_bytes(&proof.to_json())),
-            (a.public.as_path(), &to_json_bytes(&public)),
-        ])
+        plan.write(&[&to_json_bytes(&proof.to_json()), &to_json_bytes(&public)])
     })?;
     if a.timings {
         print_timings(t, &a.zkey);

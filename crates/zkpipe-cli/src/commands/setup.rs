@@ -1,16 +1,16 @@
 //! `zkpipe setup --dev <circuit.r1cs> <out.zkey>`: an INSECURE key for development and
 //! benchmarks, in snarkjs's zkey format.
 
-use super::{refuse_overwrite, with_curve};
+use super::with_curve;
 use anyhow::{bail, Context, Result};
 use rand::SeedableRng;
 use std::path::PathBuf;
 use zkpipe_core::setup::dev_setup;
-use zkpipe_formats::files::write_atomic;
 use zkpipe_formats::r1cs::R1cs;
 
 /// Arguments of `setup`.
 #[derive(clap::Args)]
+#[command(after_help = super::outputs_help!("An existing key is refused unless --force is given."))]
 pub struct Args {
     #[command(flatten)]
     threads: super::Threads,
@@ -19,12 +19,12 @@ pub struct Args {
     dev: bool,
     /// The circuit.
     r1cs: PathBuf,
-    /// Where to write the key.
+    /// Where to write the key (`-`: stdout).
     zkey: PathBuf,
     /// Seed for reproducible keys (default: the OS RNG).
     #[arg(long)]
     seed: Option<u64>,
-    /// Overwrite an existing key.
+    /// Replace an existing key.
     #[arg(long)]
     force: bool,
 }
@@ -35,7 +35,7 @@ pub fn run(a: Args) -> Result<()> {
     if !a.dev {
         bail!("only `setup --dev` is supported: production keys come from a snarkjs ceremony (powersoftau + zkey contribute)");
     }
-    refuse_overwrite(&a.zkey, a.force)?;
+    let plan = super::new_outputs(&[&a.zkey], &[&a.r1cs], a.force)?;
     let r1cs = R1cs::read(&a.r1cs)?;
     eprintln!(
         "WARNING: development key, INSECURE: its toxic waste ({}) lets anyone who has it forge proofs. Never use it in production.",
@@ -62,7 +62,7 @@ pub fn run(a: Args) -> Result<()> {
         .with_context(|| a.r1cs.display().to_string())?;
     bar.finish_and_clear();
     let bytes = zkey.to_bytes();
-    write_atomic(&a.zkey, &bytes)?;
+    plan.write(&[&bytes])?;
     eprintln!(
         "wrote {} ({} constraints, domain 2^{}, {:.1} MiB) in {:.1} s",
         a.zkey.display(),

@@ -2,7 +2,7 @@
 //! print its id.
 
 use super::client::{connect, rpc, runtime, ServerArg};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::path::PathBuf;
 use zkpipe_engine::Priority;
 use zkpipe_server::pb;
@@ -40,8 +40,8 @@ pub fn run(a: Args) -> Result<()> {
     let witnesses = a
         .wtns
         .iter()
-        .map(|p| std::fs::read(p).with_context(|| p.display().to_string()))
-        .collect::<Result<Vec<_>>>()?;
+        .map(|p| zkpipe_formats::files::read_input(p))
+        .collect::<Result<Vec<_>, _>>()?;
     runtime()?.block_on(async {
         let mut c = connect(&a.server).await?;
         let r = c

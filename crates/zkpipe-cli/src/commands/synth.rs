@@ -1,20 +1,20 @@
 //! `zkpipe synth`: a satisfiable synthetic circuit (.r1cs) and its witness (.wtns).
 
-use super::{refuse_overwrite, with_curve};
+use super::with_curve;
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use zkpipe_core::synth::{synth, SynthSpec};
-use zkpipe_formats::files::write_all_or_nothing;
 use zkpipe_formats::CurveId;
 
 /// Arguments of `synth`.
 #[derive(clap::Args)]
+#[command(after_help = super::outputs_help!("Existing files are refused unless --force is given."))]
 pub struct Args {
     #[command(flatten)]
     threads: super::Threads,
-    /// Where to write the constraint system.
+    /// Where to write the constraint system (`-`: stdout).
     r1cs: PathBuf,
-    /// Where to write the witness.
+    /// Where to write the witness (`-`: stdout).
     wtns: PathBuf,
     /// Number of constraints, e.g. 100000 or 2^16.
     #[arg(long, value_parser = parse_size, conflicts_with = "domain")]
@@ -32,7 +32,7 @@ pub struct Args {
     /// Seed (same seed, same circuit and witness).
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Overwrite existing outputs.
+    /// Replace existing outputs.
     #[arg(long)]
     force: bool,
 }
@@ -77,18 +77,14 @@ pub fn run(a: Args) -> Result<()> {
     if constraints == 0 || constraints + a.public + 1 > 1 << 28 {
         bail!("{constraints} constraints is outside 1..2^28");
     }
-    refuse_overwrite(&a.r1cs, a.force)?;
-    refuse_overwrite(&a.wtns, a.force)?;
+    let plan = super::new_outputs(&[&a.r1cs, &a.wtns], &[], a.force)?;
     let spec = SynthSpec {
         constraints: constraints as usize,
         public: a.public as usize,
         seed: a.seed,
     };
     let (r1cs, wtns) = with_curve!(curve, E => synth::<E>(&spec));
-    write_all_or_nothing(&[
-        (a.r1cs.as_path(), &r1cs.to_bytes()),
-        (a.wtns.as_path(), &wtns.to_bytes()),
-    ])?;
+    plan.write(&[&r1cs.to_bytes(), &wtns.to_bytes()])?;
     eprintln!(
         "wrote {} ({} constraints, {} terms, {} wires) and {}",
         a.r1cs.display(),
