@@ -211,8 +211,16 @@ fn done_lines(dir: &Path) -> HashMap<u64, usize> {
     n
 }
 
-fn assert_done_at_most_once(dir: &Path) {
-    for (job, n) in done_lines(dir) {
+fn assert_done_at_most_once(dir: &Path, jobs: usize) {
+    let done = done_lines(dir);
+    // Every job ends once; one whose end was recorded just before the kill may have
+    // missed its log line, but none is logged twice.
+    assert!(
+        done.len() + 1 >= jobs,
+        "only {} of {jobs} jobs logged as done",
+        done.len()
+    );
+    for (job, n) in done {
         assert_eq!(n, 1, "job {job} was proved {n} times");
     }
 }
@@ -281,7 +289,7 @@ async fn thirty_jobs_survive_kill_9_at_a_random_moment() {
     let next = finish_all(&mut c, &[fresh], &HashMap::new(), "bls").await["fresh"];
     assert!(after.values().all(|&j| j < next), "ids are never reused");
     drop(d);
-    assert_done_at_most_once(dir.path());
+    assert_done_at_most_once(dir.path(), requests.len() + 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -365,5 +373,5 @@ async fn a_kill_9_while_a_key_loads_loses_nothing() {
     let mut c = d.client().await;
     finish_all(&mut c, &requests, &before, "bls").await;
     drop(d);
-    assert_done_at_most_once(dir.path());
+    assert_done_at_most_once(dir.path(), requests.len());
 }
