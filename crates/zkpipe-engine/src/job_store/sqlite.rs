@@ -173,15 +173,7 @@ impl JobStore for SqliteStore {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.err(e))?;
         if let Some(request) = request_column(job.request_id) {
-            let found: Option<(i64, Vec<u8>)> = tx
-                .query_row(
-                    "SELECT id, fingerprint FROM jobs WHERE request_id = ?1",
-                    [request],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .optional()
-                .map_err(|e| self.err(e))?;
-            if let Some((id, fp)) = found {
+            if let Some((id, fp)) = named_by(&tx, request).map_err(|e| self.err(e))? {
                 return if fp == job.fingerprint {
                     Ok(Accepted::Existing(id as JobId))
                 } else {
@@ -220,22 +212,8 @@ impl JobStore for SqliteStore {
     }
 
     fn find_request(&self, request_id: &str) -> Result<Option<(JobId, Fingerprint)>, StoreError> {
-        let conn = self.lock();
-        let found: Option<(i64, Vec<u8>)> = conn
-            .query_row(
-                "SELECT id, fingerprint FROM jobs WHERE request_id = ?1",
-                [request_id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()
-            .map_err(|e| self.err(e))?;
-        Ok(found.map(|(id, fp)| {
-            let mut f = [0u8; 32];
-            if fp.len() == 32 {
-                f.copy_from_slice(&fp);
-            }
-            (id as JobId, f)
-        }))
+        let found = named_by(&self.lock(), request_id).map_err(|e| self.err(e))?;
+        Ok(found.map(|(id, fp)| (id as JobId, fp)))
     }
 
     fn partition_done(
@@ -353,6 +331,20 @@ impl JobStore for SqliteStore {
             .map_err(|e| self.err(e))?;
         Ok(n)
     }
+}
+
+/// The job a request id names and its fingerprint (a wrong-length one reads as zeros,
+/// which no request hashes to).
+fn named_by(conn: &Connection, request_id: &str) -> rusqlite::Result<Option<(i64, Fingerprint)>> {
+    conn.query_row(
+        "SELECT id, fingerprint FROM jobs WHERE request_id = ?1",
+        [request_id],
+        |r| {
+            let fp: Vec<u8> = r.get(1)?;
+            Ok((r.get(0)?, fp.try_into().unwrap_or_default()))
+        },
+    )
+    .optional()
 }
 
 /// Ends a job (only once: an ended job is left as it is) and drops its witnesses.
