@@ -16,7 +16,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Variables that would change what these tests run, cleared from every process.
-const ENV: [&str; 10] = [
+const ENV: [&str; 11] = [
     "ZKPIPE_CONFIG",
     "ZKPIPE_GRPC_LISTEN",
     "ZKPIPE_HTTP_LISTEN",
@@ -27,6 +27,7 @@ const ENV: [&str; 10] = [
     "ZKPIPE_LOG_FORMAT",
     "ZKPIPE_SERVER",
     "ZKPIPE_CA_CERT",
+    "ZKPIPE_STATE_DIR",
 ];
 
 const TOKEN: &str = "test-token-0123456789abcdef";
@@ -375,7 +376,9 @@ fn a_bind_beyond_loopback_needs_a_token() {
     let dir = workdir();
     let keys = dir.path().join("keys");
     let beyond = |cmd: &mut Command| {
-        cmd.args(["--grpc-listen", "0.0.0.0:0", "--http-listen", "127.0.0.1:0"])
+        // The job store's default folder is in the working directory.
+        cmd.current_dir(dir.path())
+            .args(["--grpc-listen", "0.0.0.0:0", "--http-listen", "127.0.0.1:0"])
             .arg("--key-dir")
             .arg(&keys);
     };
@@ -520,7 +523,8 @@ fn each_cause_is_said_once() {
     let busy = TcpListener::bind("127.0.0.1:0").unwrap();
     let taken = busy.local_addr().unwrap().to_string();
     let mut cmd = zkpipe();
-    cmd.args(["serve", "--backend", "cpu", "--grpc-listen", &taken])
+    cmd.current_dir(dir.path())
+        .args(["serve", "--backend", "cpu", "--grpc-listen", &taken])
         .args(["--http-listen", "127.0.0.1:0", "--key-dir"])
         .arg(dir.path().join("keys"));
     let o = run(cmd);
