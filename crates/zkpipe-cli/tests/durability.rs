@@ -63,6 +63,17 @@ impl Daemon {
         }
     }
 
+    /// SIGTERM; waits for it to exit and returns whether it exited 0.
+    fn terminate(mut self) -> bool {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
+        self.child.wait().unwrap().success()
+    }
+
     /// SIGKILL, and reap it.
     fn kill_9(mut self) {
         self.child.kill().unwrap();
@@ -77,8 +88,9 @@ impl Daemon {
     }
 }
 
-/// A directory with a config, keys copied in as `<id>.zkey`, and `[keys] checks`.
-fn node_dir(keys: &[(&str, PathBuf)], checks: &str) -> tempfile::TempDir {
+/// A directory with a config, keys copied in as `<id>.zkey`, `[keys] checks`, and
+/// `server` lines added to its `[server]` section.
+fn node_dir(keys: &[(&str, PathBuf)], checks: &str, server: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("keys")).unwrap();
     for (id, zkey) in keys {
@@ -87,7 +99,7 @@ fn node_dir(keys: &[(&str, PathBuf)], checks: &str) -> tempfile::TempDir {
     std::fs::write(
         dir.path().join("zkpipe.toml"),
         format!(
-            "[server]\ngrpc_listen = \"127.0.0.1:0\"\nhttp_listen = \"127.0.0.1:0\"\n\
+            "[server]\ngrpc_listen = \"127.0.0.1:0\"\nhttp_listen = \"127.0.0.1:0\"\n{server}\n\
              [keys]\ndir = \"keys\"\nchecks = \"{checks}\"\n\
              [reduce]\nworkers = 2\nthreads = 2\n[device]\nworkers = 1\nthreads = 2\n\
              [tail]\nworkers = 1\nthreads = 1\n"
@@ -251,7 +263,7 @@ async fn thirty_jobs_survive_kill_9_at_a_random_moment() {
             fixture("bls12-381", "multi_public").join("circuit.zkey"),
         ),
     ];
-    let dir = node_dir(&keys, "trusted");
+    let dir = node_dir(&keys, "trusted", "");
     let requests: Vec<Request> = (0..30)
         .map(|i| {
             let (id, zkey) = &keys[i % 2];
@@ -328,7 +340,7 @@ async fn a_kill_9_while_a_key_loads_loses_nothing() {
         ("big", zkey.clone()),
         ("bls-poseidon", small.join("circuit.zkey")),
     ];
-    let dir = node_dir(&keys, "per-point");
+    let dir = node_dir(&keys, "per-point", "");
     let requests: Vec<Request> = (0..6)
         .map(|i| {
             let (id, zkey, w) = if i % 2 == 0 {
@@ -368,6 +380,38 @@ async fn a_kill_9_while_a_key_loads_loses_nothing() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     d.kill_9();
+
+    let d = Daemon::start(dir.path(), 2);
+    let mut c = d.client().await;
+    finish_all(&mut c, &requests, &before, "bls").await;
+    drop(d);
+    assert_done_at_most_once(dir.path(), requests.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn jobs_left_at_sigterm_run_after_the_restart() {
+    let folder = fixture("bls12-381", "poseidon");
+    let keys = [("bls-poseidon", folder.join("circuit.zkey"))];
+    // No grace: what is not finished at the signal is left in the store.
+    let dir = node_dir(&keys, "trusted", "shutdown_grace = \"0s\"");
+    let requests: Vec<Request> = (0..12)
+        .map(|i| Request {
+            request_id: format!("term-{i}"),
+            key_id: "bls-poseidon".into(),
+            zkey: keys[0].1.clone(),
+            witnesses: vec![std::fs::read(folder.join("witness.wtns")).unwrap(); 8],
+        })
+        .collect();
+    let d = Daemon::start(dir.path(), 1);
+    let mut c = d.client().await;
+    let before = submit_until_killed(&mut c, &requests).await;
+    assert_eq!(before.len(), requests.len());
+    assert!(d.terminate(), "exit status 0 after SIGTERM");
+    let log = std::fs::read_to_string(dir.path().join("daemon-1.log")).unwrap();
+    assert!(
+        log.contains("unfinished jobs kept in the job store"),
+        "the test stopped the daemon too late, or it did not say so: {log}"
+    );
 
     let d = Daemon::start(dir.path(), 2);
     let mut c = d.client().await;

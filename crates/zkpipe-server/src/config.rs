@@ -45,7 +45,8 @@ pub struct ServerConfig {
     pub token: Option<Token>,
     /// Certificate chain and private key (PEM) for TLS on both listeners, if any.
     pub tls: Option<TlsPem>,
-    /// After SIGTERM/SIGINT, how long unfinished jobs may run before they are cancelled.
+    /// After SIGTERM/SIGINT, how long unfinished jobs may run before the rest is left in
+    /// the job store for the next start.
     /// Default 5 s.
     pub shutdown_grace: Duration,
 }

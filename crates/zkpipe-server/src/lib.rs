@@ -195,7 +195,7 @@ where
     if let Some(r) = failed {
         return r;
     }
-    // Awaits of cancelled jobs have returned; a listener that still will not close is
+    // Awaits of jobs left unfinished have returned (UNAVAILABLE); a listener that still will not close is
     // dropped with the runtime.
     let closed = tokio::time::timeout(CLOSE_TIMEOUT, async {
         let g = grpc_result(grpc_task.await);
@@ -221,13 +221,13 @@ where
             return;
         }
         if Instant::now() >= deadline {
-            tracing::warn!(pending, grace = ?grace, "shutdown grace period over: cancelling unfinished jobs");
+            tracing::warn!(pending, grace = ?grace, "shutdown grace period over: unfinished jobs stay in the job store for the next start");
             return;
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(50)) => {}
             Some(s) = signals.next() => {
-                tracing::warn!(signal = s, pending, "second signal: cancelling unfinished jobs now");
+                tracing::warn!(signal = s, pending, "second signal: unfinished jobs stay in the job store for the next start");
                 return;
             }
         }
