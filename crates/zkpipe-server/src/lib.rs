@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 
 pub mod config;
+pub mod decode;
 pub mod http;
 pub mod service;
 
