@@ -62,12 +62,13 @@ impl<E: Curve> VerifyingKey<E> {
             )));
         }
         check_curve_name::<E>(&j.curve)?;
-        if j.ic.len() as u64 != j.n_public + 1 {
+        // IC holds one point for the constant 1, then one per public signal. (nPublic is
+        // any u64 here: nPublic + 1 would overflow.)
+        if j.ic.len().checked_sub(1).map(|n| n as u64) != Some(j.n_public) {
             return Err(Error::InvalidJson(format!(
-                "IC has {} points, nPublic = {} needs {}",
+                "IC has {} points, nPublic = {} needs nPublic + 1",
                 j.ic.len(),
                 j.n_public,
-                j.n_public + 1
             )));
         }
         let bad = |what: &str, index: usize| {
@@ -107,4 +108,35 @@ pub fn public_from_json<E: Curve>(values: &[String]) -> Result<Vec<E::ScalarFiel
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Bn254;
+
+    #[test]
+    fn vk_json_refuses_ic_and_n_public_that_disagree() {
+        let g1 = g1_to_json::<Bn254>(&<Bn254 as ark_ec::pairing::Pairing>::G1Affine::generator());
+        let g2 = g2_to_json::<Bn254>(&<Bn254 as ark_ec::pairing::Pairing>::G2Affine::generator());
+        let vk = |n_public, ic| VerificationKeyJson {
+            protocol: "groth16".into(),
+            curve: "bn128".into(),
+            n_public,
+            vk_alpha_1: g1.clone(),
+            vk_beta_2: g2.clone(),
+            vk_gamma_2: g2.clone(),
+            vk_delta_2: g2.clone(),
+            vk_alphabeta_12: Vec::new(),
+            ic,
+        };
+        let ok = VerifyingKey::<Bn254>::from_json(&vk(1, vec![g1.clone(); 2])).unwrap();
+        assert_eq!(ok.n_public(), 1);
+        assert!(VerifyingKey::<Bn254>::from_json(&vk(2, vec![g1.clone(); 2])).is_err());
+        // nPublic = 2^64 − 1 with an empty IC: nPublic + 1 overflowed (a panic with overflow
+        // checks; in release it wrapped to 0, matched the empty IC, and the key's
+        // n_public() underflowed later).
+        let e = VerifyingKey::<Bn254>::from_json(&vk(u64::MAX, Vec::new())).unwrap_err();
+        assert!(matches!(e, Error::InvalidJson(_)), "{e}");
+    }
 }

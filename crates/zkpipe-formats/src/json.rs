@@ -97,11 +97,18 @@ impl std::fmt::Display for JsonDoc {
     }
 }
 
-/// Reads and parses a JSON file into `T`.
+/// Reads and parses a JSON file into `T` (see [`parse_json`]).
 pub fn read_json<T: DeserializeOwned>(path: impl AsRef<Path>) -> Result<T, Error> {
     let path = path.as_ref();
     let bytes = crate::files::read_input(path)?;
-    serde_json::from_slice(&bytes).map_err(|e| Error::new(path, ErrorKind::Json(e.to_string())))
+    parse_json(&bytes).map_err(|k| Error::new(path, k))
+}
+
+/// Parses a JSON file's bytes into `T`: UTF-8 text, then JSON of `T`'s shape.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ErrorKind> {
+    let text =
+        std::str::from_utf8(bytes).map_err(|e| ErrorKind::Json(format!("not UTF-8: {e}")))?;
+    serde_json::from_str(text).map_err(|e| ErrorKind::Json(e.to_string()))
 }
 
 /// Renders JSON the way snarkjs does (one-space indent).

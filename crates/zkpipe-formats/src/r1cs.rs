@@ -41,9 +41,10 @@ pub struct R1csHeader {
 }
 
 impl R1csHeader {
-    /// Public signals as snarkjs counts them (outputs then public inputs).
+    /// Public signals as snarkjs counts them (outputs then public inputs); below nWires in
+    /// a parsed header.
     pub fn n_public(&self) -> u32 {
-        self.n_pub_out + self.n_pub_in
+        self.n_pub_out.saturating_add(self.n_pub_in)
     }
 }
 
@@ -90,10 +91,10 @@ impl R1cs {
             n_labels: r.u64()?,
             n_constraints: r.u32()?,
         };
-        if header.n_public() >= header.n_wires {
+        let n_public = header.n_pub_out as u64 + header.n_pub_in as u64;
+        if n_public >= header.n_wires as u64 {
             return Err(ErrorKind::InvalidHeader(format!(
-                "{} public signals but only {} wires",
-                header.n_public(),
+                "{n_public} public signals but only {} wires",
                 header.n_wires
             )));
         }
@@ -101,7 +102,10 @@ impl R1cs {
         let mut r = Reader::new(&bytes[..cs.end], cs.start, "constraint");
         let modulus = curve.r_le();
         let mut terms = Vec::new();
-        let mut lc_starts = Vec::with_capacity(3 * header.n_constraints as usize + 1);
+        // The header's count is not trusted for the allocation: every linear combination
+        // takes at least its 4-byte length, so the section bounds how many there can be.
+        let n_lcs = 3 * header.n_constraints as usize;
+        let mut lc_starts = Vec::with_capacity(n_lcs.min(cs.len() / 4) + 1);
         for i in 0..header.n_constraints as u64 {
             for _ in 0..3 {
                 lc_starts.push(terms.len());
@@ -229,6 +233,27 @@ mod tests {
         };
         let bytes = r1cs.to_bytes();
         assert_eq!(R1cs::parse(&bytes).unwrap(), r1cs);
+        // Found by fuzzing: a header claiming 2^31 constraints made the parser reserve
+        // 48 GiB up front, and the process abort when it could not.
+        let mut huge = bytes.clone();
+        // Container header 12, section header 12, n8 4, prime 32, four u32 counts, n_labels.
+        let at = 12 + 12 + 4 + 32 + 16 + 8;
+        assert_eq!(huge[at..at + 4], 1u32.to_le_bytes());
+        huge[at..at + 4].copy_from_slice(&0x8000_0001u32.to_le_bytes());
+        assert!(matches!(
+            R1cs::parse(&huge),
+            Err(ErrorKind::Truncated { .. })
+        ));
+        // Found by fuzzing: public outputs + public inputs overflowed u32 (a panic with
+        // overflow checks on; in release the sum wrapped and passed the check).
+        let mut wrap = bytes.clone();
+        let (out, inp) = (12 + 12 + 4 + 32 + 4, 12 + 12 + 4 + 32 + 8);
+        wrap[out..out + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        wrap[inp..inp + 4].copy_from_slice(&2u32.to_le_bytes());
+        assert!(matches!(
+            R1cs::parse(&wrap),
+            Err(ErrorKind::InvalidHeader(_))
+        ));
         let mut bad = r1cs.clone();
         bad.terms[0].wire = 9;
         assert!(matches!(

@@ -11,6 +11,7 @@
 
 pub mod auth;
 pub mod config;
+pub mod decode;
 pub mod http;
 pub mod service;
 pub mod tls;

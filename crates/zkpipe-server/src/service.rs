@@ -3,6 +3,7 @@
 // tonic's `Status` is the error type of every gRPC method; boxing it here buys nothing.
 #![allow(clippy::result_large_err)]
 
+use crate::decode;
 use crate::wire as pb;
 use crate::wire::prover_server::Prover;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tonic::{Request, Response, Status};
 use zkpipe_engine::{
-    Engine, EngineError, EngineStatus, JobSnapshot, JobState, Priority, ProofTimings, SubmitRequest,
+    Engine, EngineError, EngineStatus, JobSnapshot, JobState, Priority, ProofTimings,
 };
 
 /// The service over one engine.
@@ -52,16 +53,6 @@ pub fn status(e: EngineError) -> Status {
         | EngineError::KeyLoad { .. }
         | EngineError::Bind { .. } => Status::failed_precondition(msg),
         _ => Status::internal(msg),
-    }
-}
-
-fn priority_from(p: i32) -> Result<Priority, Status> {
-    match pb::Priority::try_from(p) {
-        Ok(pb::Priority::Unspecified | pb::Priority::Normal) => Ok(Priority::Normal),
-        Ok(pb::Priority::Low) => Ok(Priority::Low),
-        Ok(pb::Priority::High) => Ok(Priority::High),
-        Ok(pb::Priority::Critical) => Ok(Priority::Critical),
-        Err(_) => Err(Status::invalid_argument(format!("unknown priority {p}"))),
     }
 }
 
@@ -191,12 +182,7 @@ impl ProverService {
             ));
         }
         self.engine
-            .submit(SubmitRequest {
-                priority: priority_from(r.priority)?,
-                key_id: r.key_id,
-                witnesses: r.witnesses,
-                request_id: r.request_id,
-            })
+            .submit(decode::submit_request(r)?)
             .map_err(status)
     }
 
@@ -232,12 +218,9 @@ impl Prover for ProverService {
         &self,
         req: Request<pb::ProveRequest>,
     ) -> Result<Response<pb::JobResult>, Status> {
-        let r = req.into_inner();
-        let submit = r
-            .submit
-            .ok_or_else(|| Status::invalid_argument("ProveRequest.submit is missing"))?;
-        let s = self.submit(submit)?;
-        Ok(Response::new(self.wait(s.job_id, r.timeout_ms).await?))
+        let (submit, timeout_ms) = decode::prove_request(req.into_inner())?;
+        let s = self.engine.submit(submit).map_err(status)?;
+        Ok(Response::new(self.wait(s.job_id, timeout_ms).await?))
     }
 
     async fn cancel_proof(
