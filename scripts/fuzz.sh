@@ -7,11 +7,14 @@
 #                                                  (default 10000000), one after another
 #   scripts/fuzz.sh cmin [TARGET... | all]         minimize what fuzzing found, plus the
 #                                                  committed corpus and the seeds, into
-#                                                  fuzz/corpus/<target>/ (to commit)
+#                                                  fuzz/corpus/<target>/ (to commit; inputs
+#                                                  up to FUZZ_CMIN_MAX_BYTES, 16384)
 #   scripts/fuzz.sh seeds                          (re)write the seeds: fuzz/work/seeds/
+#   scripts/fuzz.sh summary                        rewrite bench/results/fuzz/README.md
 #   scripts/fuzz.sh list                           the targets
 #
-# A run reads fuzz/corpus/<target>/ and the seeds, adds what it finds to
+# A run reads fuzz/corpus/<target>/, fuzz/regressions/<target>/ (inputs of fixed crashes,
+# kept whole) and the seeds, adds what it finds to
 # fuzz/work/<target>/ (git-ignored), writes a crashing input to fuzz/artifacts/<target>/,
 # its log to fuzz/work/<target>.log, and its final libFuzzer stats to
 # bench/results/fuzz/<date>-<target>.txt; bench/results/fuzz/README.md summarizes them.
@@ -28,6 +31,7 @@ TARGETS=(zkey wtns r1cs proof_json public_json vk_json request)
 runs=10000000
 sanitizer=${FUZZ_SANITIZER:-none}
 nice_level=${FUZZ_NICE:-19}
+cmin_max_bytes=${FUZZ_CMIN_MAX_BYTES:-16384}
 triple=$(rustc -vV | sed -n 's/^host: //p')
 bin_dir=fuzz/target/$triple/release
 results=bench/results/fuzz
@@ -69,7 +73,7 @@ targets_of() {
 corpus_dirs() {
   local t=$1 d
   mkdir -p "fuzz/work/$t" "fuzz/corpus/$t"
-  for d in "fuzz/work/$t" "fuzz/corpus/$t" "fuzz/work/seeds/$t"; do
+  for d in "fuzz/work/$t" "fuzz/corpus/$t" "fuzz/regressions/$t" "fuzz/work/seeds/$t"; do
     [ -d "$d" ] && echo "$d"
   done
 }
@@ -122,42 +126,55 @@ run_one() {
 field() { sed -n "s|^$1: ||p" "$2" | head -1; }
 
 summary() {
-  local f
+  local f notes=""
+  # A hand-written "## Notes" section at the end of the README is kept.
+  [ -f "$results/README.md" ] && notes=$(sed -n '/^## Notes/,$p' "$results/README.md")
   {
     echo "# Fuzzing results"
     echo
     echo "Written by \`scripts/fuzz.sh\`: one file per run, \`<date>-<target>.txt\`, with the"
     echo "final libFuzzer stats. Build: release with debug assertions and overflow checks."
     echo
-    echo "| date | target | execs | exec/s | time | corpus (inputs/bytes) | crashes | build | machine |"
-    echo "|---|---|---:|---:|---:|---|---:|---|---|"
+    echo "| date | target | execs | exec/s | time | edges (cov) | corpus (inputs/bytes) | crashes | build | machine |"
+    echo "|---|---|---:|---:|---:|---:|---|---:|---|---|"
     for f in "$results"/*-*.txt; do
       [ -e "$f" ] || continue
       echo "| $(field date "$f" | cut -dT -f1) | $(field target "$f") | $(field execs "$f")" \
-        "| $(field exec/s "$f") | $(field time "$f") | $(field corpus "$f" | cut -d' ' -f1)" \
+        "| $(field exec/s "$f") | $(field time "$f")" \
+        "| $(field 'final line' "$f" | grep -o 'cov: [0-9]*' | cut -d' ' -f2)" \
+        "| $(field corpus "$f" | cut -d' ' -f1)" \
         "| $(field crashes "$f") | $(field build "$f" | grep -o -- '-s [a-z]*')" \
         "| $(field machine "$f") |"
     done
+    if [ -n "$notes" ]; then
+      echo
+      echo "$notes"
+    fi
   } >"$results/README.md"
 }
 
 cmin_one() {
-  local t=$1 merged=fuzz/work/cmin-$1
-  rm -rf "$merged"
-  mkdir -p "$merged"
-  # Large inputs slow every later execution: leave them out.
-  find $(corpus_dirs "$t") -type f -size +64k -delete 2>/dev/null || true
-  # shellcheck disable=SC2046
-  nice -n "$nice_level" "$bin_dir/$t" -merge=1 "$merged" $(corpus_dirs "$t") \
+  local t=$1 input=fuzz/work/cmin-in-$1 merged=fuzz/work/cmin-$1 d
+  rm -rf "$input" "$merged"
+  mkdir -p "$input" "$merged"
+  # The committed corpus stays small: inputs over $cmin_max_bytes bytes are left out (they
+  # also slow every execution down), and inputs are kept for the edges they reach, not
+  # for hit counts (-use_counters=0).
+  for d in $(corpus_dirs "$t"); do
+    find "$d" -type f -size -"$((cmin_max_bytes + 1))"c -exec cp -p {} "$input/" \;
+  done
+  nice -n "$nice_level" "$bin_dir/$t" -merge=1 -use_counters=0 "$merged" "$input" \
     >"fuzz/work/cmin-$t.log" 2>&1 || { tail -5 "fuzz/work/cmin-$t.log"; die "cmin $t failed"; }
-  rm -rf "fuzz/corpus/$t"
+  rm -rf "fuzz/corpus/$t" "$input"
   mv "$merged" "fuzz/corpus/$t"
-  echo "$t: $(find "fuzz/corpus/$t" -type f | wc -l) inputs, $(du -sk "fuzz/corpus/$t" | cut -f1) KiB"
+  echo "$t: $(find "fuzz/corpus/$t" -type f | wc -l) inputs," \
+    "$(du -sb --apparent-size "fuzz/corpus/$t" | cut -f1) bytes," \
+    "$(grep -o '[0-9]* new coverage edges' "fuzz/work/cmin-$t.log" | tail -1)"
 }
 
 cmd=run
 case "${1:-}" in
-  cmin|seeds|list) cmd=$1; shift ;;
+  cmin|seeds|list|summary) cmd=$1; shift ;;
 esac
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -171,6 +188,7 @@ done
 case "$cmd" in
   list) echo "${TARGETS[@]}"; exit 0 ;;
   seeds) seeds; exit 0 ;;
+  summary) summary; exit 0 ;;
 esac
 
 setup

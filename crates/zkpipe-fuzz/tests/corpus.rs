@@ -1,5 +1,6 @@
-//! Replays the committed fuzz corpus (`fuzz/corpus/<target>/*`) and the seeds through the
-//! same bodies the libFuzzer targets run: any panic fails the test. Seconds in a release
+//! Replays the committed fuzz corpus (`fuzz/corpus/<target>/*`), the inputs of fixed
+//! crashes (`fuzz/regressions/<target>/*`) and the seeds through the same bodies the
+//! libFuzzer targets run: any panic fails the test. Well under a second in a release
 //! build; the fuzzing itself is `scripts/fuzz.sh` (nightly).
 
 use std::path::{Path, PathBuf};
@@ -44,15 +45,16 @@ fn every_target_has_a_harness_and_a_corpus() {
 fn corpus_replays_without_panics() {
     let mut total = 0;
     for (name, body) in TARGETS {
-        let dir = fuzz_dir().join("corpus").join(name);
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries {
-            let path = e.unwrap().path();
-            let input = std::fs::read(&path).unwrap();
-            replay(name, &path.display().to_string(), *body, &input);
-            total += 1;
+        for set in ["corpus", "regressions"] {
+            let Ok(entries) = std::fs::read_dir(fuzz_dir().join(set).join(name)) else {
+                continue;
+            };
+            for e in entries {
+                let path = e.unwrap().path();
+                let input = std::fs::read(&path).unwrap();
+                replay(name, &path.display().to_string(), *body, &input);
+                total += 1;
+            }
         }
     }
     assert!(total > 0, "no corpus under {}", fuzz_dir().display());
