@@ -259,8 +259,7 @@ impl Engine {
         let mut kept = 0;
         for j in i.jobs.all() {
             if keep {
-                kept += usize::from(!j.snapshot().state.is_final());
-                j.abandon();
+                kept += usize::from(j.abandon());
             } else {
                 let _ = j.cancel();
             }

@@ -107,10 +107,10 @@ impl JobTable {
         Ok(Registered::New(job))
     }
 
-    /// Registers a job read back from the store, with `pending` partitions to run.
-    pub fn restore(&self, job: Arc<Job>, pending: usize) {
+    /// Registers a job read back from the store (its partitions to run are counted in
+    /// `pending` when they are queued).
+    pub fn restore(&self, job: Arc<Job>) {
         lock(&self.jobs).insert(job.id, job);
-        self.pending.fetch_add(pending, Ordering::AcqRel);
     }
 
     /// Every job, newest first.

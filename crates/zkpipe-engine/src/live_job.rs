@@ -195,16 +195,18 @@ impl Job {
     }
 
     /// Stops working on an unfinished job without ending it (the engine shuts down over a
-    /// durable store, which runs it at the next start); wakes its waiters.
-    pub fn abandon(&self) {
+    /// durable store, which runs it at the next start); wakes its waiters. Returns
+    /// whether it was unfinished.
+    pub fn abandon(&self) -> bool {
         let i = self.lock();
         if i.state.is_final() {
-            return;
+            return false;
         }
         self.cancelled.store(true, Ordering::Release);
         self.abandoned.store(true, Ordering::Release);
         self.watch.send_replace(i.state);
         self.cond.notify_all();
+        true
     }
 
     /// Whether the engine stopped working on it unfinished (see [`Job::abandon`]).

@@ -64,6 +64,17 @@ impl Ticket {
         self.queued_at = at;
     }
 
+    /// Logs that the partition finished `stage`, which ran from `start` to `end`.
+    pub fn log_stage_done(&self, stage: &'static str, start: Instant, end: Instant) {
+        tracing::info!(
+            job = self.job.id,
+            partition = self.index,
+            stage,
+            ms = crate::trace::log_ms(end - start),
+            "stage done"
+        );
+    }
+
     /// Whether its job was cancelled or failed (the partition is dropped).
     pub fn is_cancelled(&self) -> bool {
         self.job.is_cancelled()

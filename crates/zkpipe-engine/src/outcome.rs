@@ -6,9 +6,9 @@ use crate::error::EngineError;
 use crate::job::PartitionProof;
 use crate::messages::Ticket;
 use crate::metrics::Metrics;
-use crate::trace::Tracer;
+use crate::trace::{log_ms, Tracer};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use zkpipe_core::Error as CoreError;
 
 /// Where outcomes are reported; shared by every stage.
@@ -79,11 +79,6 @@ impl Outcomes {
             }
         }
     }
-}
-
-/// A duration in milliseconds, rounded to 0.1 ms, for log fields.
-pub(crate) fn log_ms(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1e4).round() / 10.0
 }
 
 /// Runs `f`, turning a panic into an error so that a bug fails one job instead of killing

@@ -233,7 +233,7 @@ impl Submission {
     /// cannot run any more (its key is gone or changed) fails with the reason.
     pub fn resume(&self, stored: &StoredJob) {
         let job = Arc::new(Job::recovered(stored, Arc::clone(&self.jobs.store)));
-        self.jobs.restore(Arc::clone(&job), 0);
+        self.jobs.restore(Arc::clone(&job));
         if stored.state.is_final() {
             return;
         }

@@ -206,6 +206,11 @@ impl Tracer {
     }
 }
 
+/// A duration in milliseconds, rounded to 0.1 ms, for log fields.
+pub(crate) fn log_ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e4).round() / 10.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,6 +17,8 @@ pub struct MemoryStore {
 struct Inner {
     last_id: JobId,
     requests: HashMap<String, (JobId, Fingerprint)>,
+    /// The request id of each job that has one.
+    request_of: HashMap<JobId, String>,
     /// Request ids of finished jobs, to forget them after the retention time.
     finished: HashMap<JobId, (Instant, String)>,
 }
@@ -33,12 +35,7 @@ impl MemoryStore {
 
     fn ended(&self, job: JobId) {
         let mut i = self.lock();
-        let request = i
-            .requests
-            .iter()
-            .find(|(_, (id, _))| *id == job)
-            .map(|(r, _)| r.clone())
-            .unwrap_or_default();
+        let request = i.request_of.remove(&job).unwrap_or_default();
         i.finished.insert(job, (Instant::now(), request));
     }
 }
@@ -67,6 +64,7 @@ impl JobStore for MemoryStore {
         if !job.request_id.is_empty() {
             i.requests
                 .insert(job.request_id.into(), (id, job.fingerprint));
+            i.request_of.insert(id, job.request_id.into());
         }
         Ok(Accepted::New(id))
     }

@@ -112,10 +112,6 @@ impl SqliteStore {
     }
 }
 
-fn state_name(s: JobState) -> &'static str {
-    s.name()
-}
-
 fn state_from(s: &str) -> Option<JobState> {
     JobState::ALL.into_iter().find(|x| x.name() == s)
 }
@@ -357,12 +353,7 @@ fn end(
     let n = tx.execute(
         "UPDATE jobs SET state = ?2, error = ?3, finished_ms = ?4
          WHERE id = ?1 AND finished_ms IS NULL",
-        params![
-            job as i64,
-            state_name(state),
-            error,
-            unix_ms(SystemTime::now())
-        ],
+        params![job as i64, state.name(), error, unix_ms(SystemTime::now())],
     )?;
     if n == 1 {
         tx.execute(

@@ -5,7 +5,7 @@
 
 use crate::devices::{place, Device};
 use crate::messages::{send, Admitted, Reduced};
-use crate::outcome::{guarded, log_ms, Outcomes};
+use crate::outcome::{guarded, Outcomes};
 use crate::queue::PriorityQueue;
 use std::sync::Arc;
 use std::time::Instant;
@@ -60,13 +60,7 @@ impl Reduce {
                 self.outcomes.fail_proving(&mut ticket, "reduce", e);
                 continue;
             }
-            tracing::info!(
-                job = ticket.job.id,
-                partition = ticket.index,
-                stage = "reduce",
-                ms = log_ms(end - loaded),
-                "stage done"
-            );
+            ticket.log_stage_done("reduce", loaded, end);
             let Some(d) = place(&lease, &self.devices, &*self.kind, self.max_devices) else {
                 let partition = ticket.index;
                 let lost = crate::error::EngineError::Lost {

@@ -3,7 +3,7 @@
 //! to its job and records the partition's waterfall.
 
 use crate::messages::Proved;
-use crate::outcome::{guarded, log_ms, Outcomes};
+use crate::outcome::{guarded, Outcomes};
 use crate::queue::PriorityQueue;
 use std::sync::Arc;
 use std::time::Instant;
@@ -38,13 +38,7 @@ impl Tail {
             let end = Instant::now();
             ticket.trace.span("tail", start, end);
             if r.is_ok() {
-                tracing::info!(
-                    job = ticket.job.id,
-                    partition = ticket.index,
-                    stage = "tail",
-                    ms = log_ms(end - start),
-                    "stage done"
-                );
+                ticket.log_stage_done("tail", start, end);
             }
             match r {
                 Ok((proof, public)) => self.outcomes.deliver(&mut ticket, proof, public, end),
