@@ -32,6 +32,14 @@ pub struct EngineConfig {
     /// Most devices one key is placed on at once: a busy key is copied to a less-loaded
     /// device (with room for it) up to this many. Default: every device.
     pub key_max_devices: usize,
+    /// Witness synthesis stage (partitions submitted with circuit inputs): workers compute
+    /// one witness each at a time; `threads` sizes the pool that turns it into field
+    /// elements. Default: as many workers as cores, half the cores.
+    pub synthesize: StageConfig,
+    /// Witness generators named for keys (key id → circom `.wasm` or native generator),
+    /// beside those found in the key directory (`<id>.wasm`, or `<id>` with `<id>.dat`).
+    /// Default: none.
+    pub generators: std::collections::HashMap<String, PathBuf>,
     /// Reduce stage. Default: 2 workers, all cores.
     pub reduce: StageConfig,
     /// Device stage, per device: workers queue for the device's gate; `threads` sizes the
@@ -81,6 +89,11 @@ impl Default for EngineConfig {
             device_memory_limit: None,
             key_idle_timeout: Duration::from_secs(600),
             key_max_devices: usize::MAX,
+            synthesize: StageConfig {
+                workers: cores,
+                threads: (cores / 2).max(1),
+            },
+            generators: Default::default(),
             reduce: StageConfig {
                 workers: 2,
                 threads: cores,
@@ -112,6 +125,7 @@ impl EngineConfig {
     /// Checks values that would make the engine unable to run.
     pub fn validate(&self) -> Result<(), String> {
         for (name, s) in [
+            ("synthesize", self.synthesize),
             ("reduce", self.reduce),
             ("device", self.device),
             ("tail", self.tail),

@@ -2,7 +2,9 @@
 //! all the spawning, and nothing imports it back.
 //!
 //! ```text
-//!  submit ─► Queued ─► [admission: host memory, key lease] ─► Admitted
+//!  submit ─► Queued ─► [admission: host memory, key lease] ─► Admitted (circuit inputs)
+//!        ─► [synthesize × workers, own pool: the key's generator → witness] ─► Synthesized
+//!           (a partition submitted with its witness goes from admission straight to reduce)
 //!        ─► [reduce × workers, own pool: load key if cold; a, b, c; place] ─► Reduced (per device)
 //!        ─► [device × workers per device: device memory; gate; bind; pass] ─► Proved
 //!        ─► [tail × workers, own pool: [B]₂ if left, assemble, self-check, JSON] ─► job
@@ -18,13 +20,16 @@ use crate::janitor::Janitor;
 use crate::job_store::{JobStore, MemoryStore};
 use crate::jobs::{store_error, JobTable};
 use crate::keys::entry::KeyContext;
+use crate::keys::generators::Generators;
 use crate::keys::store::KeyStore;
 use crate::memory::{MemoryBudget, Signal};
-use crate::messages::{Admitted, Proved, Queued};
+use crate::messages::{Admitted, Proved, Queued, Synthesized};
 use crate::metrics::Metrics;
 use crate::outcome::Outcomes;
 use crate::queue::PriorityQueue;
-use crate::stages::{admission::Admission, device::DeviceStage, reduce::Reduce, tail::Tail};
+use crate::stages::{
+    admission::Admission, device::DeviceStage, reduce::Reduce, synthesize::Synthesize, tail::Tail,
+};
 use crate::submit::{Submission, SubmitRequest, Submitted};
 use crate::threads::{pool, spawn, workers};
 use crate::trace::Tracer;
@@ -50,8 +55,10 @@ pub(crate) struct Inner {
     pub(crate) devices: Arc<[Arc<Device>]>,
     /// The devices' kind: binds keys, sizes their memory.
     pub(crate) kind: Arc<dyn Devices>,
+    pub(crate) generators: Arc<Generators>,
     pub(crate) admission: Arc<PriorityQueue<Queued>>,
-    pub(crate) reduce: Arc<PriorityQueue<Admitted>>,
+    pub(crate) synthesize: Arc<PriorityQueue<Admitted>>,
+    pub(crate) reduce: Arc<PriorityQueue<Synthesized>>,
     pub(crate) tail: Arc<PriorityQueue<Proved>>,
     /// The reduce stage's pool, where preloads compile keys too.
     pub(crate) load_pool: Arc<rayon::ThreadPool>,
@@ -106,7 +113,12 @@ impl Engine {
         let tracer = Arc::new(Tracer::new(config.trace_capacity, names));
         let outcomes = Arc::new(Outcomes { metrics, tracer });
         let admission = Arc::new(PriorityQueue::new(usize::MAX));
+        let synthesize = Arc::new(PriorityQueue::new(config.queue_depth));
         let reduce = Arc::new(PriorityQueue::new(config.queue_depth));
+        let generators = Arc::new(Generators::new(
+            config.key_dir.clone(),
+            config.generators.clone(),
+        ));
         let tail = Arc::new(PriorityQueue::new(config.queue_depth));
         let jobs = Arc::new(JobTable::new(store));
         let load_pool = Arc::new(pool("reduce", config.reduce.threads)?);
@@ -115,12 +127,27 @@ impl Engine {
 
         let stage = Arc::new(Admission {
             input: Arc::clone(&admission),
-            output: Arc::clone(&reduce),
+            synthesize: Arc::clone(&synthesize),
+            reduce: Arc::clone(&reduce),
             keys: Arc::clone(&keys),
             signal: Arc::clone(&signal),
             outcomes: Arc::clone(&outcomes),
         });
         threads.push(spawn("zkpipe-admission".into(), move || stage.run())?);
+        let stage = Arc::new(Synthesize {
+            input: Arc::clone(&synthesize),
+            output: Arc::clone(&reduce),
+            pool: Arc::new(pool("synthesize", config.synthesize.threads)?),
+            buffers: Arc::clone(&buffers),
+            outcomes: Arc::clone(&outcomes),
+        });
+        workers(
+            &mut threads,
+            "zkpipe-synthesize",
+            config.synthesize.workers,
+            &stage,
+            Synthesize::run,
+        )?;
         let stage = Arc::new(Reduce {
             input: Arc::clone(&reduce),
             devices: Arc::clone(&devices),
@@ -184,6 +211,7 @@ impl Engine {
             Arc::clone(&kind),
             Arc::clone(&buffers),
             Arc::clone(&jobs),
+            Arc::clone(&generators),
             Arc::clone(&admission),
             Arc::clone(&signal),
             Arc::clone(&outcomes.metrics),
@@ -198,7 +226,9 @@ impl Engine {
             buffers,
             devices,
             kind,
+            generators,
             admission,
+            synthesize,
             reduce,
             tail,
             load_pool,
@@ -228,10 +258,14 @@ impl Engine {
     }
 
     /// Loads key `id` now (waiting up to `timeout` for host memory) and binds it to the
-    /// device its first partition would go to, so the first job finds it hot.
+    /// device its first partition would go to, so the first job finds it hot; compiles
+    /// its witness generator too, if it has one.
     pub fn preload(&self, id: &str, timeout: Duration) -> Result<(), EngineError> {
         let i = &self.inner;
         let (lease, key) = i.keys.preload(id, timeout, &i.load_pool)?;
+        if i.generators.has(id) {
+            i.generators.get(id)?;
+        }
         let Some(d) = place(&lease, &i.devices, &*i.kind, i.config.key_max_devices) else {
             return Ok(());
         };
@@ -270,6 +304,7 @@ impl Engine {
                 "unfinished jobs kept in the job store for the next start"
             );
         }
+        i.synthesize.close();
         i.reduce.close();
         for d in i.devices.iter() {
             d.queue.close();

@@ -156,6 +156,25 @@ pub enum EngineError {
     /// The job store failed (nothing was accepted).
     #[error("{0}")]
     Store(Arc<crate::job_store::StoreError>),
+    /// Circuit inputs the circuit does not accept: not JSON, an unknown or missing
+    /// signal, a wrong number of values, a failed `assert`. Names the signal or the
+    /// template and line.
+    #[error("partition {partition}: {message}")]
+    BadInputs {
+        /// Index of the partition in the job.
+        partition: usize,
+        /// What is wrong, in circom's words where circom says it.
+        message: String,
+    },
+    /// Inputs for a key that has no witness generator (no `<id>.wasm` or native generator
+    /// `<id>` beside its `.zkey`, none configured), or one that cannot be loaded.
+    #[error("key {key:?}: {message}")]
+    Generator {
+        /// The key id.
+        key: String,
+        /// What is missing or wrong.
+        message: String,
+    },
 }
 
 impl EngineError {
@@ -185,6 +204,8 @@ impl EngineError {
             EngineError::ShuttingDown => "shutting_down",
             EngineError::RequestIdTaken { .. } => "request_id_taken",
             EngineError::Store(_) => "store",
+            EngineError::BadInputs { .. } => "bad_inputs",
+            EngineError::Generator { .. } => "generator",
         }
     }
 

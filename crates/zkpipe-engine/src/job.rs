@@ -101,6 +101,9 @@ pub struct ProofTimings {
     pub queue_wait: Duration,
     /// Waiting for the key to be loaded (zero when it was resident).
     pub key_load: Duration,
+    /// Witness synthesis from circuit inputs (zero for a partition submitted with its
+    /// witness).
+    pub synthesize: Duration,
     /// The reduce stage.
     pub reduce: Duration,
     /// Waiting for the device (its queue, memory and lock).

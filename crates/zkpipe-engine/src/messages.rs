@@ -1,7 +1,9 @@
 //! The messages stages pass each other, one per partition, over bounded priority queues:
 //!
 //! ```text
-//!   Queued ──admission──► Admitted ──reduce──► Reduced ──device──► Proved ──tail──► job
+//!   Queued ──admission──► Admitted ──synthesize──► Synthesized ──reduce──► Reduced
+//!          └─(a witness: nothing to synthesize)──────► Synthesized
+//!   Reduced ──device──► Proved ──tail──► job
 //! ```
 //!
 //! Each carries exactly what the next stage needs and nothing optional. Every message
@@ -20,6 +22,7 @@ use crate::trace::PartitionTrace;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+use zkpipe_witness::{Generator, Inputs};
 
 /// A partition's identity and bookkeeping (see the module doc).
 pub(crate) struct Ticket {
@@ -101,15 +104,38 @@ impl Drop for Ticket {
     }
 }
 
+/// What a partition was submitted with.
+pub(crate) enum PartitionInput {
+    /// A witness, parsed and checked against its key: nothing to synthesize.
+    Witness(PartitionData),
+    /// The circuit's inputs, for the key's witness generator.
+    Inputs(CircuitInputs),
+}
+
+/// A partition's circuit inputs and the generator that turns them into its witness.
+pub(crate) struct CircuitInputs {
+    pub inputs: Inputs,
+    pub generator: Arc<Generator>,
+}
+
 /// Submitted, waiting for admission: the partition and its key's entry.
 pub(crate) struct Queued {
-    pub data: PartitionData,
+    pub input: PartitionInput,
     pub entry: Arc<KeyEntry>,
     pub ticket: Ticket,
 }
 
-/// Admitted: a lease on its key and its host memory reserved.
+/// Admitted with circuit inputs: a lease on its key and its host memory reserved (the
+/// witness it will compute included), queued for the synthesis stage.
 pub(crate) struct Admitted {
+    pub inputs: CircuitInputs,
+    pub lease: KeyLease,
+    pub host: Reservation,
+    pub ticket: Ticket,
+}
+
+/// A partition with its witness (computed, or submitted as one), queued for reduce.
+pub(crate) struct Synthesized {
     pub data: PartitionData,
     pub lease: KeyLease,
     pub host: Reservation,
@@ -155,7 +181,7 @@ macro_rules! message {
         }
     )*};
 }
-message!(Queued, Admitted, Reduced, Proved);
+message!(Queued, Admitted, Synthesized, Reduced, Proved);
 
 #[cfg(test)]
 mod tests {

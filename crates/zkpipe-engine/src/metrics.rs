@@ -174,6 +174,7 @@ impl Metrics {
         for (stage, d) in [
             ("queue_wait", t.queue_wait),
             ("key_load", t.key_load),
+            ("synthesize", t.synthesize),
             ("reduce", t.reduce),
             ("device_wait", t.device_wait),
             ("device", t.device),

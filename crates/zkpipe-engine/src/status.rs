@@ -16,7 +16,9 @@ use std::time::Duration;
 pub struct QueueDepths {
     /// Waiting for admission.
     pub admission: usize,
-    /// Admitted, waiting for a reduce worker.
+    /// Admitted with circuit inputs, waiting for a synthesis worker.
+    pub synthesize: usize,
+    /// With a witness, waiting for a reduce worker.
     pub reduce: usize,
     /// Waiting for each device.
     pub device: Vec<usize>,
@@ -100,6 +102,7 @@ impl Engine {
         let i = &*self.inner;
         QueueDepths {
             admission: i.admission.len(),
+            synthesize: i.synthesize.len(),
             reduce: i.reduce.len(),
             device: i.devices.iter().map(|d| d.queue.len()).collect(),
             tail: i.tail.len(),
@@ -138,6 +141,7 @@ pub(crate) fn metrics_text(
 ) -> String {
     for (queue, depth) in [
         ("admission", q.admission),
+        ("synthesize", q.synthesize),
         ("reduce", q.reduce),
         ("device", q.device.iter().sum()),
         ("tail", q.tail),

@@ -1,6 +1,7 @@
 //! Submission: a request is checked whole (key, sizes, every witness parsed and matched
-//! to the key) before anything is queued, so a bad request fails at once and leaves
-//! nothing behind; then its job is registered and its partitions queued for admission.
+//! to the key, every set of circuit inputs parsed and its key's generator loaded) before
+//! anything is queued, so a bad request fails at once and leaves nothing behind; then its
+//! job is registered and its partitions queued for admission.
 
 use crate::buffers::BufferPool;
 use crate::curves::curve;
@@ -11,10 +12,12 @@ use crate::job::{JobId, Priority};
 use crate::job_store::{fingerprint, Fingerprint, NewJob, StoredJob, StoredPartition};
 use crate::jobs::{JobTable, Registered};
 use crate::keys::entry::KeyEntry;
+use crate::keys::generators::Generators;
 use crate::keys::store::KeyStore;
+use crate::keys::KeyMeta;
 use crate::live_job::Job;
 use crate::memory::{MemoryBudget, Signal};
-use crate::messages::{Queued, Ticket};
+use crate::messages::{CircuitInputs, PartitionInput, Queued, Ticket};
 use crate::metrics::Metrics;
 use crate::queue::{Order, PriorityQueue};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,7 +32,9 @@ use zkpipe_formats::wtns::Wtns;
 pub struct SubmitRequest<W = Vec<u8>> {
     /// The key id (file stem in the key directory).
     pub key_id: String,
-    /// One `.wtns` file's bytes per partition.
+    /// One partition each: a `.wtns` file's bytes, or the circuit's inputs as snarkjs's
+    /// `input.json` (a JSON object) for the key's witness generator to compute the
+    /// witness from. Which of the two, the content says.
     pub witnesses: Vec<W>,
     /// Scheduling priority.
     pub priority: Priority,
@@ -56,6 +61,7 @@ pub(crate) struct Submission {
     pub kind: Arc<dyn Devices>,
     pub buffers: Arc<BufferPool>,
     pub jobs: Arc<JobTable>,
+    pub generators: Arc<Generators>,
     pub admission: Arc<PriorityQueue<Queued>>,
     pub signal: Arc<Signal>,
     pub metrics: Arc<Metrics>,
@@ -73,6 +79,7 @@ impl Submission {
         kind: Arc<dyn Devices>,
         buffers: Arc<BufferPool>,
         jobs: Arc<JobTable>,
+        generators: Arc<Generators>,
         admission: Arc<PriorityQueue<Queued>>,
         signal: Arc<Signal>,
         metrics: Arc<Metrics>,
@@ -85,6 +92,7 @@ impl Submission {
             kind,
             buffers,
             jobs,
+            generators,
             admission,
             signal,
             metrics,
@@ -125,7 +133,7 @@ impl Submission {
         let n = req.witnesses.len();
         if n == 0 {
             return Err(EngineError::InvalidRequest(
-                "a job needs at least one witness".into(),
+                "a job needs at least one witness or set of circuit inputs".into(),
             ));
         }
         if n > self.max_partitions_per_job {
@@ -163,49 +171,61 @@ impl Submission {
         })
     }
 
-    /// Parses each `(index, witness)` and checks it against the key.
+    /// Parses each `(index, witness or circuit inputs)` and checks it against the key.
     fn partitions<'a>(
         &self,
         entry: &KeyEntry,
         witnesses: impl Iterator<Item = (usize, &'a [u8])>,
-    ) -> Result<Vec<(usize, PartitionData)>, EngineError> {
-        let meta = &entry.meta;
-        let kind = curve(meta.shape.curve);
+    ) -> Result<Vec<(usize, PartitionInput)>, EngineError> {
         witnesses
             .map(|(i, bytes)| {
-                let malformed = |message: String| EngineError::MalformedWitness {
-                    partition: i,
-                    message,
+                let input = if is_circuit_inputs(bytes) {
+                    PartitionInput::Inputs(self.inputs(entry, i, bytes)?)
+                } else {
+                    PartitionInput::Witness(self.witness(entry, i, bytes)?)
                 };
-                let wtns = Wtns::parse(bytes).map_err(|e| malformed(e.to_string()))?;
-                if wtns.curve != meta.shape.curve {
-                    return Err(EngineError::WrongCurve {
-                        partition: i,
-                        key: meta.id.clone(),
-                        found: wtns.curve,
-                        expected: meta.shape.curve,
-                    });
-                }
-                if wtns.n_witness as usize != meta.shape.n_vars {
-                    return Err(EngineError::WitnessMismatch {
-                        partition: i,
-                        key: meta.id.clone(),
-                        expected: meta.shape.n_vars,
-                        found: wtns.n_witness as usize,
-                    });
-                }
-                let part = kind
-                    .partition(&wtns, Arc::clone(&self.buffers))
-                    .map_err(|e| malformed(e.to_string()))?;
-                Ok((i, part))
+                Ok((i, input))
             })
             .collect()
     }
 
+    /// Partition `i`'s circuit inputs, parsed, with its key's generator (compiled on the
+    /// key's first such partition).
+    fn inputs(
+        &self,
+        entry: &KeyEntry,
+        i: usize,
+        bytes: &[u8],
+    ) -> Result<CircuitInputs, EngineError> {
+        let bad = |message: String| EngineError::BadInputs {
+            partition: i,
+            message,
+        };
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| bad(format!("circuit inputs are not UTF-8 text: {e}")))?;
+        let inputs = zkpipe_witness::Inputs::parse(text).map_err(|e| bad(e.to_string()))?;
+        let generator = self.generators.get(&entry.meta.id)?;
+        Ok(CircuitInputs { inputs, generator })
+    }
+
+    /// Partition `i`'s witness, parsed and checked against the key.
+    fn witness(
+        &self,
+        entry: &KeyEntry,
+        i: usize,
+        bytes: &[u8],
+    ) -> Result<PartitionData, EngineError> {
+        let wtns = Wtns::parse(bytes).map_err(|e| EngineError::MalformedWitness {
+            partition: i,
+            message: e.to_string(),
+        })?;
+        witness_partition(&entry.meta, i, &wtns, &self.buffers)
+    }
+
     /// Queues `job`'s partitions for admission, each with its ticket (counted in
     /// `pending` already).
-    fn enqueue(&self, job: &Arc<Job>, entry: &Arc<KeyEntry>, parts: Vec<(usize, PartitionData)>) {
-        for (index, data) in parts {
+    fn enqueue(&self, job: &Arc<Job>, entry: &Arc<KeyEntry>, parts: Vec<(usize, PartitionInput)>) {
+        for (index, input) in parts {
             let order = Order {
                 priority: job.priority as u8,
                 seq: self.next_seq.fetch_add(1, Ordering::Relaxed),
@@ -217,7 +237,7 @@ impl Submission {
                 Arc::clone(&self.jobs.pending),
             );
             let queued = Queued {
-                data,
+                input,
                 entry: Arc::clone(entry),
                 ticket,
             };
@@ -276,7 +296,7 @@ impl Submission {
     }
 
     /// Refuses a key that, with one partition, could never fit a memory budget.
-    fn check_fits(&self, meta: &crate::keys::KeyMeta) -> Result<(), EngineError> {
+    fn check_fits(&self, meta: &KeyMeta) -> Result<(), EngineError> {
         let needed = meta.host_bytes + meta.partition_bytes;
         if !self.budget.could_ever_fit(needed) {
             return Err(EngineError::TooLarge {
@@ -305,4 +325,43 @@ impl Submission {
         }
         Ok(())
     }
+}
+
+/// Partition `i` of a job of the key `meta` describes, from its witness (submitted or
+/// computed): refused if it is of another curve or length than the key.
+pub(crate) fn witness_partition(
+    meta: &KeyMeta,
+    i: usize,
+    wtns: &Wtns,
+    buffers: &Arc<BufferPool>,
+) -> Result<PartitionData, EngineError> {
+    if wtns.curve != meta.shape.curve {
+        return Err(EngineError::WrongCurve {
+            partition: i,
+            key: meta.id.clone(),
+            found: wtns.curve,
+            expected: meta.shape.curve,
+        });
+    }
+    if wtns.n_witness as usize != meta.shape.n_vars {
+        return Err(EngineError::WitnessMismatch {
+            partition: i,
+            key: meta.id.clone(),
+            expected: meta.shape.n_vars,
+            found: wtns.n_witness as usize,
+        });
+    }
+    curve(meta.shape.curve)
+        .partition(wtns, Arc::clone(buffers))
+        .map_err(|e| EngineError::MalformedWitness {
+            partition: i,
+            message: e.to_string(),
+        })
+}
+
+/// Whether a partition's bytes are circuit inputs (a JSON object) rather than a `.wtns`
+/// (which starts with its magic, `wtns`).
+fn is_circuit_inputs(bytes: &[u8]) -> bool {
+    let text = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+    text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
 }

@@ -3,7 +3,8 @@
 //! Perfetto, ui.perfetto.dev, or chrome://tracing).
 //!
 //! Layout of the export: process 1 "partitions" has one track per partition, named
-//! "job J part P (key)", with spans `queued`, `key_load`, `reduce`, `device_wait`,
+//! "job J part P (key)", with spans `queued`, `synthesize_wait`, `synthesize` (partitions
+//! submitted with circuit inputs), `reduce_wait`, `key_load`, `reduce`, `device_wait`,
 //! `device`, `tail_wait`, `tail`; process 2 "devices" has one track per device with a span
 //! for every time its lock was held. Waits have category `wait`, work has `stage`.
 
@@ -69,6 +70,7 @@ impl PartitionTrace {
         ProofTimings {
             queue_wait: self.total("queued"),
             key_load: self.total("key_load"),
+            synthesize: self.total("synthesize"),
             reduce: self.total("reduce"),
             device_wait: self.total("device_wait"),
             device: self.total("device"),

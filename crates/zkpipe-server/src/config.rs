@@ -105,6 +105,10 @@ pub struct FileConfig {
     keys: KeysSection,
     memory: MemorySection,
     pipeline: PipelineSection,
+    synthesize: StageSection,
+    /// Key id → witness generator (circom `.wasm` or native generator), relative to the
+    /// file's folder.
+    generators: std::collections::HashMap<String, PathBuf>,
     reduce: StageSection,
     device: DeviceSection,
     tail: StageSection,
@@ -409,6 +413,12 @@ impl FileConfig {
                 .map_err(|e| format!("memory.pool_max: {e}"))?
                 .unwrap_or(memory_limit / 8),
             dealloc_queue: self.memory.dealloc_queue.unwrap_or(d.dealloc_queue),
+            synthesize: stage(&self.synthesize, d.synthesize),
+            generators: self
+                .generators
+                .iter()
+                .map(|(k, p)| (k.clone(), base.join(p)))
+                .collect(),
             reduce: stage(&self.reduce, d.reduce),
             device: stage(
                 &StageSection {

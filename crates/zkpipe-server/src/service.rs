@@ -42,7 +42,8 @@ pub fn status(e: EngineError) -> Status {
         | EngineError::MalformedWitness { .. }
         | EngineError::WrongCurve { .. }
         | EngineError::WitnessMismatch { .. }
-        | EngineError::InvalidRequest(_) => Status::invalid_argument(msg),
+        | EngineError::InvalidRequest(_)
+        | EngineError::BadInputs { .. } => Status::invalid_argument(msg),
         EngineError::TooLarge { .. } => Status::resource_exhausted(msg),
         EngineError::Busy(_) | EngineError::ShuttingDown | EngineError::Store(_) => {
             Status::unavailable(msg)
@@ -51,7 +52,8 @@ pub fn status(e: EngineError) -> Status {
         EngineError::AlreadyFinished { .. }
         | EngineError::KeyInUse { .. }
         | EngineError::KeyLoad { .. }
-        | EngineError::Bind { .. } => Status::failed_precondition(msg),
+        | EngineError::Bind { .. }
+        | EngineError::Generator { .. } => Status::failed_precondition(msg),
         _ => Status::internal(msg),
     }
 }
@@ -84,6 +86,7 @@ fn timings(t: &ProofTimings) -> pb::ProofTimings {
         queue_wait_ms: ms(t.queue_wait),
         key_load_ms: ms(t.key_load),
         reduce_ms: ms(t.reduce),
+        synthesize_ms: ms(t.synthesize),
         device_wait_ms: ms(t.device_wait),
         device_ms: ms(t.device),
         tail_ms: ms(t.tail),
@@ -116,6 +119,7 @@ fn status_response(s: EngineStatus) -> pb::StatusResponse {
         queues: Some(pb::Queues {
             admission: s.queues.admission as u32,
             reduce: s.queues.reduce as u32,
+            synthesize: s.queues.synthesize as u32,
             device: s.queues.device.iter().map(|&d| d as u32).collect(),
             tail: s.queues.tail as u32,
         }),

@@ -152,6 +152,7 @@ fn result_json(r: &pb::JobResult) -> Value {
                 json!({
                     "queue_wait_ms": t.queue_wait_ms,
                     "key_load_ms": t.key_load_ms,
+                    "synthesize_ms": t.synthesize_ms,
                     "reduce_ms": t.reduce_ms,
                     "device_wait_ms": t.device_wait_ms,
                     "device_ms": t.device_ms,
@@ -190,8 +191,8 @@ fn print_result(r: &pb::JobResult) {
     for (i, p) in r.proofs.iter().enumerate() {
         if let Some(t) = &p.timings {
             eprintln!(
-                "  partition {i}: queue {:.1} ms, key load {:.1} ms, reduce {:.1} ms, device wait {:.1} ms, device {:.1} ms, tail {:.1} ms, total {:.1} ms",
-                t.queue_wait_ms, t.key_load_ms, t.reduce_ms, t.device_wait_ms, t.device_ms, t.tail_ms, t.total_ms
+                "  partition {i}: queue {:.1} ms, key load {:.1} ms, synthesize {:.1} ms, reduce {:.1} ms, device wait {:.1} ms, device {:.1} ms, tail {:.1} ms, total {:.1} ms",
+                t.queue_wait_ms, t.key_load_ms, t.synthesize_ms, t.reduce_ms, t.device_wait_ms, t.device_ms, t.tail_ms, t.total_ms
             );
         }
     }

@@ -61,7 +61,7 @@ fn priority_name(p: i32) -> &'static str {
 /// The status as JSON, field names as in the gRPC `StatusResponse`.
 fn status_json(s: &pb::StatusResponse, all: bool) -> Value {
     let queues = s.queues.as_ref().map(|q| {
-        json!({"admission": q.admission, "reduce": q.reduce, "device": q.device, "tail": q.tail})
+        json!({"admission": q.admission, "synthesize": q.synthesize, "reduce": q.reduce, "device": q.device, "tail": q.tail})
     });
     let devices: Vec<Value> = s
         .devices
@@ -137,8 +137,8 @@ fn print_text(s: &pb::StatusResponse, all: bool) {
     );
     if let Some(q) = &s.queues {
         println!(
-            "queues admission {} reduce {} device {:?} tail {}",
-            q.admission, q.reduce, q.device, q.tail
+            "queues admission {} synthesize {} reduce {} device {:?} tail {}",
+            q.admission, q.synthesize, q.reduce, q.device, q.tail
         );
     }
     for d in &s.devices {

@@ -136,6 +136,7 @@ fn timings_text(t: &ProofTimings) -> String {
         ms(t.device),
         ms(t.tail),
         ms(t.total),
+        ms(t.synthesize),
     ])
     .unwrap_or_default()
 }
@@ -151,6 +152,8 @@ fn timings_from(s: &str) -> ProofTimings {
         device: d(4),
         tail: d(5),
         total: d(6),
+        // Added after the others: rows written before it read as zero.
+        synthesize: d(7),
     }
 }
 

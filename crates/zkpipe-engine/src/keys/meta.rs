@@ -19,6 +19,9 @@ pub struct KeyMeta {
     /// Host bytes one partition of this key needs in flight (buffers and scratch, and what
     /// the device itself holds on the host during its pass).
     pub partition_bytes: u64,
+    /// Host bytes a partition submitted with circuit inputs needs on top: the `.wtns` its
+    /// generator writes and the generator's copy of the signals.
+    pub synthesis_bytes: u64,
 }
 
 impl KeyMeta {
@@ -34,12 +37,14 @@ impl KeyMeta {
         let host_bytes = (g1_points * g1 + n_vars * g2 + csr + 4096) as u64;
         // a, b, c and h over the domain; the witness and its scalars; MSM scratch.
         let partition_bytes = (fr * (5 * n + 2 * n_vars) + (1 << 20)) as u64 + device_host_bytes;
+        let synthesis_bytes = (2 * fr * n_vars) as u64;
         Self {
             id: id.to_string(),
             path: path.to_path_buf(),
             shape,
             host_bytes,
             partition_bytes,
+            synthesis_bytes,
         }
     }
 }

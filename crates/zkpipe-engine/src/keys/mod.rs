@@ -12,6 +12,7 @@
 //! is one key's state, locked only to change it, never across a wait or an upload.
 
 pub(crate) mod entry;
+pub(crate) mod generators;
 pub(crate) mod lease;
 pub mod meta;
 pub mod placement;

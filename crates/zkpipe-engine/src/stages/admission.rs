@@ -4,10 +4,12 @@
 //! If the head does not fit, nothing behind it is admitted either, so a large job cannot
 //! be starved by a stream of small ones. Jobs that could never fit were refused at submit.
 //! A partition whose key's last load failed (its file unchanged since) fails here.
+//! Admitted partitions with circuit inputs go on to the synthesis stage, with memory
+//! reserved for the witness they will compute; those with a witness go straight to reduce.
 
 use crate::keys::store::KeyStore;
 use crate::memory::Signal;
-use crate::messages::{send, Admitted, Queued};
+use crate::messages::{send, Admitted, PartitionInput, Queued, Synthesized};
 use crate::outcome::Outcomes;
 use crate::queue::PriorityQueue;
 use std::sync::Arc;
@@ -16,7 +18,10 @@ use std::time::Duration;
 /// The admission stage: one thread.
 pub(crate) struct Admission {
     pub input: Arc<PriorityQueue<Queued>>,
-    pub output: Arc<PriorityQueue<Admitted>>,
+    /// Partitions with circuit inputs.
+    pub synthesize: Arc<PriorityQueue<Admitted>>,
+    /// Partitions with a witness.
+    pub reduce: Arc<PriorityQueue<Synthesized>>,
     pub keys: Arc<KeyStore>,
     pub signal: Arc<Signal>,
     pub outcomes: Arc<Outcomes>,
@@ -34,9 +39,13 @@ impl Admission {
                     return true;
                 }
                 let meta = &q.entry.meta;
-                match self.keys.try_lease(&q.entry, meta.partition_bytes) {
+                let bytes = match q.input {
+                    PartitionInput::Witness(_) => meta.partition_bytes,
+                    PartitionInput::Inputs(_) => meta.partition_bytes + meta.synthesis_bytes,
+                };
+                match self.keys.try_lease(&q.entry, bytes) {
                     Ok(None) => {
-                        blocked = Some(meta.host_bytes + meta.partition_bytes);
+                        blocked = Some(meta.host_bytes + bytes);
                         false
                     }
                     Ok(Some(got)) => {
@@ -64,18 +73,33 @@ impl Admission {
                 Some(Err(e)) => self.outcomes.fail(&mut q.ticket, e),
                 Some(Ok((lease, host))) => {
                     let Queued {
-                        data, mut ticket, ..
+                        input, mut ticket, ..
                     } = q;
                     let now = ticket.end_wait("queued");
-                    ticket.queued_for("reduce", now);
                     ticket.job.mark_running();
-                    let admitted = Admitted {
-                        data,
-                        lease,
-                        host,
-                        ticket,
+                    let sent = match input {
+                        PartitionInput::Witness(data) => {
+                            ticket.queued_for("reduce", now);
+                            let m = Synthesized {
+                                data,
+                                lease,
+                                host,
+                                ticket,
+                            };
+                            send(&self.reduce, m).is_ok()
+                        }
+                        PartitionInput::Inputs(inputs) => {
+                            ticket.queued_for("synthesize", now);
+                            let m = Admitted {
+                                inputs,
+                                lease,
+                                host,
+                                ticket,
+                            };
+                            send(&self.synthesize, m).is_ok()
+                        }
                     };
-                    if send(&self.output, admitted).is_err() {
+                    if !sent {
                         return;
                     }
                 }

@@ -6,4 +6,5 @@
 pub(crate) mod admission;
 pub(crate) mod device;
 pub(crate) mod reduce;
+pub(crate) mod synthesize;
 pub(crate) mod tail;

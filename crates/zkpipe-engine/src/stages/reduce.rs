@@ -1,10 +1,10 @@
-//! The reduce stage: each worker takes the highest-priority admitted partition, makes sure
+//! The reduce stage: each worker takes the highest-priority partition with a witness, makes sure
 //! its key is loaded (the first partition of a cold key loads it, on this stage's pool),
 //! computes a, b, c on the stage's pool (or, where the device computes them, only turns
 //! the witness into MSM scalars), places it on one of its key's devices and queues it there.
 
 use crate::devices::{place, Device};
-use crate::messages::{send, Admitted, Reduced};
+use crate::messages::{send, Reduced, Synthesized};
 use crate::outcome::{guarded, Outcomes};
 use crate::queue::PriorityQueue;
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use zkpipe_core::Devices;
 
 /// The reduce stage: a few workers sharing one rayon pool.
 pub(crate) struct Reduce {
-    pub input: Arc<PriorityQueue<Admitted>>,
+    pub input: Arc<PriorityQueue<Synthesized>>,
     pub devices: Arc<[Arc<Device>]>,
     /// The devices' kind: its capabilities decide where a, b, c are computed, its sizes
     /// where a key fits.
@@ -32,7 +32,7 @@ impl Reduce {
     /// One worker; runs until its input queue is closed.
     pub fn run(&self) {
         while let Some(a) = self.input.pop() {
-            let Admitted {
+            let Synthesized {
                 mut data,
                 lease,
                 host,
