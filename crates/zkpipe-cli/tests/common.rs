@@ -108,14 +108,38 @@ impl Drop for Daemon {
 /// Starts `zkpipe serve` on loopback with the [`KEYS`] named in `keys` in its key
 /// directory and `extra` appended to its config; returns once it printed its addresses.
 pub fn start_daemon(keys: &[&str], extra: &str) -> Daemon {
+    start(keys, extra, false)
+}
+
+/// Like [`start_daemon`], with each key's witness generator beside its `.zkey`, so that
+/// it proves from circuit inputs too: circom's wasm for `bn254-poseidon` and `bls-multi`,
+/// its native generator for the other two.
+pub fn start_daemon_with_generators(keys: &[&str], extra: &str) -> Daemon {
+    start(keys, extra, true)
+}
+
+fn start(keys: &[&str], extra: &str, generators: bool) -> Daemon {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("keys")).unwrap();
+    let key_dir = dir.path().join("keys");
+    std::fs::create_dir(&key_dir).unwrap();
     for id in keys {
+        let from = key_fixture(id);
         std::fs::copy(
-            key_fixture(id).join("circuit.zkey"),
-            dir.path().join("keys").join(format!("{id}.zkey")),
+            from.join("circuit.zkey"),
+            key_dir.join(format!("{id}.zkey")),
         )
         .unwrap();
+        if !generators {
+            continue;
+        }
+        let copy =
+            |name: &str, to: String| std::fs::copy(from.join(name), key_dir.join(to)).unwrap();
+        if matches!(*id, "bn254-poseidon" | "bls-multi") {
+            copy("circuit.wasm", format!("{id}.wasm"));
+        } else {
+            copy("circuit", id.to_string());
+            copy("circuit.dat", format!("{id}.dat"));
+        }
     }
     let cfg = dir.path().join("zkpipe.toml");
     std::fs::write(

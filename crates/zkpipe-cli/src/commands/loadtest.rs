@@ -17,8 +17,12 @@ pub struct Args {
     server: ServerArg,
     /// The key id.
     key: String,
-    /// The witness every partition proves.
-    wtns: PathBuf,
+    /// The witness every partition proves, or with `--input`, the circuit inputs
+    /// (snarkjs's input.json) the daemon computes every partition's witness from.
+    wtns: Option<PathBuf>,
+    /// Circuit inputs every partition is computed from (instead of a witness).
+    #[arg(long, value_name = "input.json", conflicts_with = "wtns")]
+    input: Option<PathBuf>,
     /// Concurrent clients.
     #[arg(short = 'c', long, default_value_t = 4)]
     clients: usize,
@@ -112,8 +116,11 @@ pub fn run(a: Args) -> Result<()> {
         .flatten()
         .map(PathBuf::as_path)
         .collect();
-    let plan = super::replace_outputs(&outputs, &[&a.wtns])?;
-    let w = zkpipe_formats::files::read_input(&a.wtns)?;
+    let Some(source) = a.wtns.as_ref().or(a.input.as_ref()) else {
+        bail!("give a witness, or circuit inputs with --input");
+    };
+    let plan = super::replace_outputs(&outputs, &[source])?;
+    let w = zkpipe_formats::files::read_input(source)?;
     runtime()?.block_on(async {
         let mut c = connect(&a.server).await?;
         let metrics = |c: &mut zkpipe_server::ProverClient<_>| {

@@ -1,5 +1,5 @@
-//! `zkpipe submit <key-id> <witness.wtns>...`: queue a job (one partition per witness) and
-//! print its id.
+//! `zkpipe submit <key-id> <witness.wtns>... [--input input.json]...`: queue a job (one
+//! partition per witness or per set of circuit inputs) and print its id.
 
 use super::client::{connect, rpc, runtime, ServerArg};
 use anyhow::Result;
@@ -15,8 +15,13 @@ pub struct Args {
     /// The key id (file stem of a .zkey in the daemon's key directory).
     key: String,
     /// One witness per partition.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "input")]
     wtns: Vec<PathBuf>,
+    /// Circuit inputs (snarkjs's input.json), one partition each, after the witnesses:
+    /// the daemon computes the witness with the key's generator (`<key>.wasm` or a native
+    /// generator beside `<key>.zkey`).
+    #[arg(long, value_name = "input.json")]
+    input: Vec<PathBuf>,
     /// low, normal, high or critical.
     #[arg(long, default_value = "normal")]
     priority: Priority,
@@ -40,6 +45,7 @@ pub fn run(a: Args) -> Result<()> {
     let witnesses = a
         .wtns
         .iter()
+        .chain(&a.input)
         .map(|p| zkpipe_formats::files::read_input(p))
         .collect::<Result<Vec<_>, _>>()?;
     runtime()?.block_on(async {
