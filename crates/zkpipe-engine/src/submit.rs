@@ -205,6 +205,7 @@ impl Submission {
             .map_err(|e| bad(format!("circuit inputs are not UTF-8 text: {e}")))?;
         let inputs = zkpipe_witness::Inputs::parse(text).map_err(|e| bad(e.to_string()))?;
         let generator = self.generators.get(&entry.meta.id)?;
+        generator.check(&inputs).map_err(|e| bad(e.to_string()))?;
         Ok(CircuitInputs { inputs, generator })
     }
 

@@ -43,6 +43,16 @@ impl Generator {
         }
     }
 
+    /// Checks `inputs`' signal names and lengths against the circuit without computing
+    /// anything: a missing, unknown or wrongly sized signal is refused as computing the
+    /// witness would refuse it. (A failed `assert` shows only when it is computed.)
+    pub fn check(&self, inputs: &Inputs) -> Result<(), SynthError> {
+        match self {
+            Generator::Wasm(c) => c.check(inputs),
+            Generator::Native(n) => n.check(inputs),
+        }
+    }
+
     /// A worker: for wasm, its own instance of the compiled module.
     pub fn worker(&self) -> Result<Worker, SynthError> {
         Ok(match self {

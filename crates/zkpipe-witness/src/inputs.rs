@@ -206,3 +206,41 @@ fn kind(v: &Json) -> &'static str {
 
 #[cfg(test)]
 mod tests;
+
+impl Inputs {
+    /// Checks the signals against a circuit's input table before anything is computed:
+    /// `size_of(name)` is the number of values input signal `name` takes (`None`: the
+    /// circuit has no such input), `expected` the number of input values over all
+    /// signals. The errors are circom_runtime's, in its words, naming the signal.
+    pub fn check_against(
+        &self,
+        mut size_of: impl FnMut(&str) -> Result<Option<usize>, SynthError>,
+        expected: usize,
+    ) -> Result<(), SynthError> {
+        for (name, values) in &self.signals {
+            let size = size_of(name)?;
+            if let Some(e) = size_error(name, values.len(), size) {
+                return Err(e);
+            }
+        }
+        let set = self.len();
+        if set < expected {
+            return Err(SynthError::Signal(format!(
+                "Not all inputs have been set. Only {set} out of {expected}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// What is wrong with giving `n` values to input signal `name` of size `size` (`None`:
+/// no such input), in circom_runtime's words without their trailing newline.
+pub(crate) fn size_error(name: &str, n: usize, size: Option<usize>) -> Option<SynthError> {
+    let why = match size {
+        None => format!("Signal {name} not found"),
+        Some(s) if n < s => format!("Not enough values for input signal {name}"),
+        Some(s) if n > s => format!("Too many values for input signal {name}"),
+        Some(_) => return None,
+    };
+    Some(SynthError::Signal(why))
+}

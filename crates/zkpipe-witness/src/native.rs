@@ -23,9 +23,11 @@
 use crate::error::SynthError;
 use crate::inputs::Inputs;
 use num_bigint::{BigInt, Sign};
+use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::Arc;
 use zkpipe_formats::curve::CurveId;
 use zkpipe_formats::wtns::Wtns;
 
@@ -53,6 +55,8 @@ pub struct NativeGenerator {
     pub path: PathBuf,
     /// Whose scalar field the generator computes in.
     curve: CurveId,
+    /// The circuit's input table from its `.dat`: fnv-1a hash of a name → its size.
+    inputs: Arc<HashMap<u64, usize>>,
 }
 
 impl NativeGenerator {
@@ -82,7 +86,25 @@ impl NativeGenerator {
             )
         })?;
         let path = std::path::absolute(path).map_err(|e| bad(format!("{e}")))?;
-        Ok(Self { path, curve })
+        let table = std::fs::read(&dat).map_err(|e| bad(format!("{}: {e}", dat.display())))?;
+        let inputs = Arc::new(input_table(&table).ok_or_else(|| {
+            bad(format!(
+                "{} is too short for circom's input table",
+                dat.display()
+            ))
+        })?);
+        Ok(Self {
+            path,
+            curve,
+            inputs,
+        })
+    }
+
+    /// Checks `inputs`' signal names and lengths against the circuit's input table (from
+    /// its `.dat`) without running it, with the errors a computation would give.
+    pub fn check(&self, inputs: &Inputs) -> Result<(), SynthError> {
+        let expected = self.inputs.values().sum();
+        inputs.check_against(|name| Ok(self.inputs.get(&fnv1a(name)).copied()), expected)
     }
 
     /// The curve whose scalar field the generator computes in.
@@ -205,6 +227,24 @@ impl NativeGenerator {
             .map(|(name, _)| name.clone())
             .collect()
     }
+}
+
+/// Entries of the input hash table at the start of a native generator's `.dat`: circom's
+/// C++ generator always writes 256 (`get_size_of_input_hashmap() {return 256;}`), each
+/// `{u64 fnv1a(name), u64 first signal id, u64 size}`, empty ones all zero.
+const INPUT_TABLE_ENTRIES: usize = 256;
+
+/// The input table of a `.dat` (name hash → size); `None` if it is too short.
+fn input_table(dat: &[u8]) -> Option<HashMap<u64, usize>> {
+    let table = dat.get(..INPUT_TABLE_ENTRIES * 24)?;
+    let u64_at = |e: &[u8], i: usize| u64::from_le_bytes(e[i * 8..i * 8 + 8].try_into().unwrap());
+    Some(
+        table
+            .chunks_exact(24)
+            .filter(|e| u64_at(e, 0) != 0)
+            .map(|e| (u64_at(e, 0), u64_at(e, 2) as usize))
+            .collect(),
+    )
 }
 
 /// `<path>.dat`, the name circom's main derives from its `argv[0]`.

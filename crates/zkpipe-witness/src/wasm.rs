@@ -18,10 +18,10 @@
 //! circom `log()`), `exceptionHandler(code)` aborts with circom's error text.
 
 use crate::error::SynthError;
-use crate::inputs::{normalize, Inputs};
+use crate::inputs::{normalize, size_error, Inputs};
 use num_bigint::BigUint;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 use wasmtime::{Caller, Engine, Extern, Instance, InstancePre, Linker, Module, Store, TypedFunc};
 use zkpipe_formats::curve::{le_to_decimal, CurveId};
 use zkpipe_formats::wtns::Wtns;
@@ -44,6 +44,9 @@ pub struct WasmCircuit {
     path: PathBuf,
     pre: InstancePre<Host>,
     info: Info,
+    /// An instance that only answers `getInputSignalSize`, for [`WasmCircuit::check`]
+    /// (made on first use; reading the input table never changes it).
+    checker: Arc<Mutex<Option<(Store<Host>, Exports)>>>,
 }
 
 /// What the module says about itself, read once when it is compiled.
@@ -99,7 +102,30 @@ impl WasmCircuit {
             path: path.to_owned(),
             pre,
             info,
+            checker: Arc::default(),
         })
+    }
+
+    /// Checks `inputs`' signal names and lengths against the circuit's input table
+    /// without computing anything (cheap: a few calls into the module), with the errors
+    /// a computation would give. Modules before circom 2.1 have no table: nothing to check.
+    pub fn check(&self, inputs: &Inputs) -> Result<(), SynthError> {
+        let mut guard = self.checker.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.is_none() {
+            *guard = Some(self.instantiate()?);
+        }
+        let (store, ex) = guard.as_mut().expect("made above");
+        let Some(size) = &ex.get_input_signal_size else {
+            return Ok(());
+        };
+        let size_of = |name: &str| {
+            let h = fnv1a(name);
+            let s = size
+                .call(&mut *store, ((h >> 32) as u32 as i32, h as u32 as i32))
+                .map_err(failure)?;
+            Ok(usize::try_from(s).ok())
+        };
+        inputs.check_against(size_of, self.info.input_size as usize)
     }
 
     /// A fresh instance for one worker.
@@ -133,6 +159,7 @@ impl WasmCircuit {
             path: self.path.clone(),
             pre: self.pre.clone(),
             info: self.info,
+            checker: Arc::clone(&self.checker),
         }
     }
 
@@ -310,19 +337,8 @@ impl WasmInstance {
             let (hi, lo) = ((h >> 32) as u32 as i32, h as u32 as i32);
             if let Some(size) = &ex.get_input_signal_size {
                 let size = size.call(&mut *store, (hi, lo)).map_err(failure)?;
-                // circom_runtime's words, without their trailing newline.
-                if size < 0 {
-                    return Err(SynthError::Signal(format!("Signal {name} not found")));
-                }
-                if values.len() < size as usize {
-                    return Err(SynthError::Signal(format!(
-                        "Not enough values for input signal {name}"
-                    )));
-                }
-                if values.len() > size as usize {
-                    return Err(SynthError::Signal(format!(
-                        "Too many values for input signal {name}"
-                    )));
+                if let Some(e) = size_error(name, values.len(), usize::try_from(size).ok()) {
+                    return Err(e);
                 }
             }
             for (i, v) in values.iter().enumerate() {
