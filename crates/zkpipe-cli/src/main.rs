@@ -53,6 +53,12 @@ struct Cli {
 enum Command {
     /// Prove: `zkpipe prove <circuit.zkey> <witness.wtns> <proof.json> <public.json>`.
     Prove(commands::prove::Args),
+    /// Prove from circuit inputs: `zkpipe fullprove <input.json> <circuit.wasm | generator>
+    /// <circuit.zkey> <proof.json> <public.json>`.
+    Fullprove(commands::fullprove::Args),
+    /// Witness files: `zkpipe wtns calculate <circuit.wasm | generator> <input.json> <witness.wtns>`.
+    #[command(subcommand)]
+    Wtns(WtnsCommand),
     /// Verify: `zkpipe verify <verification_key.json | circuit.zkey> <public.json> <proof.json>`.
     Verify(commands::verify::Args),
     /// Write a zkey's verification key as snarkjs's `verification_key.json`.
@@ -90,6 +96,14 @@ enum Command {
     Loadtest(commands::loadtest::Args),
 }
 
+/// `zkpipe wtns …`, as snarkjs groups them.
+#[derive(Subcommand)]
+enum WtnsCommand {
+    /// Compute a witness from circuit inputs with circom's wasm or native generator:
+    /// `zkpipe wtns calculate <circuit.wasm | generator> <input.json> <witness.wtns>`.
+    Calculate(commands::wtns_calculate::Args),
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -116,6 +130,8 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Prove(a) => commands::prove::run(a),
+        Command::Fullprove(a) => commands::fullprove::run(a),
+        Command::Wtns(WtnsCommand::Calculate(a)) => commands::wtns_calculate::run(a),
         Command::Verify(a) => commands::verify::run(a),
         Command::ExportVk(a) => commands::export_vk::run(a),
         Command::Inspect(a) => commands::inspect::run(a),

@@ -132,10 +132,12 @@ impl WasmCircuit {
     pub fn instance(&self) -> Result<WasmInstance, SynthError> {
         let (store, exports) = self.instantiate()?;
         Ok(WasmInstance {
-            circuit: self.clone_handle(),
-            store,
-            exports,
-            poisoned: false,
+            state: Box::new(InstanceState {
+                circuit: self.clone_handle(),
+                store,
+                exports,
+                poisoned: false,
+            }),
         })
     }
 
@@ -298,6 +300,11 @@ impl Exports {
 
 /// One instance of a [`WasmCircuit`]; computes one witness at a time, reusable.
 pub struct WasmInstance {
+    /// Boxed: the exports' handles are large, and a `Worker` is moved around.
+    state: Box<InstanceState>,
+}
+
+struct InstanceState {
     circuit: WasmCircuit,
     store: Store<Host>,
     exports: Exports,
@@ -308,6 +315,16 @@ pub struct WasmInstance {
 impl WasmInstance {
     /// Computes the witness for `inputs`; circom `log()` lines go to `log`, as they come.
     pub fn calculate(
+        &mut self,
+        inputs: &Inputs,
+        log: &mut dyn FnMut(&str),
+    ) -> Result<Wtns, SynthError> {
+        self.state.calculate(inputs, log)
+    }
+}
+
+impl InstanceState {
+    fn calculate(
         &mut self,
         inputs: &Inputs,
         log: &mut dyn FnMut(&str),

@@ -7,6 +7,7 @@ pub mod cancel;
 pub mod check;
 pub mod client;
 pub mod export_vk;
+pub mod fullprove;
 pub mod inspect;
 pub mod loadtest;
 pub mod preload;
@@ -17,6 +18,7 @@ pub mod status;
 pub mod submit;
 pub mod synth;
 pub mod verify;
+pub mod wtns_calculate;
 
 use std::path::Path;
 use zkpipe_formats::files::{Existing, Plan};

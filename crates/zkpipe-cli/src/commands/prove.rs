@@ -19,7 +19,7 @@ use zkpipe_formats::zkey::ZkeyFile;
 #[command(after_help = super::outputs_help!("An existing proof or public file is replaced (as snarkjs does)."))]
 pub struct Args {
     #[command(flatten)]
-    threads: super::Threads,
+    flags: ProveFlags,
     /// Proving key (snarkjs Groth16 .zkey).
     zkey: PathBuf,
     /// Witness (.wtns).
@@ -28,6 +28,13 @@ pub struct Args {
     proof: PathBuf,
     /// Where to write the public signals (`-`: stdout).
     public: PathBuf,
+}
+
+/// How to prove: the flags `prove` and `fullprove` share.
+#[derive(clap::Args)]
+pub struct ProveFlags {
+    #[command(flatten)]
+    pub threads: super::Threads,
     /// Skip verifying the proof before writing it.
     #[arg(long)]
     no_verify: bool,
@@ -53,49 +60,91 @@ pub struct Args {
 
 /// Runs `prove`.
 pub fn run(a: Args) -> Result<()> {
-    a.threads.install()?;
+    a.flags.threads.install()?;
     // Checked before the work: a bad output path fails now, not after the proof.
     let plan = super::replace_outputs(&[&a.proof, &a.public], &[&a.zkey, &a.wtns])?;
-    let mut t = Timings::default();
-    let zkey = t.time(Stage::LoadKey, || ZkeyFile::open(&a.zkey))?;
-    with_curve!(zkey.header.curve, E => prove_with::<E>(&a, &zkey, plan, &mut t))
+    prove_to(&a.flags, &a.zkey, &a.wtns, plan, || {
+        Ok(Wtns::read(&a.wtns)?)
+    })
 }
 
-fn prove_with<E: BindCurve>(a: &Args, zkey: &ZkeyFile, plan: Plan, t: &mut Timings) -> Result<()> {
-    let checks = if a.trusted_key {
-        PointChecks::Trusted
-    } else {
-        a.key_checks
+/// Proves the witness `witness` yields (named `witness_name` in messages) with the key at
+/// `zkey`, and writes the proof and the public signals through `plan` (proof, public).
+/// The witness is made after the key is loaded and checked against it (curve, length).
+pub fn prove_to(
+    flags: &ProveFlags,
+    zkey: &Path,
+    witness_name: &Path,
+    plan: Plan,
+    witness: impl FnOnce() -> Result<Wtns>,
+) -> Result<()> {
+    let mut t = Timings::default();
+    let file = t.time(Stage::LoadKey, || ZkeyFile::open(zkey))?;
+    let job = Job {
+        flags,
+        zkey,
+        witness_name,
     };
-    let key = t.time(Stage::LoadKey, || CompiledKey::<E>::compile(zkey, checks))?;
-    let key = std::sync::Arc::new(key);
-    let witness = t.time(Stage::LoadWitness, || {
-        let wtns = Wtns::read(&a.wtns)?;
-        Witness::check_for(&wtns, &key).with_context(|| a.wtns.display().to_string())
-    })?;
-    let bound = t.time(Stage::Upload, || select(a.backend, Arc::clone(&key), a.gpu))?;
-    let opts = ProveOptions {
-        self_check: !a.no_verify,
-        schedule: a.schedule,
-    };
-    let proof = prove(bound.as_ref(), &witness, &opts, &mut rand::rngs::OsRng, t)
-        .with_context(|| format!("proving {} with {}", a.wtns.display(), a.zkey.display()))?;
-    let public: Vec<String> = witness
-        .public(key.n_public)
-        .iter()
-        .map(field_to_decimal)
-        .collect();
-    t.time(Stage::Write, || {
-        plan.write(&[&to_json_bytes(&proof.to_json()), &to_json_bytes(&public)])
-    })?;
-    if a.timings {
-        print_timings(t, &a.zkey);
-        if bound.name() == "cpu" {
-            let adder = zkpipe_core::msm::pippenger::cpu_adder();
-            eprintln!("  {:<12} {adder}", "msm_adder");
+    with_curve!(file.header.curve, E => job.prove::<E>(&file, witness, plan, &mut t))
+}
+
+/// What [`prove_to`] proves, for its curve-generic half.
+struct Job<'a> {
+    flags: &'a ProveFlags,
+    zkey: &'a Path,
+    witness_name: &'a Path,
+}
+
+impl Job<'_> {
+    fn prove<E: BindCurve>(
+        &self,
+        file: &ZkeyFile,
+        witness: impl FnOnce() -> Result<Wtns>,
+        plan: Plan,
+        t: &mut Timings,
+    ) -> Result<()> {
+        let a = self.flags;
+        let checks = if a.trusted_key {
+            PointChecks::Trusted
+        } else {
+            a.key_checks
+        };
+        let key = t.time(Stage::LoadKey, || CompiledKey::<E>::compile(file, checks))?;
+        let key = std::sync::Arc::new(key);
+        let witness = t.time(Stage::LoadWitness, || {
+            let wtns = witness()?;
+            Witness::check_for(&wtns, &key).with_context(|| self.witness_name.display().to_string())
+        })?;
+        let bound = t.time(Stage::Upload, || select(a.backend, Arc::clone(&key), a.gpu))?;
+        let opts = ProveOptions {
+            self_check: !a.no_verify,
+            schedule: a.schedule,
+        };
+        let proof = prove(bound.as_ref(), &witness, &opts, &mut rand::rngs::OsRng, t)
+            .with_context(|| {
+                format!(
+                    "proving {} with {}",
+                    self.witness_name.display(),
+                    self.zkey.display()
+                )
+            })?;
+        let public: Vec<String> = witness
+            .public(key.n_public)
+            .iter()
+            .map(field_to_decimal)
+            .collect();
+        t.time(Stage::Write, || {
+            plan.write(&[&to_json_bytes(&proof.to_json()), &to_json_bytes(&public)])
+        })?;
+        if a.timings {
+            print_timings(t, self.zkey);
+            if bound.name() == "cpu" {
+                let adder = zkpipe_core::msm::pippenger::cpu_adder();
+                eprintln!("  {:<12} {adder}", "msm_adder");
+            }
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Prints the per-stage table to stderr.
