@@ -136,7 +136,9 @@ fn zkpipe_accepts_proofs_without_curve_field_and_refuses_a_wrong_one() {
         let sorted: std::collections::BTreeMap<_, _> = obj.clone().into_iter().collect();
         let curveless = dir.path().join("rapidsnark_proof.json");
         std::fs::write(&curveless, serde_json::to_vec(&sorted).unwrap()).unwrap();
-        assert!(!std::fs::read_to_string(&curveless).unwrap().contains("curve"));
+        assert!(!std::fs::read_to_string(&curveless)
+            .unwrap()
+            .contains("curve"));
         for key in ["verification_key.json", "circuit.zkey"] {
             let o = zkpipe(&[
                 "verify".as_ref(),
@@ -152,12 +154,21 @@ fn zkpipe_accepts_proofs_without_curve_field_and_refuses_a_wrong_one() {
             assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "OK");
         }
 
-        let other = if curve == "bn254" { "bls12381" } else { "bn128" };
+        let other = if curve == "bn254" {
+            "bls12381"
+        } else {
+            "bn128"
+        };
         p["curve"] = other.into();
         let wrong = dir.path().join("wrong_curve.json");
         write_json(&wrong, &p);
         for key in ["verification_key.json", "circuit.zkey"] {
-            let o = zkpipe(&["verify".as_ref(), &f.join(key), &f.join("public.json"), &wrong]);
+            let o = zkpipe(&[
+                "verify".as_ref(),
+                &f.join(key),
+                &f.join("public.json"),
+                &wrong,
+            ]);
             assert_one_line_error(&o, &["wrong_curve.json", "curve mismatch"]);
         }
     }

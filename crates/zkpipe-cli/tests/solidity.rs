@@ -52,7 +52,11 @@ fn add_decimal(a: &str, b: &str) -> String {
 fn zkpipe_calldata(public: &Path, proof: &Path, out: &Path) -> String {
     let o = zk(&[&"export", &"soliditycalldata", &public, &proof]);
     assert!(o.status.success(), "calldata: {}", text(&o));
-    assert!(o.stderr.is_empty(), "calldata wrote to stderr: {}", text(&o));
+    assert!(
+        o.stderr.is_empty(),
+        "calldata wrote to stderr: {}",
+        text(&o)
+    );
     std::fs::write(out, &o.stdout).unwrap();
     String::from_utf8(o.stdout).unwrap()
 }
@@ -103,7 +107,12 @@ fn on_chain(circuit: &str) {
 
     // The contract, from the zkey and from the verification key: the same text.
     let ours = d("Verifier.sol");
-    let o = zk(&[&"export", &"solidityverifier", &f.join("circuit.zkey"), &ours]);
+    let o = zk(&[
+        &"export",
+        &"solidityverifier",
+        &f.join("circuit.zkey"),
+        &ours,
+    ]);
     assert!(o.status.success(), "{circuit}: {}", text(&o));
     let from_vk = d("FromVk.sol");
     let o = zk(&[
@@ -161,7 +170,11 @@ fn on_chain(circuit: &str) {
         t["pi_b"][row] = serde_json::json!([p["pi_b"][row][1], p["pi_b"][row][0]]);
     }
     let unswapped_b = d("unswapped_b.calldata");
-    zkpipe_calldata(&public, &write_json(&d("unswapped_b.json"), &t), &unswapped_b);
+    zkpipe_calldata(
+        &public,
+        &write_json(&d("unswapped_b.json"), &t),
+        &unswapped_b,
+    );
     let pubs = json(&public);
     let last = pubs.as_array().unwrap().len() - 1;
     let mut t = pubs.clone();
@@ -248,5 +261,8 @@ fn calldata_arguments_in_the_wrong_order_are_named() {
         &f.join("proof.json"),
         &f.join("public.json"),
     ]);
-    assert_one_line_error(&o, &["proof.json", "holds proof", "<public.json> <proof.json>"]);
+    assert_one_line_error(
+        &o,
+        &["proof.json", "holds proof", "<public.json> <proof.json>"],
+    );
 }

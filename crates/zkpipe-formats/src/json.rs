@@ -151,7 +151,9 @@ mod tests {
             "pi_c":["1","2","1"],"protocol":"groth16"}"#;
         let p: ProofJson = serde_json::from_str(rapidsnark).unwrap();
         assert_eq!(p.curve, None);
-        assert!(!String::from_utf8(to_json_bytes(&p)).unwrap().contains("curve"));
+        assert!(!String::from_utf8(to_json_bytes(&p))
+            .unwrap()
+            .contains("curve"));
         assert!(is_decimal("0123") && !is_decimal("") && !is_decimal("-1") && !is_decimal("0x1"));
     }
 }

@@ -72,9 +72,7 @@ impl Uint256 {
 /// A coordinate of a JSON point, as a [`Uint256`].
 fn coordinate(what: &str, s: &str) -> Result<Uint256, ErrorKind> {
     Uint256::from_decimal(s).ok_or_else(|| {
-        ErrorKind::Json(format!(
-            "{what}: {s:?} is not a decimal number below 2^256"
-        ))
+        ErrorKind::Json(format!("{what}: {s:?} is not a decimal number below 2^256"))
     })
 }
 
@@ -221,7 +219,11 @@ pub fn verifier(vk: &VerificationKeyJson) -> Result<String, ErrorKind> {
 }
 
 /// Writes the contract; `g2s` is β, γ, δ.
-fn render_verifier(alpha: &[Uint256; 2], g2s: &[[[Uint256; 2]; 2]; 3], ic: &[[Uint256; 2]]) -> String {
+fn render_verifier(
+    alpha: &[Uint256; 2],
+    g2s: &[[[Uint256; 2]; 2]; 3],
+    ic: &[[Uint256; 2]],
+) -> String {
     let n = ic.len() - 1;
     let mut s = String::new();
     // `write!` into a String cannot fail; the results are ignored below.
@@ -249,8 +251,16 @@ contract Groth16Verifier {{
 ",
         version = env!("CARGO_PKG_VERSION"),
     );
-    let _ = writeln!(s, "    uint256 constant ALPHA_X = {};", alpha[0].to_decimal());
-    let _ = writeln!(s, "    uint256 constant ALPHA_Y = {};", alpha[1].to_decimal());
+    let _ = writeln!(
+        s,
+        "    uint256 constant ALPHA_X = {};",
+        alpha[0].to_decimal()
+    );
+    let _ = writeln!(
+        s,
+        "    uint256 constant ALPHA_Y = {};",
+        alpha[1].to_decimal()
+    );
     for (name, p) in ["BETA", "GAMMA", "DELTA"].iter().zip(g2s) {
         for (axis, c) in ["X", "Y"].iter().zip(p) {
             for (part, v) in ["IM", "RE"].iter().zip(c) {
