@@ -12,14 +12,6 @@ use zkpipe_formats::{Error, ErrorKind};
 /// Arguments of `export soliditycalldata`.
 #[derive(clap::Args)]
 #[command(
-    about = "Print a proof's calldata for the Solidity verifier",
-    long_about = "Print a proof's calldata for the Solidity verifier: the four arguments of \
-        verifyProof, `[a0, a1],[[b01, b00],[b11, b10]],[c0, c1],[p0,p1,...]` as quoted \
-        0x-prefixed 64-digit hex numbers, byte for byte what `snarkjs zkey export \
-        soliditycalldata` prints (note B's coordinates: imaginary part first, as the \
-        pairing precompile reads them). Proofs without a `curve` field (rapidsnark's) are \
-        taken as BN254; BLS12-381 proofs are refused. The points are not checked: `zkpipe \
-        verify` does that.",
     after_help = "Exit status: 0 the calldata was printed; 1 a file is missing or \
         malformed; 2 a usage error."
 )]

@@ -13,14 +13,6 @@ use zkpipe_formats::{sniff, CurveId, Error, ErrorKind, FileKind};
 /// Arguments of `export solidityverifier`.
 #[derive(clap::Args)]
 #[command(
-    about = "Write a Solidity verifier contract for a BN254 key",
-    long_about = "Write a Solidity verifier contract for a BN254 key: contract \
-        Groth16Verifier with snarkjs's interface, verifyProof(uint[2] _pA, uint[2][2] _pB, \
-        uint[2] _pC, uint[nPublic] _pubSignals) returns (bool), taking the calldata that \
-        `zkpipe export soliditycalldata` prints. It calls the EVM's BN254 precompiles \
-        (ecAdd 0x06, ecMul 0x07, ecPairing 0x08); BLS12-381 keys are refused, as the EVM \
-        has no pairing for that curve. The key's points are checked before the contract is \
-        written.",
     after_help = super::outputs_help!("An existing file is replaced (as snarkjs does).")
 )]
 pub struct Args {
