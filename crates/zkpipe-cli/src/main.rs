@@ -63,6 +63,9 @@ enum Command {
     Verify(commands::verify::Args),
     /// Write a zkey's verification key as snarkjs's `verification_key.json`.
     ExportVk(commands::export_vk::Args),
+    /// Export a Solidity verifier, a proof's calldata for it, or the verification key
+    /// (snarkjs's `zkey export …`).
+    Export(commands::export::Args),
     /// Describe a zkey, wtns or r1cs file: curve, sizes, sections.
     Inspect(commands::inspect::Args),
     /// Make an INSECURE development key for an r1cs: `zkpipe setup --dev <r1cs> <zkey>`.
@@ -134,6 +137,7 @@ fn main() -> ExitCode {
         Command::Wtns(WtnsCommand::Calculate(a)) => commands::wtns_calculate::run(a),
         Command::Verify(a) => commands::verify::run(a),
         Command::ExportVk(a) => commands::export_vk::run(a),
+        Command::Export(a) => commands::export::run(a),
         Command::Inspect(a) => commands::inspect::run(a),
         Command::Setup(a) => commands::setup::run(a),
         Command::Synth(a) => commands::synth::run(a),

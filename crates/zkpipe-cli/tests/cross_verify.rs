@@ -123,19 +123,75 @@ fn zkpipe_accepts_snarkjs_proofs_with_vk_json_or_zkey() {
     }
 }
 
+/// rapidsnark writes proof.json without a `curve` field (and its keys in alphabetical
+/// order): the curve is the key's. A `curve` that names the other curve still fails.
+#[test]
+fn zkpipe_accepts_proofs_without_curve_field_and_refuses_a_wrong_one() {
+    for (curve, circuit) in FIXTURES {
+        let f = fixture(curve, circuit);
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = json(&f.join("proof.json"));
+        let obj = p.as_object_mut().unwrap();
+        obj.remove("curve");
+        let sorted: std::collections::BTreeMap<_, _> = obj.clone().into_iter().collect();
+        let curveless = dir.path().join("rapidsnark_proof.json");
+        std::fs::write(&curveless, serde_json::to_vec(&sorted).unwrap()).unwrap();
+        assert!(!std::fs::read_to_string(&curveless)
+            .unwrap()
+            .contains("curve"));
+        for key in ["verification_key.json", "circuit.zkey"] {
+            let o = zkpipe(&[
+                "verify".as_ref(),
+                &f.join(key),
+                &f.join("public.json"),
+                &curveless,
+            ]);
+            assert!(
+                o.status.success(),
+                "{curve}/{circuit} with {key}: {}",
+                text(&o)
+            );
+            assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "OK");
+        }
+
+        let other = if curve == "bn254" {
+            "bls12381"
+        } else {
+            "bn128"
+        };
+        p["curve"] = other.into();
+        let wrong = dir.path().join("wrong_curve.json");
+        write_json(&wrong, &p);
+        for key in ["verification_key.json", "circuit.zkey"] {
+            let o = zkpipe(&[
+                "verify".as_ref(),
+                &f.join(key),
+                &f.join("public.json"),
+                &wrong,
+            ]);
+            assert_one_line_error(&o, &["wrong_curve.json", "curve mismatch"]);
+        }
+    }
+}
+
 #[test]
 fn exported_vk_equals_snarkjs_export() {
     for (curve, circuit) in FIXTURES {
         let f = fixture(curve, circuit);
         let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("vk.json");
-        let o = zkpipe(&["export-vk".as_ref(), &f.join("circuit.zkey"), &out]);
-        assert!(o.status.success(), "{}", text(&o));
-        assert_eq!(
-            json(&out),
-            json(&f.join("verification_key.json")),
-            "{curve}/{circuit}"
-        );
+        for cmd in [&["export-vk"][..], &["export", "verificationkey"]] {
+            let out = dir.path().join("vk.json");
+            let mut args: Vec<&std::path::Path> = cmd.iter().map(|c| c.as_ref()).collect();
+            let zkey = f.join("circuit.zkey");
+            args.extend([zkey.as_path(), out.as_path()]);
+            let o = zkpipe(&args);
+            assert!(o.status.success(), "{cmd:?}: {}", text(&o));
+            assert_eq!(
+                json(&out),
+                json(&f.join("verification_key.json")),
+                "{curve}/{circuit} {cmd:?}"
+            );
+        }
     }
 }
 

@@ -23,11 +23,12 @@ impl<E: Curve> Proof<E> {
             pi_b: g2_to_json::<E>(&self.b),
             pi_c: g1_to_json::<E>(&self.c),
             protocol: "groth16".into(),
-            curve: E::ID.snarkjs_name().into(),
+            curve: Some(E::ID.snarkjs_name().into()),
         }
     }
 
-    /// Parses `proof.json`: protocol, curve, and every point (on curve, in subgroup).
+    /// Parses `proof.json`: protocol, curve, and every point (on curve, in subgroup). A
+    /// proof without a `curve` field (rapidsnark writes none) is read as a proof on `E`.
     pub fn from_json(j: &ProofJson) -> Result<Self, Error> {
         if j.protocol != "groth16" {
             return Err(Error::InvalidJson(format!(
@@ -35,7 +36,9 @@ impl<E: Curve> Proof<E> {
                 j.protocol
             )));
         }
-        check_curve_name::<E>(&j.curve)?;
+        if let Some(curve) = &j.curve {
+            check_curve_name::<E>(curve)?;
+        }
         let bad = |what: &'static str| {
             move |problem| Error::InvalidPoint {
                 what: what.to_string(),

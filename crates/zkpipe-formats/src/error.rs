@@ -132,6 +132,12 @@ pub enum ErrorKind {
         /// "input" or "output".
         role: &'static str,
     },
+    /// A key or proof of a curve the EVM has no pairing precompile for (only BN254 has).
+    #[error(
+        "curve {0} cannot be verified on the EVM: its pairing precompile is BN254 only \
+         (snarkjs's bn128); no Solidity verifier or calldata for this curve"
+    )]
+    NotEvmCurve(crate::CurveId),
     /// `-` given for two outputs.
     #[error("two outputs go to stdout")]
     StdoutTwice,

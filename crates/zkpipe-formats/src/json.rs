@@ -24,8 +24,10 @@ pub struct ProofJson {
     pub pi_c: G1Json,
     /// Always "groth16".
     pub protocol: String,
-    /// snarkjs curve name.
-    pub curve: String,
+    /// snarkjs curve name. snarkjs always writes it; rapidsnark does not (its proofs are
+    /// BN254 or whatever curve its key is): readers take the curve from the key then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub curve: Option<String>,
 }
 
 /// `verification_key.json`, field order as snarkjs writes it.
@@ -139,11 +141,19 @@ mod tests {
             pi_b: vec![vec!["1".into(), "2".into()]; 3],
             pi_c: vec!["1".into(), "2".into(), "1".into()],
             protocol: "groth16".into(),
-            curve: "bn128".into(),
+            curve: Some("bn128".into()),
         };
         let bytes = to_json_bytes(&p);
         assert_eq!(serde_json::from_slice::<ProofJson>(&bytes).unwrap(), p);
         assert!(serde_json::from_str::<ProofJson>(r#"{"pi_a": 3}"#).is_err());
+        // rapidsnark: keys in alphabetical order, no `curve`; written back without one.
+        let rapidsnark = r#"{"pi_a":["1","2","1"],"pi_b":[["1","2"],["3","4"],["1","0"]],
+            "pi_c":["1","2","1"],"protocol":"groth16"}"#;
+        let p: ProofJson = serde_json::from_str(rapidsnark).unwrap();
+        assert_eq!(p.curve, None);
+        assert!(!String::from_utf8(to_json_bytes(&p))
+            .unwrap()
+            .contains("curve"));
         assert!(is_decimal("0123") && !is_decimal("") && !is_decimal("-1") && !is_decimal("0x1"));
     }
 }

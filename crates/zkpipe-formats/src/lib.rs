@@ -5,6 +5,7 @@
 //!  .wtns ─► wtns::Wtns      (values, standard form)
 //!  .r1cs ─► r1cs::R1cs      (constraints, flat)
 //!  proof.json / public.json / verification_key.json ◄─► json::*
+//!  verification_key.json ─► solidity::verifier (Verifier.sol); proof + public ─► calldata
 //! ```
 //!
 //! Every binary file shares one container layout ([`container`]); the curve a file belongs
@@ -19,6 +20,7 @@ pub mod files;
 pub mod json;
 pub mod mapped;
 pub mod r1cs;
+pub mod solidity;
 pub mod wtns;
 pub mod zkey;
 

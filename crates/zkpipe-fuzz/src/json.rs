@@ -1,5 +1,6 @@
 //! The JSON files `zkpipe verify` reads: proof, public signals, verification key. Each is
-//! tried as both curves, as `verify` would with a key of either.
+//! tried as both curves, as `verify` would with a key of either, and through the Solidity
+//! exports (`export soliditycalldata`, `export solidityverifier`).
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -9,6 +10,7 @@ use zkpipe_core::proof::Proof;
 use zkpipe_core::verify::public_from_json;
 use zkpipe_core::{Bls12_381, Bn254, VerifyingKey};
 use zkpipe_formats::json::{parse_json, to_json_bytes, ProofJson, PublicJson, VerificationKeyJson};
+use zkpipe_formats::solidity::{self, public_calldata, ProofCalldata};
 
 /// Parses `T`; what parses, written as zkpipe writes JSON, parses to the same value.
 fn shape<T: Serialize + DeserializeOwned + PartialEq + Debug>(data: &[u8]) -> Option<T> {
@@ -25,6 +27,10 @@ pub fn proof_json(data: &[u8]) {
     };
     proof_as::<Bn254>(&j);
     proof_as::<Bls12_381>(&j);
+    if let Ok(calldata) = ProofCalldata::from_json(&j) {
+        let text = calldata.render(&[]);
+        assert!(text.starts_with('[') && text.ends_with(",[]"), "{text}");
+    }
 }
 
 fn proof_as<E: Curve>(j: &ProofJson) {
@@ -42,6 +48,9 @@ pub fn public_json(data: &[u8]) {
     };
     public_as::<Bn254>(&j);
     public_as::<Bls12_381>(&j);
+    if let Ok(words) = public_calldata(&j) {
+        assert_eq!(words.len(), j.len());
+    }
 }
 
 fn public_as<E: Curve>(j: &PublicJson) {
@@ -63,6 +72,9 @@ pub fn vk_json(data: &[u8]) {
     };
     vk_as::<Bn254>(&j);
     vk_as::<Bls12_381>(&j);
+    if let Ok(contract) = solidity::verifier(&j) {
+        assert!(contract.contains(&format!("uint[{}] calldata _pubSignals", j.n_public)));
+    }
 }
 
 fn vk_as<E: Curve>(j: &VerificationKeyJson) {

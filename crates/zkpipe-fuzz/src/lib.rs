@@ -12,9 +12,9 @@
 //! | `zkey` | `ZkeyFile::from_file` over bytes, then `VerifyingKey::from_zkey` and `CompiledKey::compile` | sections sized as the header says; written again, it parses to the same key; points re-encode to their bytes; CSR counts match |
 //! | `wtns` | `Wtns::parse`, then `Witness::from_wtns` | written again, it parses to the same witness; every value is a field element with the same bytes |
 //! | `r1cs` | `R1cs::parse` | combination offsets consistent; written again, it parses to the same system |
-//! | `proof_json` | `parse_json::<ProofJson>`, then `Proof::from_json` per curve | JSON shape round-trips; an accepted proof round-trips through `to_json` |
-//! | `public_json` | `parse_json::<PublicJson>`, then `public_from_json` per curve | JSON round-trips; each scalar prints as its input without leading zeros |
-//! | `vk_json` | `parse_json::<VerificationKeyJson>`, then `VerifyingKey::from_json` per curve | JSON round-trips; IC has nPublic + 1 points; points round-trip through JSON |
+//! | `proof_json` | `parse_json::<ProofJson>`, then `Proof::from_json` per curve and `ProofCalldata::from_json` | JSON shape round-trips; an accepted proof round-trips through `to_json` |
+//! | `public_json` | `parse_json::<PublicJson>`, then `public_from_json` per curve and `public_calldata` | JSON round-trips; each scalar prints as its input without leading zeros |
+//! | `vk_json` | `parse_json::<VerificationKeyJson>`, then `VerifyingKey::from_json` per curve and `solidity::verifier` | JSON round-trips; IC has nPublic + 1 points; points round-trip through JSON |
 //! | `request` | `decode_submit` / `decode_prove` (the daemon's prost decoding and priority conversion), then the `wtns` body for every witness and the key id check | the daemon's zero-copy messages and the public `pb` ones decode the same bytes alike; a re-encoded request decodes the same |
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
