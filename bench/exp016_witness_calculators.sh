@@ -129,7 +129,9 @@ run_calc() {
     local log="$ROOT/$OUT/logs/run-2e$k-$c-r$r.log"
     rm -f "$o"
     if [[ $c == graph && ! -s "$D/graph.bin" ]]; then
-        echo "wtns,2^$k,$c,$r,not available,NA,NA,$(nproc),$(load)" >>"$CSV"; return
+        echo "wtns,2^$k,$c,$r,not available,NA,NA,$(nproc),$(load)" >>"$CSV"
+        printf '   %-5s %-14s not available (no %s)\n' "2^$k" "$c" "$WORK/2e$k/graph.bin"
+        return
     fi
     local cmd
     case $c in
@@ -182,7 +184,9 @@ run_prove() {
     local log="$ROOT/$OUT/logs/fullprove-$p-r$r.log"
     rm -f "$pr" "$pu" "$w"
     if [[ $p == zkpipe-fullprove && $have_zkpipe_fullprove != 1 ]]; then
-        echo "fullprove,2^$FP_K,$p,$r,not available,NA,NA,$(nproc),$(load)" >>"$CSV"; return
+        echo "fullprove,2^$FP_K,$p,$r,not available,NA,NA,$(nproc),$(load)" >>"$CSV"
+        printf '   %-5s %-26s not available (%s has no fullprove)\n' "2^$FP_K" "$p" "$ZKPIPE"
+        return
     fi
     local l t0 t1 st=ok ver=NA
     l=$(load)
