@@ -56,12 +56,19 @@ CSV="$OUT/runs.csv"
 echo "section,size,calculator,round,status,wall_s,identical,nproc,loadavg" >"$CSV"
 
 bash scripts/install-snarkjs.sh >/dev/null
+built=""
 for k in $SIZES; do
-    if [[ ! -s "$WORK/2e$k/witness.wtns" || ! -x "$WORK/2e$k/circuit" ]]; then
+    if [[ ! -s "$WORK/2e$k/witness.wtns" || ! -x "$WORK/2e$k/circuit" || ! -s "$WORK/2e$k/build.txt" ]]; then
         echo "== building 2^$k (bench/circuits/build_witness_bench.sh $k)"
-        bash bench/circuits/build_witness_bench.sh "$k"
+        if ! bash bench/circuits/build_witness_bench.sh "$k"; then
+            echo "== 2^$k could not be built: size skipped (see above)"
+            continue
+        fi
     fi
+    built="$built $k"
 done
+SIZES="${built# }"
+[[ -n "$SIZES" ]] || { echo "no size could be built" >&2; exit 1; }
 
 want() { [[ -z "$ONLY" || " $ONLY " == *" $1 "* ]]; }
 now() { date +%s.%N; }
