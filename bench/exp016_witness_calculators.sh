@@ -113,6 +113,7 @@ if [[ ${AVAIL[graph]} == 1 ]] && want graph; then
                 l=$(load); t0=$(now)
                 if "$BUILD_CIRCUIT" "bench/circuits/poseidon_chain_2e$k.circom" "$D/graph.bin" \
                     -l "$FIX/node_modules" >"$OUT/logs/graph-build-2e$k.log" 2>&1; then
+                    rm -rf ir_log log_input_signals.txt  # build-circuit debug output in cwd
                     w=$(secs "$t0" "$(now)")
                     echo "graph-build,2^$k,build-circuit,1,ok,$w,NA,$(nproc),$l" >>"$CSV"
                     echo "   ${w}s, $(stat -c %s "$D/graph.bin") bytes"

@@ -106,6 +106,7 @@ for k in "${SIZES[@]}"; do
         echo "== 2^$k: circom-witnesscalc build-circuit"
         t0=$(now)
         if "$BUILD_CIRCUIT" "$SRC" "$OUT/graph.bin" -l "$FIX/node_modules" >"$BUILD/graph.log" 2>&1; then
+            rm -rf ir_log log_input_signals.txt  # build-circuit debug output in cwd
             graph_s=$(secs "$t0" "$(now)")
             echo "   (graph build: ${graph_s}s)"
         else
