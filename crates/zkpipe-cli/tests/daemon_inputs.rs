@@ -170,7 +170,7 @@ async fn the_daemon_proves_from_inputs_for_a_mix_of_keys_and_curves() {
         .unwrap()
         .into_inner();
     assert!(
-        trace.json.contains("\"synthesize\""),
+        trace.chrome_json.contains("\"synthesize\""),
         "no synthesize span in the trace"
     );
     let metrics = c
@@ -200,7 +200,7 @@ async fn bad_inputs_are_refused_naming_the_signal_and_disturb_nothing() {
         .into_inner()
         .job_id;
     let cases: [(&str, &[u8], &str); 6] = [
-        ("bn254-poseidon", b"{\"seed\": ", "partition 0"),
+        ("bn254-poseidon", b"{\"seed\": ", "partition 1"),
         ("bn254-poseidon", b"{\"seed\": \"1\", \"secret\": [\"1\", \"2\", \"3\"]}", "secret"),
         ("bn254-poseidon", b"{\"seed\": \"1\", \"secret\": [\"1\", \"2\", \"3\", \"4\"], \"nope\": \"1\"}", "nope"),
         ("bn254-poseidon", b"{\"secret\": [\"1\", \"2\", \"3\", \"4\"]}", "Not all inputs"),

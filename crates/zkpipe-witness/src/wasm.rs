@@ -46,8 +46,11 @@ pub struct WasmCircuit {
     info: Info,
     /// An instance that only answers `getInputSignalSize`, for [`WasmCircuit::check`]
     /// (made on first use; reading the input table never changes it).
-    checker: Arc<Mutex<Option<(Store<Host>, Exports)>>>,
+    checker: Arc<Mutex<Option<Live>>>,
 }
+
+/// A live instance: its store and its exports.
+type Live = (Store<Host>, Exports);
 
 /// What the module says about itself, read once when it is compiled.
 #[derive(Debug, Clone, Copy)]
