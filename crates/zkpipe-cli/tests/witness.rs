@@ -57,7 +57,59 @@ fn wtns_calculate_is_byte_identical_to_snarkjs() {
         );
         // circom log() lines: what snarkjs prints on stdout, we print on stdout.
         assert_eq!(o.stdout, s.stdout, "{curve}/{circuit}: log output");
+        // circom's native generator, recognised by its content, gives the same bytes.
+        let native = dir.path().join("native.wtns");
+        let o = wtns_calculate(&f.join("circuit"), &f.join("input.json"), &native);
+        assert!(o.status.success(), "{curve}/{circuit} native: {}", text(&o));
+        assert!(
+            std::fs::read(&native).unwrap() == ours_bytes,
+            "{curve}/{circuit}: the native generator's witness differs from snarkjs's"
+        );
     }
+}
+
+#[test]
+fn fullprove_with_the_native_generator_verifies_with_snarkjs() {
+    for curve in ["bn254", "bls12-381"] {
+        let f = fixture(curve, "poseidon");
+        let dir = tempfile::tempdir().unwrap();
+        let (proof, public) = (
+            dir.path().join("proof.json"),
+            dir.path().join("public.json"),
+        );
+        let o = zkpipe(&[
+            "fullprove".as_ref(),
+            &f.join("input.json"),
+            &f.join("circuit"),
+            &f.join("circuit.zkey"),
+            &proof,
+            &public,
+        ]);
+        assert!(o.status.success(), "{curve}: {}", text(&o));
+        let vk = f.join("verification_key.json");
+        let s = snarkjs(&["groth16".as_ref(), "verify".as_ref(), &vk, &public, &proof]);
+        assert!(
+            s.status.success() && text(&s).contains("OK"),
+            "{curve}: snarkjs: {}",
+            text(&s)
+        );
+    }
+}
+
+#[test]
+fn a_failed_assert_in_the_native_generator_names_template_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let i = input(dir.path(), "input.json", r#"{"a": 5, "b": 3}"#);
+    let out = dir.path().join("w.wtns");
+    let o = wtns_calculate(&fixture("bn254", "assert").join("circuit"), &i, &out);
+    assert_one_line_error(&o, &["Failed assert in template", "line"]);
+    assert!(!out.exists(), "a witness was written");
+    // Its log() line comes first, as with the wasm.
+    assert!(
+        String::from_utf8_lossy(&o.stdout).starts_with("a = 5 b = 3"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Issue 15's GPU measurements: the daemon proving from circuit inputs (its synthesis stage
+# computing every witness) against the same daemon proving from witnesses, on the GPU.
+#
+#   bench/exp017_inputs_gpu.sh OUT_DIR BIN CIRCUIT14_DIR [CIRCUIT20_DIR] [ROUNDS=2] [CLIENTS="1 16 64"]
+#
+# CIRCUIT14_DIR: the Poseidon chain at 2^14 as bench/circuits/build_witness_bench.sh writes
+# it (circuit.r1cs, circuit.wasm, circuit + circuit.dat, input.json, witness.wtns).
+# CIRCUIT20_DIR (optional): a 2^20 circuit: circuit.r1cs, circuit.wasm, input.json.
+# Keys are made there with `zkpipe setup --dev`. Key p14 has the wasm beside it, key p14n
+# (the same zkey) circom's native generator; p20 the 2^20 wasm.
+# Round r runs, for each c: p14 from the witness, p14 from inputs (wasm), p14n from inputs
+# (native), interleaved. Writes OUT_DIR/<workload>-c<C>-r<R>.{txt,json}, traces of round 1
+# at the largest c, serve.log, status.txt.
+set -euo pipefail
+out=${1:?output dir}; bin=${2:?zkpipe binary}; c14=${3:?2^14 circuit dir}; c20=${4:-}
+rounds=${5:-2}; clients=${6:-1 16 64}
+mkdir -p "$out"
+work=$(mktemp -d)
+mkdir -p "$work/keys"
+log() { echo "[$(date +%T)] $*" | tee -a "$out/steps.log"; }
+log "setup --dev 2^14"
+"$bin" setup --dev --seed 1 "$c14/circuit.r1cs" "$work/keys/p14.zkey" 2>>"$out/steps.log"
+cp "$work/keys/p14.zkey" "$work/keys/p14n.zkey"
+cp "$c14/circuit.wasm" "$work/keys/p14.wasm"
+cp "$c14/circuit" "$work/keys/p14n"; cp "$c14/circuit.dat" "$work/keys/p14n.dat"
+"$bin" wtns calculate "$c14/circuit.wasm" "$c14/input.json" "$work/w14.wtns"
+cmp "$work/w14.wtns" "$c14/witness.wtns" && log "2^14: zkpipe wtns calculate == snarkjs witness"
+keys=(p14 p14n)
+if [ -n "$c20" ]; then
+  log "setup --dev 2^20"
+  "$bin" setup --dev --seed 1 "$c20/circuit.r1cs" "$work/keys/p20.zkey" 2>>"$out/steps.log"
+  cp "$c20/circuit.wasm" "$work/keys/p20.wasm"
+  /usr/bin/time -f "2^20 wtns calculate (wasm, one process): %e s, %M KiB" \
+    "$bin" wtns calculate "$c20/circuit.wasm" "$c20/input.json" "$work/w20.wtns" 2>>"$out/steps.log"
+  keys+=(p20)
+fi
+cat > "$work/zkpipe.toml" <<TOML
+[server]
+grpc_listen = "127.0.0.1:50751"
+http_listen = "127.0.0.1:9764"
+max_request_bytes = "1GiB"
+[keys]
+dir = "keys"
+checks = "trusted"
+${ENGINE_TOML:-}
+TOML
+"$bin" serve --config "$work/zkpipe.toml" --backend cuda > "$out/serve.log" 2>&1 &
+pid=$!
+trap 'kill $pid 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 100); do grep -q serving "$out/serve.log" && break; sleep 0.2; done
+export ZKPIPE_SERVER=http://127.0.0.1:50751
+for k in "${keys[@]}"; do "$bin" preload "$k"; done
+last=${clients##* }
+run() { # name key source-args...
+  local name=$1 key=$2; shift 2
+  local trace=(); [ "$r" = 1 ] && [ "$c" = "$last" ] && trace=(--trace "$out/$name-c$c.trace.json")
+  timeout 240 "$bin" loadtest "$key" "$@" -c "$c" -j "$jobs" -p 1 --json "$out/$name-c$c-r$r.json" "${trace[@]}" > "$out/$name-c$c-r$r.txt" 2>&1 || echo "FAILED rc=$?" >> "$out/$name-c$c-r$r.txt"
+  log "$name c=$c r=$r: $(grep -E 'proofs/s|busy' "$out/$name-c$c-r$r.txt" | tr '\n' ' ')"
+}
+for r in $(seq "$rounds"); do
+  for c in $clients; do
+    jobs=$(( c >= 64 ? 8 : (c >= 16 ? 16 : 64) ))
+    run small-witness p14 "$work/w14.wtns"
+    run small-inputs-wasm p14 --input "$c14/input.json"
+    run small-inputs-native p14n --input "$c14/input.json"
+  done
+done
+if [ -n "$c20" ]; then
+  for r in $(seq "$rounds"); do
+    c=4; jobs=3; last=4
+    run big-witness p20 "$work/w20.wtns"
+    run big-inputs-wasm p20 --input "$c20/input.json"
+  done
+fi
+"$bin" status > "$out/status.txt" || true
+log done
