@@ -108,17 +108,23 @@ impl Drop for Daemon {
 /// Starts `zkpipe serve` on loopback with the [`KEYS`] named in `keys` in its key
 /// directory and `extra` appended to its config; returns once it printed its addresses.
 pub fn start_daemon(keys: &[&str], extra: &str) -> Daemon {
-    start(keys, extra, false)
+    start(keys, extra, false, |_| {})
 }
 
 /// Like [`start_daemon`], with each key's witness generator beside its `.zkey`, so that
 /// it proves from circuit inputs too: circom's wasm for `bn254-poseidon` and `bls-multi`,
 /// its native generator for the other two.
 pub fn start_daemon_with_generators(keys: &[&str], extra: &str) -> Daemon {
-    start(keys, extra, true)
+    start(keys, extra, true, |_| {})
 }
 
-fn start(keys: &[&str], extra: &str, generators: bool) -> Daemon {
+/// Like [`start_daemon_with_generators`]; `add` puts more keys (and generators) into the
+/// key directory before the daemon starts.
+pub fn start_daemon_with_more_keys(keys: &[&str], extra: &str, add: impl FnOnce(&Path)) -> Daemon {
+    start(keys, extra, true, add)
+}
+
+fn start(keys: &[&str], extra: &str, generators: bool, add: impl FnOnce(&Path)) -> Daemon {
     let dir = tempfile::tempdir().unwrap();
     let key_dir = dir.path().join("keys");
     std::fs::create_dir(&key_dir).unwrap();
@@ -141,6 +147,7 @@ fn start(keys: &[&str], extra: &str, generators: bool) -> Daemon {
             copy("circuit.dat", format!("{id}.dat"));
         }
     }
+    add(&key_dir);
     let cfg = dir.path().join("zkpipe.toml");
     std::fs::write(
         &cfg,

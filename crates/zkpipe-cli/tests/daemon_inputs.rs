@@ -6,7 +6,10 @@
 
 mod common;
 
-use common::{key_fixture, snarkjs, start_daemon, start_daemon_with_generators, text, KEYS};
+use common::{
+    fixture, key_fixture, snarkjs, start_daemon, start_daemon_with_generators,
+    start_daemon_with_more_keys, text, zkpipe, KEYS,
+};
 use std::path::Path;
 use tonic::Code;
 use zkpipe_core::verify::public_from_json;
@@ -244,4 +247,73 @@ async fn inputs_for_a_key_without_a_generator_are_refused() {
         "{}",
         s.message()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failed_assert_fails_its_job_naming_template_and_line_and_disturbs_nothing() {
+    // Signal names and lengths are checked at submit; an `assert` only fails while the
+    // witness is computed, so the job is accepted and ends Failed with the generator's
+    // one-line reason. A dev key for the assert fixture, with its wasm and (as a second
+    // key) its native generator.
+    let d = start_daemon_with_more_keys(&["bn254-poseidon"], "", |keys| {
+        let f = fixture("bn254", "assert");
+        let zkey = keys.join("assert.zkey");
+        let o = zkpipe(&[
+            "setup".as_ref(),
+            "--dev".as_ref(),
+            &f.join("circuit.r1cs"),
+            &zkey,
+        ]);
+        assert!(o.status.success(), "setup --dev: {}", text(&o));
+        std::fs::copy(&zkey, keys.join("assert-native.zkey")).unwrap();
+        std::fs::copy(f.join("circuit.wasm"), keys.join("assert.wasm")).unwrap();
+        std::fs::copy(f.join("circuit"), keys.join("assert-native")).unwrap();
+        std::fs::copy(f.join("circuit.dat"), keys.join("assert-native.dat")).unwrap();
+    });
+    let mut c = client(&d.grpc).await;
+    let good = c
+        .submit_proof(submit(
+            "bn254-poseidon",
+            vec![inputs("bn254-poseidon", 3); 2],
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+    let passing = b"{\"a\": \"3\", \"b\": \"5\"}".to_vec();
+    let failing = b"{\"a\": \"5\", \"b\": \"3\"}".to_vec();
+    for (key, needles) in [
+        ("assert", ["Assert Failed", "AssertLess_0 line: 12"]),
+        ("assert-native", ["Failed assert", "AssertLess line 12"]),
+    ] {
+        // The inputs that satisfy the assert prove.
+        let ok = c
+            .submit_proof(submit(key, vec![passing.clone()]))
+            .await
+            .unwrap()
+            .into_inner()
+            .job_id;
+        let r = await_job(&mut c, ok).await;
+        assert_eq!(r.state, JobState::Done as i32, "{key}: {}", r.error);
+        let public: Vec<String> = serde_json::from_str(&r.proofs[0].public_json).unwrap();
+        assert_eq!(public, ["15", "3"], "{key}: public signals (c = a * b, a)");
+        // The failing ones fail the job, naming the template and line.
+        let bad = c
+            .submit_proof(submit(key, vec![passing.clone(), failing.clone()]))
+            .await
+            .unwrap()
+            .into_inner()
+            .job_id;
+        let r = await_job(&mut c, bad).await;
+        assert_eq!(r.state, JobState::Failed as i32, "{key}: {r:?}");
+        for n in needles {
+            assert!(
+                r.error.contains(n),
+                "{key}: {:?} should name {n:?}",
+                r.error
+            );
+        }
+        assert!(!r.error.contains('\n'), "one line: {:?}", r.error);
+    }
+    check_done(&await_job(&mut c, good).await);
 }
