@@ -45,12 +45,21 @@ dir = "keys"
 checks = "trusted"
 ${ENGINE_TOML:-}
 TOML
-"$bin" serve --config "$work/zkpipe.toml" --backend cuda > "$out/serve.log" 2>&1 &
+"$bin" serve --config "$work/zkpipe.toml" --backend "${BACKEND:-cuda}" > "$out/serve.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 100); do grep -q serving "$out/serve.log" && break; sleep 0.2; done
 export ZKPIPE_SERVER=http://127.0.0.1:50751
 for k in "${keys[@]}"; do "$bin" preload "$k"; done
+# Correctness first: one job per key from inputs, its proof verified against the key.
+inputs_of() { case $1 in p20) echo "$c20/input.json" ;; *) echo "$c14/input.json" ;; esac; }
+for k in "${keys[@]}"; do
+  job=$("$bin" submit "$k" --input "$(inputs_of "$k")")
+  mkdir -p "$work/check-$k"
+  "$bin" await "$job" --timeout 300s --out "$work/check-$k" >> "$out/steps.log"
+  "$bin" verify "$work/keys/$k.zkey" "$work/check-$k/public.json" "$work/check-$k/proof.json" \
+    && log "$k: a proof from inputs verifies"
+done
 last=${clients##* }
 run() { # name key source-args...
   local name=$1 key=$2; shift 2
@@ -60,7 +69,7 @@ run() { # name key source-args...
 }
 for r in $(seq "$rounds"); do
   for c in $clients; do
-    jobs=$(( c >= 64 ? 8 : (c >= 16 ? 16 : 64) ))
+    jobs=${JOBS:-$(( c >= 64 ? 8 : (c >= 16 ? 16 : 64) ))}
     run small-witness p14 "$work/w14.wtns"
     run small-inputs-wasm p14 --input "$c14/input.json"
     run small-inputs-native p14n --input "$c14/input.json"

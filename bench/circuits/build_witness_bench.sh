@@ -14,7 +14,8 @@
 # and appends one line per size to bench/work/witness/build.csv.
 #
 # Environment: XZ=1 also records `xz -9` sizes of r1cs+wasm+native(+dat) (slow at 2^20);
-# SKIP_CHECK=1 skips `snarkjs wtns check`; BUILD_CIRCUIT=/path/to/build-circuit.
+# SKIP_CHECK=1 skips `snarkjs wtns check`; BUILD_CIRCUIT=/path/to/build-circuit;
+# CIRCOM_BIN=/path/to/native/circom instead of circom2 (WASI).
 # Installs g++ nasm libgmp-dev nlohmann-json3-dev with apt-get when missing and root.
 set -euo pipefail
 
@@ -46,6 +47,9 @@ fi
 FIX=tests/fixtures
 SNARKJS=(node "$FIX/node_modules/snarkjs/build/cli.cjs")
 CIRCOM=(node "$FIX/node_modules/circom2/cli.js")
+# CIRCOM_BIN: a native circom 2.2.3 (cargo build of iden3/circom v2.2.3) for 2^20, which the
+# WASI build cannot compile (it runs out of its 4 GiB wasm32 memory).
+[[ -z "${CIRCOM_BIN:-}" ]] || CIRCOM=("$CIRCOM_BIN")
 WORK=bench/work/witness
 mkdir -p "$WORK"
 CSV="$WORK/build.csv"
@@ -125,6 +129,7 @@ for k in "${SIZES[@]}"; do
     {
         echo "size=2^$k"
         echo "constraints=$constraints"
+        echo "circom=${CIRCOM[*]}"
         echo "compile_s=$compile_s"
         echo "native_build_s=$native_s"
         echo "snarkjs_wtns_s=$wtns_s"
