@@ -10,8 +10,11 @@
 # Keys are made there with `zkpipe setup --dev`. Key p14 has the wasm beside it, key p14n
 # (the same zkey) circom's native generator; p20 the 2^20 wasm.
 # Round r runs, for each c: p14 from the witness, p14 from inputs (wasm), p14n from inputs
-# (native), interleaved. Writes OUT_DIR/<workload>-c<C>-r<R>.{txt,json}, traces of round 1
-# at the largest c, serve.log, status.txt.
+# (native), interleaved; jobs per client 64 at c = 1, 16 at c = 16, 32 at c = 64 (JOBS
+# overrides). Then, with CIRCUIT20_DIR, p20 at c = 4 (3 jobs per client), from the witness
+# and from inputs. Writes OUT_DIR/<workload>-c<C>-r<R>.{txt,json}, the daemon's trace after
+# round 1 at the largest c (bench/waterfall_gaps.py reads them), serve.log, status.txt.
+# ENGINE_TOML is appended to the daemon's config; BACKEND (default cuda) picks the backend.
 set -euo pipefail
 out=${1:?output dir}; bin=${2:?zkpipe binary}; c14=${3:?2^14 circuit dir}; c20=${4:-}
 rounds=${5:-2}; clients=${6:-1 16 64}
@@ -69,7 +72,7 @@ run() { # name key source-args...
 }
 for r in $(seq "$rounds"); do
   for c in $clients; do
-    jobs=${JOBS:-$(( c >= 64 ? 8 : (c >= 16 ? 16 : 64) ))}
+    jobs=${JOBS:-$(( c >= 64 ? 32 : (c >= 16 ? 16 : 64) ))}
     run small-witness p14 "$work/w14.wtns"
     run small-inputs-wasm p14 --input "$c14/input.json"
     run small-inputs-native p14n --input "$c14/input.json"
