@@ -4,35 +4,58 @@ and, for the last N jobs in it (one loadtest run), reports
 
   - the median time per stage and wait (synthesize, reduce, device, tail; *_wait),
   - device busy time over the run's window,
-  - every gap in the device timeline, and what the partitions still to be proved were doing
-    during it: ready in device_wait (so the device was not starved: the gap is the device
-    stage's own turnover), or upstream (queued, synthesize_wait, synthesize, reduce_wait,
-    reduce). A gap is charged to synthesis only when no partition was ready for the device
-    and at least one was in synthesize or waiting for it.
+  - every gap in the device timeline (between the spans that hold the GPU), and what the
+    partitions were doing during it, sampled at 20 instants per gap; each instant goes to
+    the furthest-along state any partition was in: in the device stage or waiting for it
+    (the GPU was not starved: the gap is the device stage's own host-side turnover), else
+    reduce, else synthesis, else admission, else nothing in flight. Time is charged to
+    synthesis only when no partition was past synthesis.
 
-    python3 bench/waterfall_gaps.py TRACE.json JOBS [--json OUT.json]
+    python3 bench/waterfall_gaps.py TRACE.json JOBS [--json OUT.json] [--keep OUT.trace.json]
+
+--keep writes the trace of just those jobs (the daemon's trace holds its recent history), for
+Perfetto / chrome://tracing.
 """
+import argparse
 import bisect
 import json
 import statistics
-import sys
 
-UPSTREAM = ["queued", "synthesize_wait", "synthesize", "reduce_wait", "key_load", "reduce"]
+SAMPLES = 20
 
 
-def load(path, jobs):
-    events = [e for e in json.load(open(path))["traceEvents"] if e.get("ph") == "X"]
+def job_of(e):
+    """The job an event belongs to: partition spans carry it in args, device spans in
+    their name ("job 12 part 0"), thread names in args.name."""
+    if e.get("ph") == "X":
+        return e["args"]["job"] if e["pid"] == 1 else int(e["name"].split()[1])
+    name = e.get("args", {}).get("name", "")
+    return int(name.split()[1]) if name.startswith("job ") else None
+
+
+def load(path, jobs, keep_path=None):
+    trace = json.load(open(path))
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
     ids = sorted({e["args"]["job"] for e in events if e["pid"] == 1})
     keep = set(ids[-jobs:])
-    parts = [e for e in events if e["pid"] == 1 and e["args"]["job"] in keep]
-    device = [e for e in events if e["pid"] == 2
-              and int(e["name"].split()[1]) in keep]
+    parts = [e for e in events if e["pid"] == 1 and job_of(e) in keep]
+    device = [e for e in events if e["pid"] == 2 and job_of(e) in keep]
+    if keep_path:
+        trace["traceEvents"] = [e for e in trace["traceEvents"]
+                                if job_of(e) is None or job_of(e) in keep]
+        json.dump(trace, open(keep_path, "w"))
     return parts, device
 
 
 def main():
-    path, jobs = sys.argv[1], int(sys.argv[2])
-    parts, device = load(path, jobs)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("trace")
+    ap.add_argument("jobs", type=int, help="the last JOBS jobs in the trace (one run)")
+    ap.add_argument("--json", help="write the summary here")
+    ap.add_argument("--keep", help="write the trace of just these jobs here")
+    args = ap.parse_args()
+    path, jobs = args.trace, args.jobs
+    parts, device = load(path, jobs, args.keep)
     spans = sorted((e["ts"], e["ts"] + e["dur"]) for e in device)
     t0 = min(e["ts"] for e in parts)
     t1 = max(e["ts"] + e["dur"] for e in parts)
@@ -51,25 +74,29 @@ def main():
         by_name.setdefault(e["name"], []).append(e)
     starts = {n: sorted((e["ts"], e["ts"] + e["dur"]) for e in es) for n, es in by_name.items()}
 
-    def active(name, a, b):
-        """How many `name` spans overlap [a, b)."""
+    def at(name, t):
+        """How many `name` spans contain the instant t."""
         iv = starts.get(name, [])
-        i = bisect.bisect_left(iv, (b, b))
-        return sum(1 for s, e in iv[:i] if e > a)
+        i = bisect.bisect_right(iv, (t, float("inf")))
+        return sum(1 for s, e in iv[:i] if e > t)
 
-    charge = {"device turnover (work was ready)": 0.0, "synthesis": 0.0,
-              "reduce": 0.0, "admission (queued)": 0.0, "nothing in flight": 0.0}
+    # Each gap is sampled at SAMPLES instants; each sample is charged to the furthest-along
+    # state any partition was in at that instant (in the device stage or ready for it, then
+    # reduce, synthesis, admission).
+    causes = [
+        ("device stage (work was ready)", ["device_wait", "device"]),
+        ("reduce", ["reduce", "reduce_wait", "key_load"]),
+        ("synthesis", ["synthesize", "synthesize_wait"]),
+        ("admission (queued)", ["queued"]),
+    ]
+    charge = {c: 0.0 for c, _ in causes}
+    charge["nothing in flight"] = 0.0
     for a, b in gaps:
-        if active("device_wait", a, b) or active("device", a, b):
-            charge["device turnover (work was ready)"] += b - a
-        elif active("synthesize", a, b) or active("synthesize_wait", a, b):
-            charge["synthesis"] += b - a
-        elif active("reduce", a, b) or active("reduce_wait", a, b) or active("key_load", a, b):
-            charge["reduce"] += b - a
-        elif active("queued", a, b):
-            charge["admission (queued)"] += b - a
-        else:
-            charge["nothing in flight"] += b - a
+        for k in range(SAMPLES):
+            t = a + (b - a) * (k + 0.5) / SAMPLES
+            cause = next((c for c, names in causes if any(at(n, t) for n in names)),
+                         "nothing in flight")
+            charge[cause] += (b - a) / SAMPLES
     med = {n: statistics.median(e["dur"] for e in es) / 1000 for n, es in by_name.items()}
     gap_total = sum(b - a for a, b in gaps)
     out = {
@@ -92,8 +119,8 @@ def main():
         print(f"    {k:36s} {v:9.2f} ms")
     print("  median per partition (ms): " + ", ".join(
         f"{k} {v:.2f}" for k, v in out["median_ms"].items()))
-    if len(sys.argv) > 4 and sys.argv[3] == "--json":
-        json.dump(out, open(sys.argv[4], "w"), indent=1)
+    if args.json:
+        json.dump(out, open(args.json, "w"), indent=1)
 
 
 if __name__ == "__main__":
