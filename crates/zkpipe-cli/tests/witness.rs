@@ -339,3 +339,57 @@ fn fullprove_with_bad_inputs_writes_nothing() {
     assert_one_line_error(&o, &["Not all inputs have been set"]);
     assert!(!proof.exists() && !public.exists());
 }
+
+#[test]
+fn a_compiled_module_is_cached_reused_and_a_bad_cache_file_only_costs_a_compile() {
+    let f = fixture("bn254", "poseidon");
+    let expected = std::fs::read(f.join("witness.wtns")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let run = |cache_env: &Path| {
+        let out = dir.path().join("w.wtns");
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_zkpipe"))
+            .args(["wtns", "calculate"])
+            .args([f.join("circuit.wasm"), f.join("input.json"), out.clone()])
+            .env("ZKPIPE_WASM_CACHE", cache_env)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(std::fs::read(&out).unwrap() == expected, "witness differs");
+    };
+    let files = || -> Vec<PathBuf> {
+        std::fs::read_dir(&cache)
+            .map(|d| d.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default()
+    };
+    // First run: compiled and stored, one file, private to the user.
+    run(&cache);
+    let stored = files();
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let mode = std::fs::metadata(&cache).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "cache directory mode {mode:o}");
+    let first = std::fs::metadata(&stored[0]).unwrap();
+    // Second run: read back, not written again.
+    run(&cache);
+    let again = std::fs::metadata(&stored[0]).unwrap();
+    assert_eq!(
+        (first.ino(), first.mtime_nsec()),
+        (again.ino(), again.mtime_nsec())
+    );
+    // A damaged file (garbage, then a truncated artifact) is compiled over, not trusted.
+    let good = std::fs::read(&stored[0]).unwrap();
+    for bad in [
+        b"not a compiled module".to_vec(),
+        good[..good.len() / 2].to_vec(),
+    ] {
+        std::fs::write(&stored[0], &bad).unwrap();
+        run(&cache);
+        assert!(std::fs::read(&stored[0]).unwrap() == good, "not rewritten");
+    }
+    // "off": nothing is written (not even a directory named "off" in the working directory).
+    let off = dir.path().join("off");
+    run(Path::new("off"));
+    assert!(!off.exists() && files().len() == 1);
+}

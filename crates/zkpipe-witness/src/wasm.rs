@@ -17,12 +17,16 @@
 //! a message out with `getMessageChar`, `showSharedRWMemory` prints a field element (a
 //! circom `log()`), `exceptionHandler(code)` aborts with circom's error text.
 
+mod cache;
+
+pub use cache::CACHE_ENV;
+
 use crate::error::SynthError;
 use crate::inputs::{normalize, size_error, Inputs};
 use num_bigint::BigUint;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
-use wasmtime::{Caller, Engine, Extern, Instance, InstancePre, Linker, Module, Store, TypedFunc};
+use wasmtime::{Caller, Engine, Extern, Instance, InstancePre, Linker, Store, TypedFunc};
 use zkpipe_formats::curve::{le_to_decimal, CurveId};
 use zkpipe_formats::wtns::Wtns;
 
@@ -89,7 +93,7 @@ impl WasmCircuit {
             why,
         };
         let engine = engine()?;
-        let module = Module::new(&engine, bytes)
+        let module = cache::module(&engine, bytes)
             .map_err(|e| refuse(format!("not a valid wasm module: {}", one_line(&e))))?;
         let mut linker = Linker::new(&engine);
         define_runtime(&mut linker).map_err(|e| SynthError::Runtime(one_line(&e)))?;
