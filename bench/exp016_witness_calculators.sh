@@ -12,8 +12,12 @@
 #   graph         calc-witness graph.bin input.json out.wtns    (iden3 circom-witnesscalc 0.3.0)
 #   zkpipe-wasm   $ZKPIPE wtns calculate circuit.wasm input.json out.wtns
 #   zkpipe-native $ZKPIPE wtns calculate circuit input.json out.wtns
+#   zkpipe-wasm-cold  the same with ZKPIPE_WASM_CACHE=off: compiles the module every time
+# zkpipe-wasm and zkpipe fullprove use a compiled-module cache in bench/work/witness/wasm-cache, warmed once
+# per size before the rounds (what every run after a circuit's first one sees).
 # Fullprove at 2^14 (FULLPROVE=0 skips): snarkjs groth16 fullprove; snarkjs wtns calculate +
-# zkpipe prove (two processes, timed together); zkpipe fullprove (if the binary has it).
+# zkpipe prove (two processes, timed together); zkpipe fullprove with circuit.wasm and with
+# the native generator (if the binary has it).
 # Each proof is checked with `snarkjs groth16 verify`.
 #
 # Environment:
@@ -84,11 +88,11 @@ if [[ -x "$ZKPIPE" ]] && "$ZKPIPE" fullprove --help >/dev/null 2>&1; then have_z
 AVAIL[snarkjs]=1
 AVAIL[native]=1
 if [[ -x "$CALC_WITNESS" ]]; then AVAIL[graph]=1; else AVAIL[graph]=0; WHY[graph]="no calc-witness at $CALC_WITNESS"; fi
-for c in zkpipe-wasm zkpipe-native; do
+for c in zkpipe-wasm zkpipe-native zkpipe-wasm-cold; do
     AVAIL[$c]=$have_zkpipe_wtns
     WHY[$c]="$ZKPIPE has no 'wtns calculate'"
 done
-CALCS=(snarkjs native graph zkpipe-wasm zkpipe-native)
+CALCS=(snarkjs native graph zkpipe-wasm zkpipe-native zkpipe-wasm-cold)
 
 {
     echo "date: $(date -u +%FT%TZ)"
@@ -146,7 +150,8 @@ run_calc() {
         snarkjs) cmd=("${SNARKJS[@]}" wtns calculate "$D/circuit.wasm" "$D/input.json" "$o") ;;
         native) cmd=("$D/circuit" "$D/input.json" "$o") ;;
         graph) cmd=("$CALC_WITNESS" "$D/graph.bin" "$D/input.json" "$o") ;;
-        zkpipe-wasm) cmd=("$ZKPIPE" wtns calculate "$D/circuit.wasm" "$D/input.json" "$o") ;;
+        zkpipe-wasm) cmd=(env ZKPIPE_WASM_CACHE="$WASM_CACHE" "$ZKPIPE" wtns calculate "$D/circuit.wasm" "$D/input.json" "$o") ;;
+        zkpipe-wasm-cold) cmd=(env ZKPIPE_WASM_CACHE=off "$ZKPIPE" wtns calculate "$D/circuit.wasm" "$D/input.json" "$o") ;;
         zkpipe-native) cmd=("$ZKPIPE" wtns calculate "$D/circuit" "$D/input.json" "$o") ;;
     esac
     local l t0 t1 st=ok same=NA
@@ -179,7 +184,7 @@ if [[ $FULLPROVE == 1 && " $SIZES " == *" $FP_K "* ]]; then
         # snarkjs reads zkpipe's dev key: export its verification key with snarkjs itself.
         "${SNARKJS[@]}" zkey export verificationkey "$FP_D/circuit.zkey" "$FP_D/verification_key.json" \
             >"$OUT/logs/export-vk.log" 2>&1
-        PROVERS=(snarkjs-fullprove snarkjs-wtns+zkpipe-prove zkpipe-fullprove)
+        PROVERS=(snarkjs-fullprove snarkjs-wtns+zkpipe-prove zkpipe-fullprove zkpipe-fullprove-native)
     else
         echo "== no zkey for 2^$FP_K: fullprove skipped"
     fi
@@ -191,7 +196,7 @@ run_prove() {
     local pr="$ROOT/$OUT/logs/proof-$p.json" pu="$ROOT/$OUT/logs/public-$p.json" w="$ROOT/$OUT/logs/fp-$p.wtns"
     local log="$ROOT/$OUT/logs/fullprove-$p-r$r.log"
     rm -f "$pr" "$pu" "$w"
-    if [[ $p == zkpipe-fullprove && $have_zkpipe_fullprove != 1 ]]; then
+    if [[ $p == zkpipe-fullprove* && $have_zkpipe_fullprove != 1 ]]; then
         echo "fullprove,2^$FP_K,$p,$r,not available,NA,NA,$(nproc),$(load)" >>"$CSV"
         printf '   %-5s %-26s not available (%s has no fullprove)\n' "2^$FP_K" "$p" "$ZKPIPE"
         return
@@ -215,7 +220,10 @@ run_prove() {
                     PROOF) args+=("$pr") ;; PUBLIC) args+=("$pu") ;; *) args+=("$a") ;;
                 esac
             done
-            "$ZKPIPE" fullprove "${args[@]}" >"$log" 2>&1 || st=failed ;;
+            env ZKPIPE_WASM_CACHE="$WASM_CACHE" "$ZKPIPE" fullprove "${args[@]}" >"$log" 2>&1 || st=failed ;;
+        zkpipe-fullprove-native)
+            "$ZKPIPE" fullprove "$FP_D/input.json" "$FP_D/circuit" "$FP_D/circuit.zkey" "$pr" "$pu" \
+                >"$log" 2>&1 || st=failed ;;
     esac
     t1=$(now)
     if [[ $st == ok ]]; then
@@ -228,6 +236,16 @@ run_prove() {
     printf '   %-5s %-26s %-7s %8s s  snarkjs verify=%s  load=%s\n' "2^$FP_K" "$p" "$st" \
         "$([[ $st == ok ]] && secs "$t0" "$t1" || echo NA)" "$ver" "$l"
 }
+
+# --- warm the compiled-module cache (untimed) ------------------------------------------------
+WASM_CACHE="$WORK/wasm-cache"   # git-ignored, like the circuits
+if [[ $have_zkpipe_wtns == 1 ]]; then
+    for k in $SIZES; do
+        env ZKPIPE_WASM_CACHE="$WASM_CACHE" "$ZKPIPE" wtns calculate "$WORK/2e$k/circuit.wasm" \
+            "$WORK/2e$k/input.json" "$WASM_CACHE.warm.wtns" >/dev/null
+    done
+    rm -f "$WASM_CACHE.warm.wtns"
+fi
 
 # --- rounds --------------------------------------------------------------------------------
 for ((r = 1; r <= ROUNDS; r++)); do
