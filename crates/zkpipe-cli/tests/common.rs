@@ -32,6 +32,29 @@ pub fn zkpipe(args: &[&Path]) -> Output {
         .expect("zkpipe binary runs")
 }
 
+/// Asserts that `snarkjs groth16 verify` accepts a proof (its JSON texts, written into
+/// `dir` as `<name>-proof.json` / `<name>-public.json`) against the verification key `vk`.
+pub fn snarkjs_verifies(vk: &Path, proof_json: &str, public_json: &str, dir: &Path, name: &str) {
+    let (proof, public) = (
+        dir.join(format!("{name}-proof.json")),
+        dir.join(format!("{name}-public.json")),
+    );
+    std::fs::write(&proof, proof_json).unwrap();
+    std::fs::write(&public, public_json).unwrap();
+    let o = snarkjs(&[
+        Path::new("groth16"),
+        Path::new("verify"),
+        vk,
+        &public,
+        &proof,
+    ]);
+    assert!(
+        o.status.success() && text(&o).contains("OK"),
+        "{name}: snarkjs: {}",
+        text(&o)
+    );
+}
+
 /// Runs snarkjs from `tests/fixtures/node_modules`. Missing snarkjs is a failure, not a
 /// skip: the README's test command installs it.
 pub fn snarkjs(args: &[&Path]) -> Output {

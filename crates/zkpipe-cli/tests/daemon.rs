@@ -6,9 +6,8 @@
 
 mod common;
 
-use common::{key_fixture, snarkjs, start_daemon, text, Daemon, KEYS};
+use common::{key_fixture, snarkjs_verifies, start_daemon, Daemon, KEYS};
 use std::io::{Read, Write};
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 use tonic::Code;
@@ -93,28 +92,6 @@ fn check_done(r: &pb::JobResult) {
     }
 }
 
-fn snarkjs_verifies(id: &str, p: &pb::PartitionProof, dir: &Path) {
-    let (proof, public) = (
-        dir.join(format!("{id}-proof.json")),
-        dir.join(format!("{id}-public.json")),
-    );
-    std::fs::write(&proof, &p.proof_json).unwrap();
-    std::fs::write(&public, &p.public_json).unwrap();
-    let vk = key_fixture(id).join("verification_key.json");
-    let o = snarkjs(&[
-        Path::new("groth16"),
-        Path::new("verify"),
-        &vk,
-        &public,
-        &proof,
-    ]);
-    assert!(
-        o.status.success() && text(&o).contains("OK"),
-        "snarkjs: {}",
-        text(&o)
-    );
-}
-
 fn code<T: std::fmt::Debug>(r: Result<T, tonic::Status>) -> (Code, String) {
     let s = r.unwrap_err();
     (s.code(), s.message().to_string())
@@ -172,7 +149,9 @@ async fn daemon_serves_concurrent_mixed_jobs_and_refuses_bad_input() {
     let out = tempfile::tempdir().unwrap();
     for (id, _, _) in KEYS {
         let r = results.iter().find(|r| r.key_id == id).unwrap();
-        snarkjs_verifies(id, r.proofs.last().unwrap(), out.path());
+        let p = r.proofs.last().unwrap();
+        let vk = key_fixture(id).join("verification_key.json");
+        snarkjs_verifies(&vk, &p.proof_json, &p.public_json, out.path(), id);
     }
     let proofs: usize = results.iter().map(|r| r.proofs.len()).sum();
 

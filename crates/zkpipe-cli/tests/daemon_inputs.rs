@@ -7,10 +7,9 @@
 mod common;
 
 use common::{
-    fixture, key_fixture, snarkjs, start_daemon, start_daemon_with_generators,
+    fixture, key_fixture, snarkjs_verifies, start_daemon, start_daemon_with_generators,
     start_daemon_with_more_keys, text, zkpipe, KEYS,
 };
-use std::path::Path;
 use tonic::Code;
 use zkpipe_core::verify::public_from_json;
 use zkpipe_core::{verify, Bls12_381, Bn254, Curve, PointChecks, Proof, VerifyingKey};
@@ -145,25 +144,8 @@ async fn the_daemon_proves_from_inputs_for_a_mix_of_keys_and_curves() {
         // snarkjs verifies one proof per key (computed from shifted inputs).
         if computed {
             let p = &r.proofs[2];
-            let (proof, public) = (
-                dir.path().join("proof.json"),
-                dir.path().join("public.json"),
-            );
-            std::fs::write(&proof, &p.proof_json).unwrap();
-            std::fs::write(&public, &p.public_json).unwrap();
             let vk = key_fixture(id).join("verification_key.json");
-            let o = snarkjs(&[
-                Path::new("groth16"),
-                Path::new("verify"),
-                &vk,
-                &public,
-                &proof,
-            ]);
-            assert!(
-                o.status.success() && text(&o).contains("OK"),
-                "{id}: snarkjs: {}",
-                text(&o)
-            );
+            snarkjs_verifies(&vk, &p.proof_json, &p.public_json, dir.path(), id);
         }
     }
     // The waterfall has synthesis spans; the metrics a synthesis histogram.

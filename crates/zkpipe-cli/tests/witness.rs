@@ -69,34 +69,6 @@ fn wtns_calculate_is_byte_identical_to_snarkjs() {
 }
 
 #[test]
-fn fullprove_with_the_native_generator_verifies_with_snarkjs() {
-    for curve in ["bn254", "bls12-381"] {
-        let f = fixture(curve, "poseidon");
-        let dir = tempfile::tempdir().unwrap();
-        let (proof, public) = (
-            dir.path().join("proof.json"),
-            dir.path().join("public.json"),
-        );
-        let o = zkpipe(&[
-            "fullprove".as_ref(),
-            &f.join("input.json"),
-            &f.join("circuit"),
-            &f.join("circuit.zkey"),
-            &proof,
-            &public,
-        ]);
-        assert!(o.status.success(), "{curve}: {}", text(&o));
-        let vk = f.join("verification_key.json");
-        let s = snarkjs(&["groth16".as_ref(), "verify".as_ref(), &vk, &public, &proof]);
-        assert!(
-            s.status.success() && text(&s).contains("OK"),
-            "{curve}: snarkjs: {}",
-            text(&s)
-        );
-    }
-}
-
-#[test]
 fn a_failed_assert_in_the_native_generator_names_template_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let i = input(dir.path(), "input.json", r#"{"a": 5, "b": 3}"#);
@@ -142,39 +114,39 @@ fn every_value_form_gives_snarkjs_witness() {
 
 #[test]
 fn fullprove_proofs_verify_with_snarkjs_and_zkpipe() {
+    // With circom's wasm and with its native generator, for every fixture.
     for (curve, circuit) in FIXTURES {
-        let f = fixture(curve, circuit);
-        let dir = tempfile::tempdir().unwrap();
-        let (proof, public) = (
-            dir.path().join("proof.json"),
-            dir.path().join("public.json"),
-        );
-        let o = zkpipe(&[
-            "fullprove".as_ref(),
-            &f.join("input.json"),
-            &f.join("circuit.wasm"),
-            &f.join("circuit.zkey"),
-            &proof,
-            &public,
-        ]);
-        assert!(o.status.success(), "{curve}/{circuit}: {}", text(&o));
-        let json = |p: &Path| -> serde_json::Value {
-            serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
-        };
-        assert_eq!(
-            json(&public),
-            json(&f.join("public.json")),
-            "{curve}/{circuit}"
-        );
-        let vk = f.join("verification_key.json");
-        let s = snarkjs(&["groth16".as_ref(), "verify".as_ref(), &vk, &public, &proof]);
-        assert!(
-            s.status.success() && text(&s).contains("OK"),
-            "{curve}/{circuit}: snarkjs verify: {}",
-            text(&s)
-        );
-        let v = zkpipe(&["verify".as_ref(), &vk, &public, &proof]);
-        assert!(v.status.success(), "{curve}/{circuit}: {}", text(&v));
+        for generator in ["circuit.wasm", "circuit"] {
+            let what = format!("{curve}/{circuit} ({generator})");
+            let f = fixture(curve, circuit);
+            let dir = tempfile::tempdir().unwrap();
+            let (proof, public) = (
+                dir.path().join("proof.json"),
+                dir.path().join("public.json"),
+            );
+            let o = zkpipe(&[
+                "fullprove".as_ref(),
+                &f.join("input.json"),
+                &f.join(generator),
+                &f.join("circuit.zkey"),
+                &proof,
+                &public,
+            ]);
+            assert!(o.status.success(), "{what}: {}", text(&o));
+            let json = |p: &Path| -> serde_json::Value {
+                serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+            };
+            assert_eq!(json(&public), json(&f.join("public.json")), "{what}");
+            let vk = f.join("verification_key.json");
+            let s = snarkjs(&["groth16".as_ref(), "verify".as_ref(), &vk, &public, &proof]);
+            assert!(
+                s.status.success() && text(&s).contains("OK"),
+                "{what}: snarkjs verify: {}",
+                text(&s)
+            );
+            let v = zkpipe(&["verify".as_ref(), &vk, &public, &proof]);
+            assert!(v.status.success(), "{what}: {}", text(&v));
+        }
     }
 }
 
