@@ -5,6 +5,15 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use zkpipe_core::verify::public_from_json;
+use zkpipe_core::{verify, Bls12_381, Bn254, Curve, PointChecks, Proof, VerifyingKey};
+use zkpipe_formats::json::ProofJson;
+use zkpipe_formats::zkey::ZkeyFile;
+use zkpipe_server::pb::{self, JobState};
+use zkpipe_server::ProverClient;
+
+/// A gRPC client of the daemon.
+pub type Client = ProverClient<tonic::transport::Channel>;
 
 /// The repository's `tests/fixtures` folder.
 pub fn fixtures() -> PathBuf {
@@ -207,5 +216,49 @@ fn start(keys: &[&str], extra: &str, generators: bool, add: impl FnOnce(&Path)) 
         child,
         log: Some(log),
         _dir: dir,
+    }
+}
+
+/// Awaits `job` on the daemon (five minutes at most).
+pub async fn await_job(c: &mut Client, job: u64) -> pb::JobResult {
+    c.await_proof(pb::AwaitProofRequest {
+        job_id: job,
+        timeout_ms: 300_000,
+    })
+    .await
+    .unwrap()
+    .into_inner()
+}
+
+/// Asserts that a proof from the daemon verifies (zkpipe's verifier) against `zkey`.
+pub fn assert_verifies<E: Curve>(zkey: &Path, p: &pb::PartitionProof) {
+    let z = ZkeyFile::open(zkey).unwrap();
+    let vk = VerifyingKey::<E>::from_zkey(&z, PointChecks::Trusted).unwrap();
+    let proof =
+        Proof::<E>::from_json(&serde_json::from_str::<ProofJson>(&p.proof_json).unwrap()).unwrap();
+    let public: Vec<String> = serde_json::from_str(&p.public_json).unwrap();
+    assert!(verify(&vk, &public_from_json::<E>(&public).unwrap(), &proof).unwrap());
+}
+
+/// Asserts that a job of a [`KEYS`] key ended Done with one proof per partition, each
+/// verifying against the key, with timings that add up.
+pub fn check_done(r: &pb::JobResult) {
+    assert_eq!(
+        r.state,
+        JobState::Done as i32,
+        "job {}: {}",
+        r.job_id,
+        r.error
+    );
+    assert_eq!(r.proofs.len(), r.partitions as usize);
+    let zkey = key_fixture(&r.key_id).join("circuit.zkey");
+    for p in &r.proofs {
+        if r.key_id.starts_with("bn254") {
+            assert_verifies::<Bn254>(&zkey, p);
+        } else {
+            assert_verifies::<Bls12_381>(&zkey, p);
+        }
+        let t = p.timings.unwrap();
+        assert!(t.total_ms >= t.reduce_ms && t.total_ms > 0.0);
     }
 }

@@ -6,19 +6,15 @@
 
 mod common;
 
-use common::{key_fixture, snarkjs_verifies, start_daemon, Daemon, KEYS};
+use common::{
+    await_job, check_done, key_fixture, snarkjs_verifies, start_daemon, Client, Daemon, KEYS,
+};
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 use tonic::Code;
-use zkpipe_core::verify::public_from_json;
-use zkpipe_core::{verify, Bls12_381, Bn254, Curve, PointChecks, Proof, VerifyingKey};
-use zkpipe_formats::json::ProofJson;
-use zkpipe_formats::zkey::ZkeyFile;
 use zkpipe_server::pb::{self, JobState, Priority};
 use zkpipe_server::ProverClient;
-
-type Client = ProverClient<tonic::transport::Channel>;
 
 fn witness(id: &str) -> Vec<u8> {
     std::fs::read(key_fixture(id).join("witness.wtns")).unwrap()
@@ -50,45 +46,6 @@ fn submit_req(id: &str, partitions: usize, priority: Priority) -> pb::SubmitProo
         witnesses: vec![witness(id); partitions],
         priority: priority as i32,
         request_id: String::new(),
-    }
-}
-
-async fn await_job(c: &mut Client, job: u64) -> pb::JobResult {
-    c.await_proof(pb::AwaitProofRequest {
-        job_id: job,
-        timeout_ms: 300_000,
-    })
-    .await
-    .unwrap()
-    .into_inner()
-}
-
-fn check<E: Curve>(id: &str, p: &pb::PartitionProof) {
-    let z = ZkeyFile::open(key_fixture(id).join("circuit.zkey")).unwrap();
-    let vk = VerifyingKey::<E>::from_zkey(&z, PointChecks::Trusted).unwrap();
-    let proof =
-        Proof::<E>::from_json(&serde_json::from_str::<ProofJson>(&p.proof_json).unwrap()).unwrap();
-    let public: Vec<String> = serde_json::from_str(&p.public_json).unwrap();
-    assert!(verify(&vk, &public_from_json::<E>(&public).unwrap(), &proof).unwrap());
-}
-
-fn check_done(r: &pb::JobResult) {
-    assert_eq!(
-        r.state,
-        JobState::Done as i32,
-        "job {}: {}",
-        r.job_id,
-        r.error
-    );
-    assert_eq!(r.proofs.len(), r.partitions as usize);
-    for p in &r.proofs {
-        if r.key_id.starts_with("bn254") {
-            check::<Bn254>(&r.key_id, p);
-        } else {
-            check::<Bls12_381>(&r.key_id, p);
-        }
-        let t = p.timings.unwrap();
-        assert!(t.total_ms >= t.reduce_ms && t.total_ms > 0.0);
     }
 }
 

@@ -7,18 +7,12 @@
 mod common;
 
 use common::{
-    fixture, key_fixture, snarkjs_verifies, start_daemon, start_daemon_with_generators,
-    start_daemon_with_more_keys, text, zkpipe, KEYS,
+    await_job, check_done, fixture, key_fixture, snarkjs_verifies, start_daemon,
+    start_daemon_with_generators, start_daemon_with_more_keys, text, zkpipe, Client, KEYS,
 };
 use tonic::Code;
-use zkpipe_core::verify::public_from_json;
-use zkpipe_core::{verify, Bls12_381, Bn254, Curve, PointChecks, Proof, VerifyingKey};
-use zkpipe_formats::json::ProofJson;
-use zkpipe_formats::zkey::ZkeyFile;
 use zkpipe_server::pb::{self, JobState};
 use zkpipe_server::ProverClient;
-
-type Client = ProverClient<tonic::transport::Channel>;
 
 async fn client(grpc: &str) -> Client {
     ProverClient::connect(grpc.to_string()).await.unwrap()
@@ -52,48 +46,6 @@ fn submit(id: &str, partitions: Vec<Vec<u8>>) -> pb::SubmitProofRequest {
         key_id: id.into(),
         witnesses: partitions,
         ..Default::default()
-    }
-}
-
-async fn await_job(c: &mut Client, job: u64) -> pb::JobResult {
-    c.await_proof(pb::AwaitProofRequest {
-        job_id: job,
-        timeout_ms: 300_000,
-    })
-    .await
-    .unwrap()
-    .into_inner()
-}
-
-fn verifies<E: Curve>(id: &str, p: &pb::PartitionProof) -> bool {
-    let z = ZkeyFile::open(key_fixture(id).join("circuit.zkey")).unwrap();
-    let vk = VerifyingKey::<E>::from_zkey(&z, PointChecks::Trusted).unwrap();
-    let proof =
-        Proof::<E>::from_json(&serde_json::from_str::<ProofJson>(&p.proof_json).unwrap()).unwrap();
-    let public: Vec<String> = serde_json::from_str(&p.public_json).unwrap();
-    verify(&vk, &public_from_json::<E>(&public).unwrap(), &proof).unwrap()
-}
-
-fn check_done(r: &pb::JobResult) {
-    assert_eq!(
-        r.state,
-        JobState::Done as i32,
-        "job {}: {}",
-        r.job_id,
-        r.error
-    );
-    assert_eq!(r.proofs.len(), r.partitions as usize);
-    for p in &r.proofs {
-        let ok = if r.key_id.starts_with("bn254") {
-            verifies::<Bn254>(&r.key_id, p)
-        } else {
-            verifies::<Bls12_381>(&r.key_id, p)
-        };
-        assert!(
-            ok,
-            "job {} ({}): a proof does not verify",
-            r.job_id, r.key_id
-        );
     }
 }
 

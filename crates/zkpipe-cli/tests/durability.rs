@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::fixture;
+use common::{assert_verifies, fixture, Client};
 use rand::Rng;
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader};
@@ -14,14 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use tonic::Code;
-use zkpipe_core::verify::public_from_json;
-use zkpipe_core::{verify, Bls12_381, Bn254, Curve, PointChecks, Proof, VerifyingKey};
-use zkpipe_formats::json::ProofJson;
-use zkpipe_formats::zkey::ZkeyFile;
+use zkpipe_core::{Bls12_381, Bn254};
 use zkpipe_server::pb::{self, JobState};
 use zkpipe_server::ProverClient;
-
-type Client = ProverClient<tonic::transport::Channel>;
 
 /// One daemon process over a directory that outlives it (config, keys, state, logs).
 struct Daemon {
@@ -129,15 +124,6 @@ impl Request {
     }
 }
 
-fn check<E: Curve>(zkey: &Path, p: &pb::PartitionProof) {
-    let z = ZkeyFile::open(zkey).unwrap();
-    let vk = VerifyingKey::<E>::from_zkey(&z, PointChecks::Trusted).unwrap();
-    let proof =
-        Proof::<E>::from_json(&serde_json::from_str::<ProofJson>(&p.proof_json).unwrap()).unwrap();
-    let public: Vec<String> = serde_json::from_str(&p.public_json).unwrap();
-    assert!(verify(&vk, &public_from_json::<E>(&public).unwrap(), &proof).unwrap());
-}
-
 /// Awaits `job` and checks it is `r`'s, Done, with proofs that verify.
 async fn check_done(c: &mut Client, job: u64, r: &Request, bls: &str) {
     let res = c
@@ -159,9 +145,9 @@ async fn check_done(c: &mut Client, job: u64, r: &Request, bls: &str) {
     assert_eq!(res.proofs.len(), r.witnesses.len());
     for p in &res.proofs {
         if r.key_id.starts_with(bls) {
-            check::<Bls12_381>(&r.zkey, p);
+            assert_verifies::<Bls12_381>(&r.zkey, p);
         } else {
-            check::<Bn254>(&r.zkey, p);
+            assert_verifies::<Bn254>(&r.zkey, p);
         }
     }
 }
