@@ -3,9 +3,10 @@
 //! (as `wtns calculate`), then proved as `prove` proves a `.wtns`.
 
 use super::prove::{prove_to, ProveFlags};
-use super::wtns_calculate::{calculate, open_generator, read_inputs};
+use super::wtns_calculate::{calculate, read_inputs};
 use anyhow::Result;
 use std::path::PathBuf;
+use zkpipe_witness::Generator;
 
 /// Arguments of `fullprove`.
 #[derive(clap::Args)]
@@ -31,7 +32,7 @@ pub fn run(a: Args) -> Result<()> {
     let plan = super::replace_outputs(&[&a.proof, &a.public], &[&a.input, &a.generator, &a.zkey])?;
     // Inputs and generator are checked before the key is loaded: their errors come first.
     let inputs = read_inputs(&a.input)?;
-    let generator = open_generator(&a.generator)?;
+    let generator = Generator::open(&a.generator)?;
     let stdout_free = !plan.writes_stdout();
     let name = witness_name(&a);
     prove_to(&a.flags, &a.zkey, &name, plan, || {

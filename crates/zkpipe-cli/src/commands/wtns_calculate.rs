@@ -25,7 +25,7 @@ pub struct Args {
 pub fn run(a: Args) -> Result<()> {
     let plan = super::replace_outputs(&[&a.wtns], &[&a.generator, &a.input])?;
     let inputs = read_inputs(&a.input)?;
-    let generator = open_generator(&a.generator)?;
+    let generator = Generator::open(&a.generator)?; // (its errors name the file)
     let stdout_free = !plan.writes_stdout();
     let wtns = calculate(&generator, &a.generator, &inputs, &a.input, stdout_free)?;
     plan.write(&[&wtns.to_bytes()])?;
@@ -36,11 +36,6 @@ pub fn run(a: Args) -> Result<()> {
 pub fn read_inputs(path: &Path) -> Result<Inputs> {
     let bytes = zkpipe_formats::files::read_input(path)?;
     Inputs::parse(&String::from_utf8_lossy(&bytes)).map_err(|e| anyhow!("{}: {e}", path.display()))
-}
-
-/// Opens a witness generator (its errors already name the file).
-pub fn open_generator(path: &Path) -> Result<Generator> {
-    Ok(Generator::open(path)?)
 }
 
 /// Computes the witness of `inputs` (read from `input`) with `generator` (opened from

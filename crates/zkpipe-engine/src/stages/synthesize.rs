@@ -102,21 +102,18 @@ impl Synthesize {
         let (_, worker) = instances.get_mut(&id).expect("inserted above");
         // circom's log() lines, as snarkjs would print them, go to the daemon's log.
         let mut log = |line: &str| tracing::info!(job, partition, key, "circuit log: {line}");
-        let r = worker.calculate(inputs, &mut log);
-        r.map_err(|e| {
-            if !e.is_bad_input() {
-                // A trapped or crashed instance may be left in any state: start afresh.
-                instances.remove(&id);
-            }
-            match e {
-                e if e.is_bad_input() => EngineError::BadInputs {
+        worker.calculate(inputs, &mut log).map_err(|e| {
+            if e.is_bad_input() {
+                return EngineError::BadInputs {
                     partition,
                     message: e.to_string(),
-                },
-                e => EngineError::Generator {
-                    key: key.to_string(),
-                    message: e.to_string(),
-                },
+                };
+            }
+            // A trapped or crashed instance may be left in any state: start afresh.
+            instances.remove(&id);
+            EngineError::Generator {
+                key: key.to_string(),
+                message: e.to_string(),
             }
         })
     }
