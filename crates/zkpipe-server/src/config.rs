@@ -49,6 +49,9 @@ pub struct ServerConfig {
     /// the job store for the next start.
     /// Default 5 s.
     pub shutdown_grace: Duration,
+    /// Witnesses up to this size are stored inside the job database; larger ones as files
+    /// beside it (`state_dir/witnesses/`). Default 1 MiB.
+    pub witness_inline_max: u64,
 }
 
 /// A TLS identity as read from `server.tls_cert` and `server.tls_key`.
@@ -83,6 +86,9 @@ pub struct Overrides {
     pub state_dir: Option<PathBuf>,
     /// The token itself (`ZKPIPE_TOKEN`); it takes precedence over any token file.
     pub token: Option<String>,
+    /// Any other value, as `section.key = value` (`serve --set`, `ZKPIPE_SET`), applied to
+    /// the file before it is read: a value that is not TOML is taken as a string.
+    pub settings: Vec<String>,
 }
 
 /// The state directory's default name, beside the config file.
@@ -129,6 +135,7 @@ struct ServerSection {
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
     shutdown_grace: Option<String>,
+    witness_inline_max: Option<Size>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -299,6 +306,30 @@ fn stage(s: &StageSection, default: StageConfig) -> StageConfig {
     }
 }
 
+/// Sets one `section.key = value` in `table` (`--set`): `value` is read as TOML, else
+/// taken as a string, so `memory.dealloc=in-place` needs no quotes.
+fn apply_setting(table: &mut toml::Table, setting: &str) -> Result<(), String> {
+    let bad = || format!("setting {setting:?} is not section.key=value");
+    let (path, value) = setting.split_once('=').ok_or_else(bad)?;
+    let path: Vec<&str> = path.trim().split('.').collect();
+    if path.len() != 2 || path.iter().any(|p| p.is_empty()) {
+        return Err(bad());
+    }
+    let value = value.trim();
+    let value = toml::from_str::<toml::Table>(&format!("v = {value}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(value.to_string()));
+    let section = table
+        .entry(path[0])
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    let toml::Value::Table(section) = section else {
+        return Err(format!("setting {setting:?}: {} is not a section", path[0]));
+    };
+    section.insert(path[1].to_string(), value);
+    Ok(())
+}
+
 impl FileConfig {
     /// Reads and validates a config file (or, without one, the defaults), with
     /// `overrides` applied; relative paths in the file are relative to its folder.
@@ -308,15 +339,30 @@ impl FileConfig {
             path: name.clone(),
             message,
         };
-        let (raw, base) = match path {
+        let (mut text, base) = match path {
             Some(path) => {
                 let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
-                let raw: FileConfig =
-                    toml::from_str(&text).map_err(|e| err(e.message().to_string()))?;
-                (raw, path.parent().unwrap_or(Path::new(".")).to_path_buf())
+                (text, path.parent().unwrap_or(Path::new(".")).to_path_buf())
             }
-            None => (FileConfig::default(), PathBuf::from(".")),
+            None => (String::new(), PathBuf::from(".")),
         };
+        if !overrides.settings.is_empty() {
+            let mut table: toml::Table =
+                toml::from_str(&text).map_err(|e| err(e.message().to_string()))?;
+            for setting in &overrides.settings {
+                apply_setting(&mut table, setting).map_err(&err)?;
+            }
+            text = toml::to_string(&table).map_err(|e| err(e.to_string()))?;
+        }
+        let raw: FileConfig = toml::from_str(&text).map_err(|e: toml::de::Error| {
+            // The line at fault, where the parser knows it (a value set with --set too).
+            let at = e
+                .span()
+                .and_then(|s| text[..s.start].rfind('\n').map(|b| b + 1).or(Some(0)))
+                .and_then(|b| text[b..].lines().next())
+                .map_or(String::new(), |l| format!(" (at `{}`)", l.trim()));
+            err(format!("{}{at}", e.message()))
+        })?;
         raw.validate_with(&base, overrides).map_err(err)
     }
 
@@ -376,6 +422,9 @@ impl FileConfig {
                     .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR)),
             ),
             token,
+            witness_inline_max: size_or_auto(&s.witness_inline_max, Some(1 << 20))
+                .map_err(|e| format!("server.witness_inline_max: {e}"))?
+                .unwrap_or(1 << 20),
             tls: tls(s, base)?,
             shutdown_grace: match &s.shutdown_grace {
                 Some(t) => parse_duration(t).map_err(|e| format!("server.shutdown_grace: {e}"))?,
@@ -489,6 +538,46 @@ mod tests {
             .validate(Path::new("."))
             .unwrap_err()
             .contains("memory.host_limit"));
+    }
+
+    #[test]
+    fn settings_replace_file_values_and_bad_ones_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("z.toml");
+        std::fs::write(
+            &file,
+            "[pipeline]\nqueue_depth = 3\n[server]\nwitness_inline_max = \"2MiB\"",
+        )
+        .unwrap();
+        let with = |settings: &[&str]| {
+            let o = Overrides {
+                settings: settings.iter().map(|s| s.to_string()).collect(),
+                ..Overrides::default()
+            };
+            FileConfig::load(Some(&file), &o)
+        };
+        let c = with(&[]).unwrap();
+        assert_eq!(
+            (c.engine.queue_depth, c.server.witness_inline_max),
+            (3, 2 << 20)
+        );
+        let c = with(&["pipeline.queue_depth=9", "server.witness_inline_max = 5"]).unwrap();
+        assert_eq!((c.engine.queue_depth, c.server.witness_inline_max), (9, 5));
+        // Not TOML: a string, so the usual "unit" parsing reads it.
+        let c = with(&["server.witness_inline_max=64KiB"]).unwrap();
+        assert_eq!(c.server.witness_inline_max, 64 << 10);
+        for (bad, says) in [
+            ("queue_depth=1", "not section.key=value"),
+            ("pipeline.nope=1", "nope"),
+            ("pipeline.queue_depth=x", "queue_depth"),
+            (
+                "server.witness_inline_max=8 bananas",
+                "server.witness_inline_max",
+            ),
+        ] {
+            let e = with(&[bad]).unwrap_err().to_string();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -110,7 +110,8 @@ where
         Some(pem) => Some((tls::acceptor(pem).map_err(ServeError::Tls)?, tls::grpc(pem))),
         None => None,
     };
-    let store = Arc::new(SqliteStore::open(&server.state_dir)?);
+    let store =
+        Arc::new(SqliteStore::open(&server.state_dir)?.with_inline_max(server.witness_inline_max));
     let engine = Engine::start_with(cfg.engine, devices, store).map_err(ServeError::Engine)?;
     let bind = |addr| async move {
         tokio::net::TcpListener::bind(addr)

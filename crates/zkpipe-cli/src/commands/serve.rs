@@ -1,5 +1,5 @@
 //! `zkpipe serve [--config zkpipe.toml] [--grpc-listen ADDR] [--http-listen ADDR]
-//! [--key-dir DIR] [--state-dir DIR] [--token-file FILE] [--backend auto|cpu|cuda]`: the daemon. Prints the
+//! [--key-dir DIR] [--state-dir DIR] [--token-file FILE] [--set KEY=VALUE]... [--backend auto|cpu|cuda]`: the daemon. Prints the
 //! bound addresses on its first line of stdout, logs to stderr, and runs until SIGINT or
 //! SIGTERM; then it stops in order and exits 0 after a last log line, "stopped".
 //!
@@ -38,6 +38,11 @@ pub struct Args {
     /// token itself, takes precedence over any token file.
     #[arg(long, env = "ZKPIPE_TOKEN_FILE", value_name = "FILE")]
     token_file: Option<PathBuf>,
+    /// Any other setting, `section.key=value` (repeatable; after the file, before the flags
+    /// above), e.g. `--set memory.dealloc=in-place`: for A/B runs without a second file.
+    /// `ZKPIPE_SET` holds more, separated by `;` (applied before these).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    settings: Vec<String>,
     /// Where the device stage runs: auto (GPU 0 if there is one), cpu, cuda.
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendChoice,
@@ -60,6 +65,14 @@ impl Args {
             state_dir: self.state_dir.clone(),
             token_file: self.token_file.clone(),
             token,
+            settings: std::env::var("ZKPIPE_SET")
+                .unwrap_or_default()
+                .split(';')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .chain(self.settings.iter().cloned())
+                .collect(),
         })
     }
 }
