@@ -84,12 +84,14 @@ impl<E: Curve> CpuBound<E> {
 
 /// Σ scalarsᵢ·basesᵢ in G1 on the CPU (lengths must match).
 pub fn msm_g1<E: Curve>(bases: &[E::G1Affine], scalars: &[ScalarInt<E>]) -> Result<E::G1, Error> {
+    let _burst = crate::throttle::burst();
     check_lengths(bases.len(), scalars.len())?;
     Ok(E::G1Affine::msm_batch_affine(bases, scalars))
 }
 
 /// Σ scalarsᵢ·basesᵢ in G2 on the CPU (lengths must match).
 pub fn msm_g2<E: Curve>(bases: &[E::G2Affine], scalars: &[ScalarInt<E>]) -> Result<E::G2, Error> {
+    let _burst = crate::throttle::burst();
     check_lengths(bases.len(), scalars.len())?;
     Ok(E::G2Affine::msm_batch_affine(bases, scalars))
 }

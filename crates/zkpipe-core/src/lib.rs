@@ -37,6 +37,7 @@ pub mod check;
 pub mod cpu;
 pub mod device;
 pub mod proof;
+pub mod throttle;
 pub mod timings;
 
 pub mod setup;

@@ -103,6 +103,7 @@ pub fn reduce<F: Field>(
         .enumerate()
         .map(|(k, ((oa, ob), oc))| (k * chunk, oa, ob, oc));
     let fill = |(first, oa, ob, oc): (usize, &mut [F], &mut [F], &mut [F])| {
+        crate::throttle::check(first / chunk);
         for i in 0..oa.len() {
             let (x, y) = (a.dot(first + i, w), b.dot(first + i, w));
             oa[i] = x;

@@ -7,6 +7,9 @@ use ark_ff::PrimeField;
 use rayon::prelude::*;
 use zkpipe_formats::wtns::Wtns;
 
+/// Witnesses from this size on raise the bandwidth throttle while they are converted.
+const LARGE_WITNESS_BYTES: usize = 16 << 20;
+
 /// The values of all signals: w[0] = 1, then public outputs and inputs, then private ones.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Witness<F> {
@@ -17,6 +20,8 @@ pub struct Witness<F> {
 impl<F: PrimeField> Witness<F> {
     /// Converts a parsed `.wtns` (whose values the parser has range-checked).
     pub fn from_wtns(wtns: &Wtns) -> Result<Self, Error> {
+        // A large witness's conversion is a bandwidth burst of its own.
+        let _burst = (wtns.values.len() >= LARGE_WITNESS_BYTES).then(crate::throttle::burst);
         let values = wtns
             .values
             .par_chunks_exact(wtns.curve.n8r())

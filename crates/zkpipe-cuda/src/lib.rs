@@ -46,6 +46,9 @@ pub use enabled::{
     ResidentG1, ResidentG2, G1, G2,
 };
 
+mod staging;
+pub use staging::{set_upload_staging, upload_staging, PinnedKind};
+
 /// A GPU's name and memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GpuInfo {

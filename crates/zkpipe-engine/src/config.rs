@@ -6,6 +6,8 @@ use std::time::Duration;
 use zkpipe_core::reduce::{RowSchedule, DEFAULT_SCHEDULE};
 use zkpipe_core::PointChecks;
 
+pub use crate::threads::PoolMode;
+
 /// Sizes of one CPU stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StageConfig {
@@ -13,6 +15,27 @@ pub struct StageConfig {
     pub workers: usize,
     /// Threads of the stage's own rayon pool, shared by its workers.
     pub threads: usize,
+}
+
+/// The memory-bandwidth throttle ([`zkpipe_core::throttle`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThrottleConfig {
+    /// What row loops do during a burst. Default: off.
+    pub mode: zkpipe_core::throttle::Mode,
+    /// Row loops check every this many chunks. Default: 64.
+    pub every: usize,
+    /// Longest a loop waits per check in `pause` mode. Default: 2 ms.
+    pub max_pause: Duration,
+}
+
+impl Default for ThrottleConfig {
+    fn default() -> Self {
+        Self {
+            mode: zkpipe_core::throttle::Mode::Off,
+            every: 64,
+            max_pause: Duration::from_millis(2),
+        }
+    }
 }
 
 /// Everything the engine needs to start.
@@ -76,6 +99,13 @@ pub struct EngineConfig {
     pub job_retention: Duration,
     /// Waterfalls kept for the Chrome-trace export (partitions). Default: 4096.
     pub trace_capacity: usize,
+    /// The memory-bandwidth throttle. Default: off.
+    pub throttle: ThrottleConfig,
+    /// One rayon pool per stage, or one shared by all. Default: per stage.
+    pub pools: PoolMode,
+    /// The device worker leaves the device's gate before the tail (true), or keeps it
+    /// through the tail, running the tail itself (false: the baseline). Default: true.
+    pub release_before_tail: bool,
 }
 
 impl Default for EngineConfig {
@@ -117,6 +147,9 @@ impl Default for EngineConfig {
             dealloc_queue: 64,
             job_retention: Duration::from_secs(600),
             trace_capacity: 4096,
+            throttle: ThrottleConfig::default(),
+            pools: PoolMode::PerStage,
+            release_before_tail: true,
         }
     }
 }

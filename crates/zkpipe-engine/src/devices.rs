@@ -9,6 +9,7 @@ use crate::keys::placement::DeviceLoad;
 use crate::memory::{MemoryBudget, Signal};
 use crate::messages::Reduced;
 use crate::queue::PriorityQueue;
+use crate::threads::StagePools;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -22,7 +23,7 @@ pub(crate) fn build_devices(
     config: &EngineConfig,
     kind: &dyn Devices,
     signal: &Arc<Signal>,
-    pool: fn(&'static str, usize) -> Result<rayon::ThreadPool, EngineError>,
+    pools: &StagePools,
 ) -> Result<Arc<[Arc<Device>]>, EngineError> {
     let infos = kind.list();
     if infos.is_empty() {
@@ -42,7 +43,7 @@ pub(crate) fn build_devices(
             .device_memory_limit
             .or(info.memory_total)
             .map(|l| MemoryBudget::new(format!("{} memory", info.name), l, Arc::clone(signal)));
-        let p = pool("device", config.device.threads)?;
+        let p = pools.get("device", config.device.threads)?;
         devices.push(Arc::new(Device::new(i, info, p, budget, queue, passes)));
     }
     Ok(devices.into())
@@ -73,7 +74,7 @@ pub(crate) struct Device {
     pub info: DeviceInfo,
     /// Admits a few device passes at once, held only around device work.
     pub gate: PassGate,
-    pub pool: rayon::ThreadPool,
+    pub pool: Arc<rayon::ThreadPool>,
     /// Device-memory budget, for devices with memory of their own.
     pub budget: Option<Arc<MemoryBudget>>,
     pub queue: PriorityQueue<Reduced>,
@@ -86,7 +87,7 @@ impl Device {
     pub fn new(
         index: usize,
         info: DeviceInfo,
-        pool: rayon::ThreadPool,
+        pool: Arc<rayon::ThreadPool>,
         budget: Option<Arc<MemoryBudget>>,
         queue_depth: usize,
         passes: usize,

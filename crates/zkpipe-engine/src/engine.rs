@@ -31,7 +31,7 @@ use crate::stages::{
     admission::Admission, device::DeviceStage, reduce::Reduce, synthesize::Synthesize, tail::Tail,
 };
 use crate::submit::{Submission, SubmitRequest, Submitted};
-use crate::threads::{pool, spawn, workers};
+use crate::threads::{spawn, workers, StagePools};
 use crate::trace::Tracer;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -106,7 +106,13 @@ impl Engine {
             ctx,
             Arc::clone(&kind),
         ));
-        let devices = build_devices(&config, &*kind, &signal, pool)?;
+        zkpipe_core::throttle::configure(
+            config.throttle.mode,
+            config.throttle.every,
+            config.throttle.max_pause,
+        );
+        let pools = StagePools::new(config.pools)?;
+        let devices = build_devices(&config, &*kind, &signal, &pools)?;
         let metrics = Arc::new(Metrics::new());
         metrics.memory_limit.set(config.memory_limit as i64);
         let names = devices.iter().map(|d| d.info.name.clone()).collect();
@@ -121,7 +127,7 @@ impl Engine {
         ));
         let tail = Arc::new(PriorityQueue::new(config.queue_depth));
         let jobs = Arc::new(JobTable::new(store));
-        let load_pool = Arc::new(pool("reduce", config.reduce.threads)?);
+        let load_pool = pools.get("reduce", config.reduce.threads)?;
         let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::new();
 
@@ -137,7 +143,7 @@ impl Engine {
         let stage = Arc::new(Synthesize {
             input: Arc::clone(&synthesize),
             output: Arc::clone(&reduce),
-            pool: Arc::new(pool("synthesize", config.synthesize.threads)?),
+            pool: pools.get("synthesize", config.synthesize.threads)?,
             buffers: Arc::clone(&buffers),
             outcomes: Arc::clone(&outcomes),
         });
@@ -164,12 +170,26 @@ impl Engine {
             &stage,
             Reduce::run,
         )?;
+        let tail_stage = Arc::new(Tail {
+            input: Arc::clone(&tail),
+            pool: pools.get("tail", config.tail.threads)?,
+            self_check: config.self_check,
+            outcomes: Arc::clone(&outcomes),
+        });
+        workers(
+            &mut threads,
+            "zkpipe-tail",
+            config.tail.workers,
+            &tail_stage,
+            Tail::run,
+        )?;
         for d in devices.iter() {
             let stage = Arc::new(DeviceStage {
                 device: Arc::clone(d),
                 kind: Arc::clone(&kind),
                 batch_cap: config.device_batch,
                 output: Arc::clone(&tail),
+                inline_tail: (!config.release_before_tail).then(|| Arc::clone(&tail_stage)),
                 outcomes: Arc::clone(&outcomes),
             });
             let name = format!("zkpipe-device{}", d.index);
@@ -181,19 +201,7 @@ impl Engine {
                 DeviceStage::run,
             )?;
         }
-        let stage = Arc::new(Tail {
-            input: Arc::clone(&tail),
-            pool: Arc::new(pool("tail", config.tail.threads)?),
-            self_check: config.self_check,
-            outcomes: Arc::clone(&outcomes),
-        });
-        workers(
-            &mut threads,
-            "zkpipe-tail",
-            config.tail.workers,
-            &stage,
-            Tail::run,
-        )?;
+
         let janitor = Janitor {
             keys: Arc::clone(&keys),
             jobs: Arc::clone(&jobs),

@@ -16,6 +16,58 @@ pub(crate) fn pool(name: &'static str, threads: usize) -> Result<rayon::ThreadPo
         })
 }
 
+/// Which rayon pools the stages compute on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PoolMode {
+    /// Each stage its own pool, sized by its `threads` knob: a burst in one stage cannot
+    /// take every core from another.
+    #[default]
+    PerStage,
+    /// One pool of all cores for every stage (the knobs' `threads` are ignored).
+    Shared,
+}
+
+impl std::str::FromStr for PoolMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "per-stage" => Ok(Self::PerStage),
+            "shared" => Ok(Self::Shared),
+            _ => Err(format!("pools {s:?}: expected per-stage or shared")),
+        }
+    }
+}
+
+/// Hands each stage its pool, per [`PoolMode`].
+pub(crate) struct StagePools {
+    shared: Option<Arc<rayon::ThreadPool>>,
+}
+
+impl StagePools {
+    pub fn new(mode: PoolMode) -> Result<Self, EngineError> {
+        let shared = match mode {
+            PoolMode::PerStage => None,
+            PoolMode::Shared => {
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                Some(Arc::new(pool("shared", cores)?))
+            }
+        };
+        Ok(Self { shared })
+    }
+
+    /// Stage `name`'s pool: a new one of `threads` threads, or the shared one.
+    pub fn get(
+        &self,
+        name: &'static str,
+        threads: usize,
+    ) -> Result<Arc<rayon::ThreadPool>, EngineError> {
+        match &self.shared {
+            Some(p) => Ok(Arc::clone(p)),
+            None => Ok(Arc::new(pool(name, threads)?)),
+        }
+    }
+}
+
 /// A thread named `name` running `f`.
 pub(crate) fn spawn(
     name: String,

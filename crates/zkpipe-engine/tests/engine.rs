@@ -102,6 +102,46 @@ fn check_job(engine: &Engine, dir: &Path, job: u64) {
     }
 }
 
+/// The scheduling switches (issue 16) change where work runs, never what it computes:
+/// a shared pool, the gate kept through the tail, and the throttle in both modes.
+#[test]
+fn every_scheduling_switch_proves_correctly() {
+    use zkpipe_core::throttle::Mode;
+    use zkpipe_engine::config::{PoolMode, ThrottleConfig};
+    let dir = key_dir();
+    for (pools, release_before_tail, mode) in [
+        (PoolMode::Shared, false, Mode::Pause),
+        (PoolMode::PerStage, false, Mode::Yield),
+        (PoolMode::Shared, true, Mode::Off),
+    ] {
+        let cfg = EngineConfig {
+            pools,
+            release_before_tail,
+            throttle: ThrottleConfig {
+                mode,
+                every: 1,
+                max_pause: Duration::from_millis(1),
+            },
+            ..config(dir.path())
+        };
+        let engine = Engine::start(cfg, Arc::new(CpuDevices)).unwrap();
+        let jobs: Vec<u64> = KEYS
+            .iter()
+            .map(|(id, ..)| {
+                engine
+                    .submit(request(id, 2, Priority::Normal))
+                    .unwrap()
+                    .job_id
+            })
+            .collect();
+        for j in jobs {
+            check_job(&engine, dir.path(), j);
+        }
+        assert_eq!(engine.status().pending_partitions, 0);
+        engine.shutdown();
+    }
+}
+
 #[test]
 fn mixed_concurrent_jobs_all_verify_and_memory_returns_to_the_keys() {
     let dir = key_dir();

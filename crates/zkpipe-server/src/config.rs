@@ -52,6 +52,9 @@ pub struct ServerConfig {
     /// Witnesses up to this size are stored inside the job database; larger ones as files
     /// beside it (`state_dir/witnesses/`). Default 1 MiB.
     pub witness_inline_max: u64,
+    /// Pinned host memory that stages uploads to a GPU: "portable" or "write-combined"
+    /// (`device.pinned_upload`; the GPU backend reads it). Default "portable".
+    pub pinned_upload: String,
 }
 
 /// A TLS identity as read from `server.tls_cert` and `server.tls_key`.
@@ -166,6 +169,10 @@ struct PipelineSection {
     schedule: Option<String>,
     job_retention: Option<String>,
     trace_capacity: Option<usize>,
+    throttle: Option<String>,
+    throttle_every: Option<usize>,
+    throttle_max_pause: Option<String>,
+    pools: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -182,6 +189,8 @@ struct DeviceSection {
     threads: Option<usize>,
     passes: Option<usize>,
     batch: Option<usize>,
+    release_before_tail: Option<bool>,
+    pinned_upload: Option<String>,
 }
 
 /// A size: a number of bytes, or a string like "512MiB", "8GiB", "auto".
@@ -422,6 +431,15 @@ impl FileConfig {
                     .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR)),
             ),
             token,
+            pinned_upload: match self.device.pinned_upload.as_deref() {
+                None => "portable".into(),
+                Some(k @ ("portable" | "write-combined")) => k.into(),
+                Some(k) => {
+                    return Err(format!(
+                        "device.pinned_upload: {k:?}: expected portable or write-combined"
+                    ))
+                }
+            },
             witness_inline_max: size_or_auto(&s.witness_inline_max, Some(1 << 20))
                 .map_err(|e| format!("server.witness_inline_max: {e}"))?
                 .unwrap_or(1 << 20),
@@ -489,6 +507,30 @@ impl FileConfig {
             },
             job_retention: dur(&p.job_retention, "pipeline.job_retention", d.job_retention)?,
             trace_capacity: p.trace_capacity.unwrap_or(d.trace_capacity),
+            throttle: zkpipe_engine::config::ThrottleConfig {
+                mode: match &p.throttle {
+                    Some(m) => m.parse().map_err(|e| format!("pipeline.throttle: {e}"))?,
+                    None => d.throttle.mode,
+                },
+                every: match p.throttle_every {
+                    Some(0) => return Err("pipeline.throttle_every: must be at least 1".into()),
+                    Some(n) => n,
+                    None => d.throttle.every,
+                },
+                max_pause: dur(
+                    &p.throttle_max_pause,
+                    "pipeline.throttle_max_pause",
+                    d.throttle.max_pause,
+                )?,
+            },
+            pools: match &p.pools {
+                Some(m) => m.parse().map_err(|e| format!("pipeline.pools: {e}"))?,
+                None => d.pools,
+            },
+            release_before_tail: self
+                .device
+                .release_before_tail
+                .unwrap_or(d.release_before_tail),
         };
         engine.validate()?;
         // Said only of a file that is otherwise good: a refusal stays one line.

@@ -20,9 +20,20 @@ mod tree;
 pub type ScalarInt<E> = <<E as ark_ec::pairing::Pairing>::ScalarField as PrimeField>::BigInt;
 
 /// Field elements → standard-form integers into `out` (cleared first; its capacity is reused).
+/// A row loop: it steps aside for bandwidth-heavy bursts ([`crate::throttle`]).
 pub fn scalars_into<F: PrimeField>(v: &[F], out: &mut Vec<F::BigInt>) {
+    const CHUNK: usize = 4096;
     out.clear();
-    out.par_extend(v.par_iter().map(|x| x.into_bigint()));
+    out.resize(v.len(), F::BigInt::default());
+    out.par_chunks_mut(CHUNK)
+        .zip(v.par_chunks(CHUNK))
+        .enumerate()
+        .for_each(|(k, (o, x))| {
+            crate::throttle::check(k);
+            for (o, x) in o.iter_mut().zip(x) {
+                *o = x.into_bigint();
+            }
+        });
 }
 
 /// The sums a device pass produces; `b2` is `None` when the G2 MSM is left to the tail.

@@ -25,6 +25,7 @@ pub(crate) struct PassBuffers<E: GpuCurve> {
 impl<E: GpuCurve> PassBuffers<E> {
     /// Stages `w` (the key's nVars scalars) and copies it to the device buffer.
     fn upload_w(&mut self, w: &[ScalarInt<E>]) -> Result<(), CudaError> {
+        let _burst = zkpipe_core::throttle::burst();
         let pw = self.staging.stage(0, w) as *const u8;
         // SAFETY: `pw` holds w.len() scalars of 32 bytes, at most the device buffer's size
         // (upload_raw checks).
@@ -74,6 +75,7 @@ impl<E: GpuCurve> PassBuffers<E> {
         download: bool,
     ) -> Result<(), CudaError> {
         let bytes = std::mem::size_of_val(evals.a.as_slice());
+        let _burst = zkpipe_core::throttle::burst();
         let pa = self.staging.stage(0, &evals.a);
         let pb = self.staging.stage(bytes, &evals.b);
         let pc = self.staging.stage(2 * bytes, &evals.c);
@@ -103,7 +105,10 @@ impl<E: GpuCurve> PassShape<E> {
         let n = 1usize << self.lg_n;
         Ok(PassBuffers {
             quotient: GpuQuotient::new(self.lg_n, self.omega, self.shift, self.gpu)?,
-            staging: PinnedBuf::new((3 * n).max(self.n_vars) * elem)?,
+            staging: PinnedBuf::with_kind(
+                (3 * n).max(self.n_vars) * elem,
+                crate::upload_staging(),
+            )?,
             w: DeviceBuf::new(self.gpu, self.n_vars * elem)?,
         })
     }

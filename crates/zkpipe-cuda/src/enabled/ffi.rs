@@ -270,6 +270,13 @@ extern "C" {
         src: *const c_void,
         bytes: usize,
     ) -> c_int;
-    pub fn zkp_pinned_alloc(out: *mut *mut c_void, bytes: usize) -> c_int;
     pub fn zkp_pinned_free(p: *mut c_void);
+}
+
+// The CUDA runtime itself (statically linked with the shims): calls whose flags the shims
+// do not expose, declared here instead of growing host.cu (which would rebuild every
+// curve's kernels).
+extern "C" {
+    pub fn cudaHostAlloc(out: *mut *mut c_void, bytes: usize, flags: u32) -> c_int;
+    pub fn cudaMemcpy(dst: *mut c_void, src: *const c_void, bytes: usize, kind: c_int) -> c_int;
 }

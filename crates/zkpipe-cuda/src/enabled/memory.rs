@@ -4,7 +4,7 @@
 
 use crate::enabled::ffi;
 use crate::enabled::runtime::{check_device, check_rt};
-use crate::CudaError;
+use crate::{CudaError, PinnedKind};
 use std::ffi::c_void;
 
 /// Memory of our own on one GPU (e.g. a proof's witness scalars, uploaded once and read by
@@ -76,12 +76,23 @@ unsafe impl Send for PinnedBuf {}
 unsafe impl Sync for PinnedBuf {}
 
 impl PinnedBuf {
-    /// `bytes` of pinned memory (contents unspecified).
+    /// `bytes` of portable pinned memory (contents unspecified).
     pub fn new(bytes: usize) -> Result<Self, CudaError> {
+        Self::with_kind(bytes, PinnedKind::Portable)
+    }
+
+    /// `bytes` of pinned memory of `kind` (contents unspecified).
+    pub fn with_kind(bytes: usize, kind: PinnedKind) -> Result<Self, CudaError> {
+        const PORTABLE: u32 = 1;
+        const WRITE_COMBINED: u32 = 4;
+        let flags = match kind {
+            PinnedKind::Portable => PORTABLE,
+            PinnedKind::WriteCombined => PORTABLE | WRITE_COMBINED,
+        };
         let mut p: *mut c_void = std::ptr::null_mut();
         // SAFETY: out-pointer to a live local.
         check_rt(
-            unsafe { ffi::zkp_pinned_alloc(&mut p, bytes.max(1)) },
+            unsafe { ffi::cudaHostAlloc(&mut p, bytes.max(1), flags) },
             "cudaHostAlloc",
         )?;
         Ok(Self {
@@ -125,6 +136,30 @@ impl PinnedBuf {
         parallel_copy(dst, src);
     }
 
+    /// Copies `bytes` from device address `src` to byte `offset` of the buffer and waits
+    /// (results back; for measuring the kinds against each other).
+    ///
+    /// # Safety
+    /// `src` must be a device address on the current device valid for `bytes` bytes.
+    pub unsafe fn download_raw(
+        &mut self,
+        offset: usize,
+        src: *const u8,
+        bytes: usize,
+    ) -> Result<(), CudaError> {
+        assert!(offset + bytes <= self.len);
+        const DEVICE_TO_HOST: i32 = 2;
+        check_rt(
+            ffi::cudaMemcpy(
+                self.ptr.add(offset) as *mut c_void,
+                src as *const c_void,
+                bytes,
+                DEVICE_TO_HOST,
+            ),
+            "cudaMemcpy",
+        )
+    }
+
     /// Raw pointer at byte `offset`.
     pub fn ptr_at(&mut self, offset: usize) -> *mut u8 {
         assert!(offset <= self.len);
@@ -143,7 +178,7 @@ fn parallel_copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
 
 impl Drop for PinnedBuf {
     fn drop(&mut self) {
-        // SAFETY: allocated by zkp_pinned_alloc, freed once.
+        // SAFETY: allocated by cudaHostAlloc, freed once.
         unsafe { ffi::zkp_pinned_free(self.ptr as *mut c_void) }
     }
 }

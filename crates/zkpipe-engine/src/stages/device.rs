@@ -17,6 +17,7 @@ use crate::memory::Reservation;
 use crate::messages::{send, Proved, Reduced};
 use crate::outcome::{guarded, Outcomes};
 use crate::queue::PriorityQueue;
+use crate::stages::tail::Tail;
 use crate::trace::log_ms;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,6 +34,9 @@ pub(crate) struct DeviceStage {
     /// Caps the bound key's batch limit (`None`: no cap).
     pub batch_cap: Option<usize>,
     pub output: Arc<PriorityQueue<Proved>>,
+    /// Where the gate is kept through the tail (`release_before_tail = false`, the
+    /// baseline to measure against): the tail this worker runs itself before leaving it.
+    pub inline_tail: Option<Arc<Tail>>,
     pub outcomes: Arc<Outcomes>,
 }
 
@@ -77,12 +81,24 @@ impl DeviceStage {
                 Err(e) => batch.iter().map(|_| Err(e.clone())).collect(),
             };
             let end = Instant::now();
-            drop(permit);
             let (reduced, device_mem): (Vec<Reduced>, Vec<Option<Reservation>>) =
                 batch.into_iter().unzip();
             drop(device_mem);
-            for (r, result) in reduced.into_iter().zip(results) {
-                self.finish(r, result, start, end);
+            let proved: Vec<Proved> = reduced
+                .into_iter()
+                .zip(results)
+                .filter_map(|(r, result)| self.finish(r, result, start, end))
+                .collect();
+            match &self.inline_tail {
+                Some(tail) => proved.into_iter().for_each(|p| tail.process(p)),
+                None => {
+                    drop(permit);
+                    for p in proved {
+                        // A closed queue drops it: the engine is shutting down and its job
+                        // was cancelled.
+                        let _ = send(&self.output, p);
+                    }
+                }
             }
         }
     }
@@ -174,8 +190,14 @@ impl DeviceStage {
         }
     }
 
-    /// Records the pass in `r`'s waterfall and passes it to the tail, or fails its job.
-    fn finish(&self, r: Reduced, result: Result<(), EngineError>, start: Instant, end: Instant) {
+    /// Records the pass in `r`'s waterfall; the partition for the tail, or its job failed.
+    fn finish(
+        &self,
+        r: Reduced,
+        result: Result<(), EngineError>,
+        start: Instant,
+        end: Instant,
+    ) -> Option<Proved> {
         let Reduced {
             data,
             key,
@@ -195,18 +217,16 @@ impl DeviceStage {
         ticket.trace.span("device", start, end);
         if let Err(e) = result {
             self.outcomes.fail(&mut ticket, e);
-            return;
+            return None;
         }
         tracing::info!(job = ticket.job.id, partition = ticket.index, stage = "device", device = %self.device.info.name, ms = log_ms(end - start), wait_ms = log_ms(start - ticket.queued_at), "stage done");
         ticket.queued_for("tail", end);
-        let proved = Proved {
+        Some(Proved {
             data,
             key,
             lease,
             host,
             ticket,
-        };
-        // A closed queue drops it: the engine is shutting down and its job was cancelled.
-        let _ = send(&self.output, proved);
+        })
     }
 }

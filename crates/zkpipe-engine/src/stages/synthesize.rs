@@ -48,6 +48,8 @@ impl Synthesize {
                 continue;
             }
             let start = ticket.end_wait("synthesize_wait");
+            // Each witness is one step of synthesis's loop: it waits out a bandwidth burst.
+            zkpipe_core::throttle::check(0);
             let made = self.witness(&mut instances, &inputs.generator, &inputs.inputs, &ticket);
             drop(inputs);
             let data = made.and_then(|wtns| {

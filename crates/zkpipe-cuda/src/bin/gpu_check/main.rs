@@ -22,15 +22,15 @@
 //! at 2^20/22 (against the CPU's, once), capped at 2^max_timed_log.
 //!
 //! Run on the GPU machine: `zkpipe-gpu-check [max_log=22] [runs=7] [max_timed_log=24]
-//! [kernels|batch|seam]` (one part only: the first four checks, the batched MSM, or the
-//! seam).
+//! [kernels|batch|seam|pinned]` (one part only: the first four checks, the batched MSM,
+//! the seam, or pinned staging: portable vs write-combined, each direction timed).
 
 mod checks;
 mod common;
 
 use ark_bls12_381::Bls12_381;
 use ark_bn254::Bn254;
-use checks::{batch, msm, quotient, seam};
+use checks::{batch, msm, pinned, quotient, seam};
 use common::Cfg;
 use zkpipe_core::Devices;
 use zkpipe_cuda::CudaDevices;
@@ -74,6 +74,9 @@ fn main() {
     if run("batch") {
         ok &= batch::check_batches::<Bn254>("BN254", &cfg);
         ok &= batch::check_batches::<Bls12_381>("BLS12-381", &cfg);
+    }
+    if run("pinned") {
+        ok &= pinned::check_pinned(&cfg);
     }
     if run("seam") {
         ok &= seam::check_seam::<Bn254>("BN254", &devices, &cfg);

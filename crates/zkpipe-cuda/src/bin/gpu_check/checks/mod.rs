@@ -3,5 +3,6 @@
 
 pub mod batch;
 pub mod msm;
+pub mod pinned;
 pub mod quotient;
 pub mod seam;
