@@ -97,6 +97,9 @@ enum Command {
     Evict(commands::preload::EvictArgs),
     /// Load test a running daemon: c clients × j jobs × p partitions.
     Loadtest(commands::loadtest::Args),
+    /// Sweep concurrency against daemons it starts, one per configuration variant, in
+    /// interleaved cells: throughput, latency, device use, waterfall and kernel counters.
+    Sweep(commands::sweep::Args),
 }
 
 /// `zkpipe wtns …`, as snarkjs groups them.
@@ -127,7 +130,7 @@ fn main() -> ExitCode {
     logging::init(&cli.log_level, cli.log_format);
     if matches!(
         cli.command,
-        Command::Serve(_) | Command::Submit(_) | Command::Loadtest(_)
+        Command::Serve(_) | Command::Submit(_) | Command::Loadtest(_) | Command::Sweep(_)
     ) {
         huge_pages::ensure();
     }
@@ -151,6 +154,7 @@ fn main() -> ExitCode {
         Command::Preload(a) => commands::preload::preload(a),
         Command::Evict(a) => commands::preload::evict(a),
         Command::Loadtest(a) => commands::loadtest::run(a),
+        Command::Sweep(a) => commands::sweep::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
