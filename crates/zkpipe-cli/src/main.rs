@@ -97,8 +97,7 @@ enum Command {
     Evict(commands::preload::EvictArgs),
     /// Load test a running daemon: c clients × j jobs × p partitions.
     Loadtest(commands::loadtest::Args),
-    /// Sweep concurrency against daemons it starts, one per configuration variant, in
-    /// interleaved cells: throughput, latency, device use, waterfall and kernel counters.
+    /// Concurrency sweep, with interleaved A/B of daemon configurations it starts itself.
     Sweep(commands::sweep::Args),
 }
 

@@ -235,7 +235,7 @@ pub fn stage_table(cells: &[Cell]) -> String {
     );
     let _ = write!(s, "{:>5} {:<w$} {:>4}", "round", "variant", "c");
     for n in &names {
-        let _ = write!(s, " {n:>16}");
+        let _ = write!(s, " {n:>17}");
     }
     s.push('\n');
     for c in cells {
@@ -248,7 +248,7 @@ pub fn stage_table(cells: &[Cell]) -> String {
                 }
                 None => "-".into(),
             };
-            let _ = write!(s, " {cell:>16}");
+            let _ = write!(s, " {cell:>17}");
         }
         s.push('\n');
     }
