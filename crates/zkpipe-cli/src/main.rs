@@ -97,6 +97,8 @@ enum Command {
     Evict(commands::preload::EvictArgs),
     /// Load test a running daemon: c clients × j jobs × p partitions.
     Loadtest(commands::loadtest::Args),
+    /// Concurrency sweep, with interleaved A/B of daemon configurations it starts itself.
+    Sweep(commands::sweep::Args),
 }
 
 /// `zkpipe wtns …`, as snarkjs groups them.
@@ -127,7 +129,7 @@ fn main() -> ExitCode {
     logging::init(&cli.log_level, cli.log_format);
     if matches!(
         cli.command,
-        Command::Serve(_) | Command::Submit(_) | Command::Loadtest(_)
+        Command::Serve(_) | Command::Submit(_) | Command::Loadtest(_) | Command::Sweep(_)
     ) {
         huge_pages::ensure();
     }
@@ -151,6 +153,7 @@ fn main() -> ExitCode {
         Command::Preload(a) => commands::preload::preload(a),
         Command::Evict(a) => commands::preload::evict(a),
         Command::Loadtest(a) => commands::loadtest::run(a),
+        Command::Sweep(a) => commands::sweep::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,8 +1,11 @@
-//! Measuring instruments for `zkpipe bench`: statistics with a noise-aware verdict,
-//! markdown and JSON reports, and an SVG chart of the per-stage breakdown.
+//! Measuring instruments for `zkpipe bench` and `zkpipe sweep`: statistics with a
+//! noise-aware verdict, markdown and JSON reports, SVG charts, the daemon's waterfall
+//! restricted to some jobs, and kernel counters of a process.
 
+pub mod kernel;
 pub mod plot;
 pub mod stats;
+pub mod waterfall;
 
 /// Peak resident set size of this process so far (VmHWM), in MiB, if the OS reports it.
 pub fn peak_rss_mib() -> Option<f64> {

@@ -1,8 +1,9 @@
 //! `zkpipe loadtest`: c concurrent clients × j jobs × p partitions against a running daemon.
 //! Reports seconds per proof, proofs per second, job latency percentiles, device busy
 //! fraction over the run (from the daemon's lock-held time), and the daemon's peak RSS.
+//! The run itself is [`run_load`], which `sweep` runs once per cell.
 
-use super::client::{connect, duration, rpc, runtime, state_name, ServerArg};
+use super::client::{connect, duration, rpc, runtime, state_name, Client, ServerArg};
 use anyhow::{bail, Result};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -48,23 +49,36 @@ pub struct Args {
 
 /// The run's numbers.
 #[derive(serde::Serialize)]
-struct Summary {
-    key: String,
-    clients: usize,
-    jobs_per_client: usize,
-    partitions: usize,
-    proofs: usize,
-    failed_jobs: usize,
-    wall_s: f64,
-    seconds_per_proof: f64,
-    proofs_per_second: f64,
-    job_latency_ms: Percentiles,
-    device_busy_fraction: Vec<(String, f64)>,
-    daemon_peak_rss_bytes: Option<f64>,
+pub struct Summary {
+    /// The key id.
+    pub key: String,
+    /// Concurrent clients.
+    pub clients: usize,
+    /// Jobs per client.
+    pub jobs_per_client: usize,
+    /// Partitions per job.
+    pub partitions: usize,
+    /// Proofs of the jobs that completed.
+    pub proofs: usize,
+    /// Jobs that failed, were cancelled or timed out.
+    pub failed_jobs: usize,
+    /// Seconds from the first submission to the last reply.
+    pub wall_s: f64,
+    /// `wall_s` / `proofs`.
+    pub seconds_per_proof: f64,
+    /// `proofs` / `wall_s`.
+    pub proofs_per_second: f64,
+    /// Latency of the completed jobs (Prove call to reply).
+    pub job_latency_ms: Percentiles,
+    /// Each device's lock-held seconds over the run / `wall_s`, by metric label set.
+    pub device_busy_fraction: Vec<(String, f64)>,
+    /// The daemon's peak RSS since it started, as its metrics report it.
+    pub daemon_peak_rss_bytes: Option<f64>,
 }
 
+/// Percentiles of a sample.
 #[derive(serde::Serialize)]
-struct Percentiles {
+pub struct Percentiles {
     min: f64,
     p50: f64,
     p90: f64,
@@ -105,6 +119,157 @@ fn metric(text: &str, name: &str) -> Vec<(String, f64)> {
         .collect()
 }
 
+/// What one load run sends: `clients` concurrent clients, each proving `jobs` jobs one
+/// after another, each of `partitions` copies of `witness`.
+#[derive(Clone)]
+pub struct Load {
+    /// The key id.
+    pub key: String,
+    /// A witness (.wtns) or circuit inputs (input.json), as the daemon takes them.
+    pub witness: Vec<u8>,
+    /// Concurrent clients.
+    pub clients: usize,
+    /// Jobs per client.
+    pub jobs: usize,
+    /// Partitions per job.
+    pub partitions: usize,
+    /// Priority of every job.
+    pub priority: Priority,
+    /// Longest wait for one job.
+    pub timeout: Duration,
+}
+
+/// A job that completed.
+#[derive(Clone, Debug)]
+pub struct JobRecord {
+    /// Its id on the daemon.
+    pub job_id: u64,
+    /// Prove call to reply, in seconds.
+    pub latency_s: f64,
+    /// Each partition's device time (lock held), in milliseconds.
+    pub device_ms: Vec<f64>,
+}
+
+/// The outcome of a load run.
+pub struct LoadRun {
+    /// The numbers.
+    pub summary: Summary,
+    /// The jobs that completed, in no particular order.
+    pub jobs: Vec<JobRecord>,
+    /// One line for each job that did not complete.
+    pub failed: Vec<String>,
+}
+
+/// The daemon's metrics text.
+async fn metrics_text(c: &Client) -> Result<String> {
+    c.clone()
+        .get_metrics(pb::GetMetricsRequest {})
+        .await
+        .map(|r| r.into_inner().text)
+        .map_err(rpc)
+}
+
+/// One client: its jobs one after another; the completed ones and a line per failure.
+async fn client_jobs(mut c: Client, load: Load) -> (Vec<JobRecord>, Vec<String>) {
+    let prio = super::submit::pb_priority(load.priority) as i32;
+    let timeout_ms = load.timeout.as_millis() as u64;
+    let mut done = Vec::new();
+    let mut failed = Vec::new();
+    for _ in 0..load.jobs {
+        let t0 = Instant::now();
+        let r = c
+            .prove(pb::ProveRequest {
+                submit: Some(pb::SubmitProofRequest {
+                    key_id: load.key.clone(),
+                    witnesses: vec![load.witness.clone(); load.partitions],
+                    priority: prio,
+                    request_id: String::new(),
+                }),
+                timeout_ms,
+            })
+            .await;
+        match r {
+            Ok(r) if r.get_ref().state == pb::JobState::Done as i32 => {
+                let latency_s = t0.elapsed().as_secs_f64();
+                let r = r.into_inner();
+                done.push(JobRecord {
+                    job_id: r.job_id,
+                    latency_s,
+                    device_ms: r
+                        .proofs
+                        .iter()
+                        .map(|p| p.timings.map_or(0.0, |t| t.device_ms))
+                        .collect(),
+                });
+            }
+            Ok(r) => failed.push(format!(
+                "job {} {}: {}",
+                r.get_ref().job_id,
+                state_name(r.get_ref().state),
+                r.get_ref().error
+            )),
+            Err(s) => failed.push(format!("{:?}: {}", s.code(), s.message())),
+        }
+    }
+    (done, failed)
+}
+
+/// Runs `load` against the daemon `c` is connected to, with the device busy fractions
+/// from its metrics before and after. Jobs that fail are counted, not an error.
+pub async fn run_load(c: &Client, load: &Load) -> Result<LoadRun> {
+    let before = metric(&metrics_text(c).await?, "zkpipe_device_busy_seconds");
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..load.clients)
+        .map(|_| tokio::spawn(client_jobs(c.clone(), load.clone())))
+        .collect();
+    let mut jobs = Vec::new();
+    let mut failed = Vec::new();
+    for t in tasks {
+        let (d, f) = t.await?;
+        jobs.extend(d);
+        failed.extend(f);
+    }
+    let wall = start.elapsed().as_secs_f64();
+    let text = metrics_text(c).await?;
+    let after = metric(&text, "zkpipe_device_busy_seconds");
+    let busy = after
+        .iter()
+        .map(|(labels, v)| {
+            let b = before
+                .iter()
+                .find(|(l, _)| l == labels)
+                .map_or(0.0, |x| x.1);
+            (labels.clone(), ((v - b) / wall).clamp(0.0, 1.0))
+        })
+        .collect();
+    let proofs = jobs.len() * load.partitions;
+    let summary = Summary {
+        key: load.key.clone(),
+        clients: load.clients,
+        jobs_per_client: load.jobs,
+        partitions: load.partitions,
+        proofs,
+        failed_jobs: failed.len(),
+        wall_s: wall,
+        seconds_per_proof: if proofs > 0 {
+            wall / proofs as f64
+        } else {
+            0.0
+        },
+        proofs_per_second: proofs as f64 / wall,
+        job_latency_ms: percentiles(jobs.iter().map(|j| j.latency_s * 1e3).collect()),
+        device_busy_fraction: busy,
+        daemon_peak_rss_bytes: metric(&text, "zkpipe_process_peak_rss_bytes")
+            .first()
+            .map(|x| x.1),
+    };
+    Ok(LoadRun {
+        summary,
+        jobs,
+        failed,
+    })
+}
+
 /// Runs `loadtest`.
 pub fn run(a: Args) -> Result<()> {
     if a.clients == 0 || a.jobs == 0 || a.partitions == 0 {
@@ -120,92 +285,21 @@ pub fn run(a: Args) -> Result<()> {
         bail!("give a witness, or circuit inputs with --input");
     };
     let plan = super::replace_outputs(&outputs, &[source])?;
-    let w = zkpipe_formats::files::read_input(source)?;
+    let load = Load {
+        key: a.key.clone(),
+        witness: zkpipe_formats::files::read_input(source)?,
+        clients: a.clients,
+        jobs: a.jobs,
+        partitions: a.partitions,
+        priority: a.priority,
+        timeout: a.timeout,
+    };
     runtime()?.block_on(async {
         let mut c = connect(&a.server).await?;
-        let metrics = |c: &mut zkpipe_server::ProverClient<_>| {
-            let mut c = c.clone();
-            async move {
-                c.get_metrics(pb::GetMetricsRequest {})
-                    .await
-                    .map(|r| r.into_inner().text)
-                    .map_err(rpc)
-            }
-        };
-        let before = metric(&metrics(&mut c).await?, "zkpipe_device_busy_seconds");
         let _ = c.get_trace(pb::GetTraceRequest {}).await; // connection warm-up
-        let start = Instant::now();
-        let tasks: Vec<_> = (0..a.clients)
-            .map(|_| {
-                let mut c = c.clone();
-                let (w, key, p, jobs) = (w.clone(), a.key.clone(), a.partitions, a.jobs);
-                let prio = super::submit::pb_priority(a.priority) as i32;
-                let timeout_ms = a.timeout.as_millis() as u64;
-                tokio::spawn(async move {
-                    let mut lat = Vec::new();
-                    let mut failed = Vec::new();
-                    for _ in 0..jobs {
-                        let t0 = Instant::now();
-                        let r = c
-                            .prove(pb::ProveRequest {
-                                submit: Some(pb::SubmitProofRequest {
-                                    key_id: key.clone(),
-                                    witnesses: vec![w.clone(); p],
-                                    priority: prio,
-                                    request_id: String::new(),
-                                }),
-                                timeout_ms,
-                            })
-                            .await;
-                        match r {
-                            Ok(r) if r.get_ref().state == pb::JobState::Done as i32 => {
-                                lat.push(t0.elapsed().as_secs_f64() * 1e3)
-                            }
-                            Ok(r) => failed.push(format!(
-                                "job {} {}: {}",
-                                r.get_ref().job_id,
-                                state_name(r.get_ref().state),
-                                r.get_ref().error
-                            )),
-                            Err(s) => failed.push(format!("{:?}: {}", s.code(), s.message())),
-                        }
-                    }
-                    (lat, failed)
-                })
-            })
-            .collect();
-        let mut lat = Vec::new();
-        let mut failed = Vec::new();
-        for t in tasks {
-            let (l, f) = t.await?;
-            lat.extend(l);
-            failed.extend(f);
-        }
-        let wall = start.elapsed().as_secs_f64();
-        let text = metrics(&mut c).await?;
-        let after = metric(&text, "zkpipe_device_busy_seconds");
-        let busy = after
-            .iter()
-            .map(|(labels, v)| {
-                let b = before.iter().find(|(l, _)| l == labels).map_or(0.0, |x| x.1);
-                (labels.clone(), ((v - b) / wall).clamp(0.0, 1.0))
-            })
-            .collect();
-        let proofs = lat.len() * a.partitions;
-        let s = Summary {
-            key: a.key.clone(),
-            clients: a.clients,
-            jobs_per_client: a.jobs,
-            partitions: a.partitions,
-            proofs,
-            failed_jobs: failed.len(),
-            wall_s: wall,
-            seconds_per_proof: if proofs > 0 { wall / proofs as f64 } else { 0.0 },
-            proofs_per_second: proofs as f64 / wall,
-            job_latency_ms: percentiles(lat),
-            device_busy_fraction: busy,
-            daemon_peak_rss_bytes: metric(&text, "zkpipe_process_peak_rss_bytes").first().map(|x| x.1),
-        };
+        let LoadRun {
+            summary: s, failed, ..
+        } = run_load(&c, &load).await?;
         // With `--json -` or `--trace -` stdout carries that document: the text goes to stderr.
         let mut text = String::new();
         writeln!(

@@ -19,6 +19,7 @@ pub mod solidity_calldata;
 pub mod solidity_verifier;
 pub mod status;
 pub mod submit;
+pub mod sweep;
 pub mod synth;
 pub mod verify;
 pub mod wtns_calculate;

@@ -1,0 +1,433 @@
+//! `zkpipe sweep KEY (WITNESS | --input input.json) -c 1,4,8,16 --variant 'A: …' --variant
+//! 'B: …' --out DIR`: a concurrency sweep, with daemon configurations compared A/B in
+//! interleaved cells.
+//!
+//! It starts one daemon per variant (`serve --set section.key=value` for each of the
+//! variant's settings, loopback ports, a fresh state folder, its log in
+//! `DIR/<variant>.serve.log`), all at once; preloads the key and runs one unmeasured job on
+//! each; then runs the cells (`loadtest`'s load, c clients × j jobs × p partitions) round by
+//! round, client count by client count, every variant in turn, starting from a different
+//! one each time. Each cell records throughput, latency, device utilisation, the daemon's
+//! waterfall of the cell's jobs (stage medians and their inflation over the smallest c,
+//! device gaps) and kernel counters. The daemons are stopped (SIGTERM) at the end, on
+//! error too.
+
+mod daemon;
+mod report;
+mod variant;
+
+use super::client::{connect, duration, rpc, runtime, Client, ServerArg};
+use super::loadtest::{run_load, Load, LoadRun};
+use crate::backend::BackendChoice;
+use crate::bench::kernel;
+use crate::bench::waterfall::{analyse, filter_jobs};
+use anyhow::{anyhow, bail, Context, Result};
+use clap::ValueEnum;
+use daemon::{Daemon, ServeCommand};
+use report::Cell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use variant::{parse_concurrency, schedule, Concurrency, Variant};
+use zkpipe_engine::Priority;
+use zkpipe_server::pb;
+
+/// Arguments of `sweep`.
+#[derive(clap::Args)]
+#[command(after_help = "\
+Each variant is a daemon: `zkpipe serve --config FILE --backend B` plus `--set \
+section.key=value` for each of its settings, on loopback ports chosen by the OS, with a \
+fresh state folder; its log goes to DIR/<variant>.serve.log. Without --variant there is one \
+variant, \"default\", with no settings. Before its first cell each daemon preloads the key \
+and proves one unmeasured job.
+
+Cells run interleaved: for each round, for each c (ascending), every variant, starting from \
+a different variant each time (rotated by round + the index of c).
+
+Per cell: proofs, s/proof, proofs/s, average job latency, average device time per \
+partition, device utilisation (the daemon's zkpipe_device_busy_seconds over the cell's wall \
+time), from the daemon's waterfall of the cell's jobs the median of each partition span and \
+its inflation over the same variant at the smallest c (same round), the device's idle gaps \
+(between the union of device spans), and the daemon's kernel counters (Linux, best effort: \
+TLB shootdowns machine-wide, context switches, page faults, CPU seconds in all and by thread \
+group, peak RSS over the cell).
+
+Writes DIR/sweep.json (every cell, and min/median/max over rounds), \
+DIR/cells/<variant>-c<C>-r<R>.trace.json (each cell's waterfall, for ui.perfetto.dev) and \
+DIR/sweep.svg; refuses a DIR that has a sweep.json already.
+
+The daemons' gRPC calls carry $ZKPIPE_TOKEN if set (a config with a token file needs it); \
+a config with TLS is not supported.")]
+pub struct Args {
+    /// The configuration file every daemon starts from (see zkpipe.example.toml).
+    #[arg(long, env = "ZKPIPE_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Where the daemons' device stage runs: auto (GPU 0 if there is one), cpu, cuda.
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendChoice,
+    /// The key id (file stem of a .zkey in the daemons' key directory).
+    key: String,
+    /// The witness every partition proves, or with `--input`, the circuit inputs.
+    wtns: Option<PathBuf>,
+    /// Circuit inputs every partition is computed from (instead of a witness).
+    #[arg(long, value_name = "input.json", conflicts_with = "wtns")]
+    input: Option<PathBuf>,
+    /// Concurrent clients of each cell, a comma-separated list (run ascending).
+    #[arg(short = 'c', long = "clients", value_name = "LIST", default_value = "1,4,8,16",
+          value_parser = parse_concurrency)]
+    clients: Concurrency,
+    /// Jobs per client, one after another.
+    #[arg(short = 'j', long, default_value_t = 3)]
+    jobs: usize,
+    /// Partitions per job.
+    #[arg(short = 'p', long, default_value_t = 10)]
+    partitions: usize,
+    /// Rounds: every cell is measured this many times.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
+    /// A daemon configuration: 'NAME: section.key=value; section.key=value' (repeat for
+    /// A/B, at most 4; 'NAME:' has no settings).
+    #[arg(long = "variant", value_name = "NAME: KEY=VALUE; ...")]
+    variants: Vec<Variant>,
+    /// Longest wait for one job (and for the key's preload).
+    #[arg(long, default_value = "10m", value_parser = duration)]
+    timeout: Duration,
+    /// The output folder (created if missing).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+}
+
+/// The output folder.
+struct OutDir {
+    dir: PathBuf,
+}
+
+impl OutDir {
+    /// Creates `dir` and `dir/cells` as needed; refuses a folder with a sweep.json.
+    fn prepare(dir: &Path) -> Result<Self> {
+        let json = dir.join("sweep.json");
+        if json.exists() {
+            bail!(
+                "{}: already exists; a sweep does not overwrite another (choose another --out)",
+                json.display()
+            );
+        }
+        std::fs::create_dir_all(dir.join("cells")).with_context(|| format!("{}", dir.display()))?;
+        Ok(Self { dir: dir.into() })
+    }
+
+    /// A path in the folder.
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    /// Writes `name` (relative to the folder).
+    fn write(&self, name: &str, contents: &[u8]) -> Result<()> {
+        let p = self.path(name);
+        std::fs::write(&p, contents).with_context(|| format!("{}", p.display()))
+    }
+
+    /// Writes sweep.json, refusing one that appeared meanwhile.
+    fn write_new(&self, name: &str, contents: &[u8]) -> Result<()> {
+        let p = self.path(name);
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&p)
+            .with_context(|| format!("{}", p.display()))?;
+        f.write_all(contents)
+            .with_context(|| format!("{}", p.display()))
+    }
+}
+
+/// What every cell shares.
+struct Plan {
+    key: String,
+    witness: Vec<u8>,
+    clients: Vec<usize>,
+    jobs: usize,
+    partitions: usize,
+    rounds: usize,
+    timeout: Duration,
+}
+
+impl Plan {
+    /// The load of one cell with `clients` clients.
+    fn load(&self, clients: usize, jobs: usize) -> Load {
+        Load {
+            key: self.key.clone(),
+            witness: self.witness.clone(),
+            clients,
+            jobs,
+            partitions: self.partitions,
+            priority: Priority::Normal,
+            timeout: self.timeout,
+        }
+    }
+}
+
+/// A daemon and a connection to it.
+struct Target {
+    daemon: Daemon,
+    client: Client,
+}
+
+/// Runs `sweep`.
+pub fn run(a: Args) -> Result<()> {
+    if a.jobs == 0 || a.partitions == 0 || a.rounds == 0 {
+        bail!("-j, -p and --rounds must be at least 1");
+    }
+    let variants = variant::variants(a.variants.clone()).map_err(|e| anyhow!("--variant: {e}"))?;
+    let Some(source) = a.wtns.as_ref().or(a.input.as_ref()) else {
+        bail!("give a witness, or circuit inputs with --input");
+    };
+    let plan = Plan {
+        key: a.key.clone(),
+        witness: zkpipe_formats::files::read_input(source)?,
+        clients: a.clients.0.clone(),
+        jobs: a.jobs,
+        partitions: a.partitions,
+        rounds: a.rounds,
+        timeout: a.timeout,
+    };
+    let out = OutDir::prepare(&a.out)?;
+    let serve = ServeCommand {
+        exe: std::env::current_exe().context("finding the zkpipe binary")?,
+        config: a.config.clone(),
+        backend: a
+            .backend
+            .to_possible_value()
+            .map_or("auto".into(), |v| v.get_name().to_string()),
+    };
+    let rt = runtime()?;
+    let mut daemons = Vec::new();
+    let measured = rt.block_on(measure(&serve, &variants, &plan, &out, &mut daemons));
+    // Stopped on success and on error alike; a failure to stop is reported after the
+    // measurement's own error.
+    let mut stopped = Ok(());
+    for t in &mut daemons {
+        if let Err(e) = t.daemon.stop() {
+            stopped = stopped.and(Err(e));
+        }
+    }
+    let mut cells = measured?;
+    stopped?;
+    report::fill_inflation(&mut cells);
+    write_results(&a, &variants, &plan, &out, &cells)
+}
+
+/// Starts the daemons (into `targets`, so that the caller stops them whatever happens),
+/// warms each up, and runs every cell; returns the cells in the order they ran.
+async fn measure(
+    serve: &ServeCommand,
+    variants: &[Variant],
+    plan: &Plan,
+    out: &OutDir,
+    targets: &mut Vec<Target>,
+) -> Result<Vec<Cell>> {
+    for v in variants {
+        let settings: Vec<String> = v.settings.iter().map(ToString::to_string).collect();
+        let log = out.path(&format!("{}.serve.log", v.name));
+        let daemon = Daemon::start(serve, &v.name, &settings, &log)?;
+        let client = connect(&ServerArg {
+            server: daemon.grpc.clone(),
+            token: std::env::var("ZKPIPE_TOKEN").ok().filter(|t| !t.is_empty()),
+            token_file: None,
+            ca_cert: None,
+        })
+        .await
+        .with_context(|| format!("variant {}", v.name))?;
+        targets.push(Target { daemon, client });
+    }
+    for t in targets.iter_mut() {
+        warm_up(t, plan).await?;
+    }
+    let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
+    let width = report::width_for(names.iter().map(String::as_str));
+    println!("{}", report::header(width));
+    let mut cells = Vec::new();
+    for (r, ci, vi) in schedule(plan.rounds, plan.clients.len(), variants.len()) {
+        let t = &mut targets[vi];
+        let cell = run_cell(t, plan, out, plan.clients[ci], r + 1)
+            .await
+            .map_err(|e| match t.daemon.exit_note() {
+                Some(note) => e.context(note),
+                None => e,
+            })?;
+        println!("{}", report::row(&cell, width));
+        let _ = std::io::stdout().flush();
+        cells.push(cell);
+    }
+    Ok(cells)
+}
+
+/// Preloads the key on a daemon and proves one unmeasured job of p partitions.
+async fn warm_up(t: &mut Target, plan: &Plan) -> Result<()> {
+    let v = t.daemon.variant.clone();
+    let fail = |what: &str| format!("variant {v}: {what}");
+    t.client
+        .preload_key(pb::KeyRequest {
+            key_id: plan.key.clone(),
+            timeout_ms: plan.timeout.as_millis() as u64,
+        })
+        .await
+        .map_err(rpc)
+        .with_context(|| fail(&format!("preloading key {}", plan.key)))?;
+    let run = run_load(&t.client, &plan.load(1, 1))
+        .await
+        .with_context(|| fail("the warm-up job"))?;
+    if let Some(f) = run.failed.first() {
+        bail!("{}: {f}", fail("the warm-up job failed"));
+    }
+    Ok(())
+}
+
+/// Runs one cell on a daemon and measures it; a failed job is an error.
+async fn run_cell(
+    t: &mut Target,
+    plan: &Plan,
+    out: &OutDir,
+    clients: usize,
+    round: usize,
+) -> Result<Cell> {
+    let v = t.daemon.variant.clone();
+    let where_ = format!("variant {v}, c={clients}, round {round}");
+    let pid = t.daemon.pid();
+    let rss_reset = kernel::reset_peak_rss(pid);
+    let before = kernel::snapshot(pid);
+    let run = run_load(&t.client, &plan.load(clients, plan.jobs))
+        .await
+        .context(where_.clone())?;
+    let after = kernel::snapshot(pid);
+    let counters = kernel::counters(&before, &after, kernel::peak_rss_bytes(pid), rss_reset);
+    if let Some(f) = run.failed.first() {
+        bail!(
+            "{where_}: {} job(s) did not complete; first: {f}",
+            run.failed.len()
+        );
+    }
+    let jobs: BTreeSet<u64> = run.jobs.iter().map(|j| j.job_id).collect();
+    let trace = t
+        .client
+        .get_trace(pb::GetTraceRequest {})
+        .await
+        .map_err(rpc)
+        .with_context(|| format!("{where_}: the daemon's trace"))?
+        .into_inner()
+        .chrome_json;
+    let trace: serde_json::Value =
+        serde_json::from_str(&trace).with_context(|| format!("{where_}: the daemon's trace"))?;
+    let waterfall = analyse(&trace, &jobs).with_context(|| where_.clone())?;
+    if waterfall.trace_partitions < run.summary.proofs {
+        eprintln!(
+            "zkpipe: note: {where_}: the daemon's trace holds {} of the cell's {} partitions \
+             (raise pipeline.trace_capacity)",
+            waterfall.trace_partitions, run.summary.proofs
+        );
+    }
+    let trace_name = format!("cells/{}.trace.json", Cell::stem(&v, clients, round));
+    out.write(
+        &trace_name,
+        filter_jobs(&trace, &jobs).to_string().as_bytes(),
+    )?;
+    Ok(cell(&v, round, run, waterfall, counters, trace_name))
+}
+
+/// A cell's record from its load run and measurements.
+fn cell(
+    variant: &str,
+    round: usize,
+    run: LoadRun,
+    waterfall: crate::bench::waterfall::Waterfall,
+    kernel: kernel::Counters,
+    trace: String,
+) -> Cell {
+    let s = run.summary;
+    let device_ms: Vec<f64> = run.jobs.iter().flat_map(|j| j.device_ms.clone()).collect();
+    let mean = |xs: &[f64]| {
+        if xs.is_empty() {
+            0.0
+        } else {
+            xs.iter().sum::<f64>() / xs.len() as f64
+        }
+    };
+    let latency: Vec<f64> = run.jobs.iter().map(|j| j.latency_s).collect();
+    let busy: Vec<f64> = s.device_busy_fraction.iter().map(|x| x.1).collect();
+    let mut job_ids: Vec<u64> = run.jobs.iter().map(|j| j.job_id).collect();
+    job_ids.sort_unstable();
+    Cell {
+        variant: variant.into(),
+        round,
+        clients: s.clients,
+        jobs_per_client: s.jobs_per_client,
+        partitions: s.partitions,
+        proofs: s.proofs,
+        wall_s: s.wall_s,
+        seconds_per_proof: s.seconds_per_proof,
+        proofs_per_second: s.proofs_per_second,
+        avg_job_latency_s: mean(&latency),
+        avg_device_ms_per_partition: mean(&device_ms),
+        device_utilisation: mean(&busy),
+        device_busy_fraction: s
+            .device_busy_fraction
+            .into_iter()
+            .collect::<BTreeMap<_, _>>(),
+        waterfall,
+        stage_inflation: BTreeMap::new(),
+        kernel,
+        trace,
+        job_ids,
+    }
+}
+
+/// Prints the tables and writes sweep.svg and sweep.json.
+fn write_results(
+    a: &Args,
+    variants: &[Variant],
+    plan: &Plan,
+    out: &OutDir,
+    cells: &[Cell],
+) -> Result<()> {
+    let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
+    let rows = report::summarize(cells, &names, &plan.clients);
+    println!();
+    print!("{}", report::stage_table(cells));
+    println!();
+    print!("{}", report::kernel_table(cells));
+    println!();
+    print!("{}", report::summary_table(&rows));
+    let title = format!(
+        "zkpipe sweep: {}, j={} p={}, {} round(s)",
+        plan.key, plan.jobs, plan.partitions, plan.rounds
+    );
+    out.write(
+        "sweep.svg",
+        report::chart(&title, &rows, &names, &plan.clients).as_bytes(),
+    )?;
+    let json = serde_json::json!({
+        "key": plan.key,
+        "backend": a.backend.to_possible_value().map(|v| v.get_name().to_string()),
+        "config": a.config,
+        "clients": plan.clients,
+        "jobs_per_client": plan.jobs,
+        "partitions": plan.partitions,
+        "rounds": plan.rounds,
+        "variants": variants.iter().map(|v| serde_json::json!({
+            "name": v.name,
+            "settings": v.settings.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "log": format!("{}.serve.log", v.name),
+        })).collect::<Vec<_>>(),
+        "cells": cells,
+        "summary": rows,
+    });
+    let mut text = serde_json::to_vec_pretty(&json)?;
+    text.push(b'\n');
+    out.write_new("sweep.json", &text)?;
+    println!(
+        "\nwrote {} (sweep.json, sweep.svg, {} cell traces, daemon logs)",
+        out.dir.display(),
+        cells.len()
+    );
+    Ok(())
+}

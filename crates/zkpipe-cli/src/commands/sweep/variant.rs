@@ -1,0 +1,245 @@
+//! What `zkpipe sweep` is asked to measure: daemon variants (`--variant 'NAME: key=value;
+//! …'`), the concurrency list (`-c 1,4,8,16`), and the order the cells run in.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Most variants in one sweep (each is a daemon, all running at once).
+pub const MAX_VARIANTS: usize = 4;
+
+/// One `section.key=value` configuration setting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setting {
+    /// `section.key`.
+    pub key: String,
+    /// The value, as `serve --set` takes it.
+    pub value: String,
+}
+
+impl fmt::Display for Setting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}={}", self.key, self.value)
+    }
+}
+
+/// A daemon configuration to measure: a name and settings over the config file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variant {
+    /// Its name (letters, digits, `_`, `-`, `.`; it names files).
+    pub name: String,
+    /// Settings passed to `serve` as `--set section.key=value`.
+    pub settings: Vec<Setting>,
+}
+
+impl Variant {
+    /// The variant of an unmodified daemon, when none is given.
+    pub fn default_variant() -> Self {
+        Self {
+            name: "default".into(),
+            settings: Vec::new(),
+        }
+    }
+}
+
+/// Whether `name` can name a variant (and its files).
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+/// Whether `key` is `section.key` (each part letters, digits, `_` or `-`).
+fn valid_key(key: &str) -> bool {
+    let parts: Vec<&str> = key.split('.').collect();
+    parts.len() >= 2
+        && parts.iter().all(|p| {
+            !p.is_empty()
+                && p.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
+        })
+}
+
+/// Parses `section.key=value`.
+fn parse_setting(text: &str) -> Result<Setting, String> {
+    let bad = || format!("setting {text:?} is not section.key=value");
+    let (key, value) = text.split_once('=').ok_or_else(bad)?;
+    let (key, value) = (key.trim(), value.trim());
+    if !valid_key(key) || value.is_empty() {
+        return Err(bad());
+    }
+    Ok(Setting {
+        key: key.into(),
+        value: value.into(),
+    })
+}
+
+impl FromStr for Variant {
+    type Err = String;
+
+    /// `NAME: section.key=value; section.key=value` (`NAME` or `NAME:` alone: no settings).
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (name, rest) = s.split_once(':').unwrap_or((s, ""));
+        let name = name.trim();
+        if !valid_name(name) {
+            return Err(format!(
+                "variant name {name:?}: use letters, digits, '_', '-' or '.' \
+                 (syntax: 'NAME: section.key=value; ...')"
+            ));
+        }
+        let mut settings: Vec<Setting> = Vec::new();
+        for part in rest.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+            let setting = parse_setting(part)?;
+            if settings.iter().any(|x| x.key == setting.key) {
+                return Err(format!("variant {name}: {} is set twice", setting.key));
+            }
+            settings.push(setting);
+        }
+        Ok(Self {
+            name: name.into(),
+            settings,
+        })
+    }
+}
+
+/// The variants to run: the one "default" variant when none is given; at most
+/// [`MAX_VARIANTS`], with distinct names.
+pub fn variants(given: Vec<Variant>) -> Result<Vec<Variant>, String> {
+    if given.is_empty() {
+        return Ok(vec![Variant::default_variant()]);
+    }
+    if given.len() > MAX_VARIANTS {
+        return Err(format!(
+            "{} variants: at most {MAX_VARIANTS} (each is a daemon)",
+            given.len()
+        ));
+    }
+    for (i, v) in given.iter().enumerate() {
+        if given[..i].iter().any(|w| w.name == v.name) {
+            return Err(format!("variant name {:?} is given twice", v.name));
+        }
+    }
+    Ok(given)
+}
+
+/// Client counts, ascending and distinct (`-c 1,4,8,16`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Concurrency(pub Vec<usize>);
+
+/// Parses `-c`: comma-separated positive counts, sorted ascending, no repeats.
+pub fn parse_concurrency(s: &str) -> Result<Concurrency, String> {
+    let mut cs = Vec::new();
+    for part in s.split(',').map(str::trim) {
+        let c: usize = part
+            .parse()
+            .map_err(|_| format!("bad -c list {s:?}: {part:?} is not a number"))?;
+        if c == 0 {
+            return Err(format!("bad -c list {s:?}: 0 clients"));
+        }
+        if cs.contains(&c) {
+            return Err(format!("bad -c list {s:?}: {c} is repeated"));
+        }
+        cs.push(c);
+    }
+    cs.sort_unstable();
+    Ok(Concurrency(cs))
+}
+
+/// The order of the cells: for each round, for each client count (ascending), every
+/// variant, starting from a different one each time (rotated by round + client-count
+/// index), so that no variant always goes first, neither in a round nor at a given c.
+/// Yields (round, index of the client count, variant index).
+pub fn schedule(rounds: usize, counts: usize, variants: usize) -> Vec<(usize, usize, usize)> {
+    let mut order = Vec::new();
+    for r in 0..rounds {
+        for ci in 0..counts {
+            for k in 0..variants {
+                order.push((r, ci, (k + r + ci) % variants));
+            }
+        }
+    }
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variants_parse() {
+        let v: Variant = " fast : reduce.workers=4; device.passes = 2 ;"
+            .parse()
+            .unwrap();
+        assert_eq!(v.name, "fast");
+        assert_eq!(
+            v.settings
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+            ["reduce.workers=4", "device.passes=2"]
+        );
+        for bare in ["a:", "a", "a: ", "a:;"] {
+            let v: Variant = bare.parse().unwrap();
+            assert_eq!((v.name.as_str(), v.settings.len()), ("a", 0), "{bare}");
+        }
+        let quoted: Variant = "m: memory.host_limit=\"4GiB\"".parse().unwrap();
+        assert_eq!(quoted.settings[0].value, "\"4GiB\"");
+        for bad in [
+            ": reduce.workers=4",
+            "a b: x.y=1",
+            "../x:",
+            "a: workers=4",
+            "a: reduce.workers",
+            "a: reduce.workers=",
+            "a: .workers=1",
+            "a: x.y=1; x.y=2",
+        ] {
+            assert!(bad.parse::<Variant>().is_err(), "{bad} should be refused");
+        }
+    }
+
+    #[test]
+    fn variant_lists_are_checked() {
+        assert_eq!(variants(vec![]).unwrap(), [Variant::default_variant()]);
+        let v = |n: &str| n.parse::<Variant>().unwrap();
+        assert!(variants(vec![v("a"), v("a")])
+            .unwrap_err()
+            .contains("twice"));
+        assert!(variants(vec![v("a"), v("b"), v("c"), v("d"), v("e")]).is_err());
+        assert_eq!(variants(vec![v("a"), v("b")]).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn concurrency_lists_parse_sorted() {
+        assert_eq!(parse_concurrency("8,1, 4").unwrap().0, [1, 4, 8]);
+        for bad in ["", "1,,2", "0", "1,x", "2,2", "-1"] {
+            assert!(parse_concurrency(bad).is_err(), "{bad:?} should be refused");
+        }
+    }
+
+    #[test]
+    fn the_schedule_alternates_which_variant_goes_first() {
+        let s = schedule(2, 2, 2);
+        assert_eq!(
+            s,
+            [
+                (0, 0, 0),
+                (0, 0, 1),
+                (0, 1, 1),
+                (0, 1, 0),
+                (1, 0, 1),
+                (1, 0, 0),
+                (1, 1, 0),
+                (1, 1, 1)
+            ]
+        );
+        // Every (round, c) group runs every variant once.
+        for g in s.chunks(2) {
+            let mut v: Vec<usize> = g.iter().map(|x| x.2).collect();
+            v.sort_unstable();
+            assert_eq!(v, [0, 1]);
+        }
+        assert_eq!(schedule(1, 3, 1).len(), 3);
+    }
+}
