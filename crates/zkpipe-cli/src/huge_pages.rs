@@ -4,15 +4,36 @@
 //! glibc maps with 4 KiB pages. Its `glibc.malloc.hugetlb=1` tunable asks for huge pages there
 //! (experiment 011: 4 GPU clients' uploads then stop leaving the GPU idle). Tunables are
 //! read only at process start, so the process re-executes itself with the setting.
+//!
+//! `ZKPIPE_HUGE_PAGES` is the switch: `1` (the default, also when unset) or `0` (leave
+//! the tunable alone: glibc's default 4 KiB pages). It only tunes glibc's malloc: with
+//! `ZKPIPE_ALLOCATOR=mimalloc` the tunable changes nothing.
 
-/// Re-executes this process with `GLIBC_TUNABLES=glibc.malloc.hugetlb=1` unless
-/// `GLIBC_TUNABLES` is already set (to anything, even empty: that is the opt-out). Returns
-/// only where it does not re-execute (set already, not glibc, or exec failed).
-pub fn ensure() {
+/// The environment variable.
+pub const VAR: &str = "ZKPIPE_HUGE_PAGES";
+
+/// Whether `ZKPIPE_HUGE_PAGES` asks for huge pages (unset or empty: yes), or the
+/// one-line error for a value other than 0 or 1.
+pub fn wanted() -> Result<bool, String> {
+    let Some(value) = std::env::var_os(VAR) else {
+        return Ok(true);
+    };
+    match value.to_str() {
+        Some("" | "1") => Ok(true),
+        Some("0") => Ok(false),
+        _ => Err(format!("{VAR}: unknown value {value:?} (0 or 1)")),
+    }
+}
+
+/// With `wanted` ([`wanted`]), re-executes this process with
+/// `GLIBC_TUNABLES=glibc.malloc.hugetlb=1` unless `GLIBC_TUNABLES` is already set (to
+/// anything, even empty: it is left as it is). Returns only where it does not re-execute
+/// (not wanted, set already, not glibc, or exec failed).
+pub fn ensure(wanted: bool) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         use std::os::unix::process::CommandExt;
-        if std::env::var_os("GLIBC_TUNABLES").is_some() {
+        if !wanted || std::env::var_os("GLIBC_TUNABLES").is_some() {
             return;
         }
         let Ok(exe) = std::env::current_exe() else {
@@ -30,4 +51,6 @@ pub fn ensure() {
         // exec returns only on failure: go on with the default allocator settings.
         eprintln!("zkpipe: note: not using huge pages for large buffers ({err})");
     }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = wanted;
 }

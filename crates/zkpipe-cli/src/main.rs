@@ -3,7 +3,13 @@
 //! Errors are printed as one line, `zkpipe: error: <file>: <what is wrong>`, with exit
 //! status 1 (2 for a usage error or `await`'s timeout; a JSON error event with
 //! `--log-format json`); outputs are written all-or-nothing. Logs go to stderr.
+//!
+//! Two environment variables, read once at startup (an unknown value is a one-line error,
+//! exit status 2): `ZKPIPE_ALLOCATOR=system|mimalloc` (default system) picks the memory
+//! allocator (`allocator`), and `ZKPIPE_HUGE_PAGES=0|1` (default 1) whether `serve`,
+//! `submit` and `loadtest` ask glibc for huge pages (`huge_pages`).
 
+mod allocator;
 mod backend;
 mod bench;
 mod commands;
@@ -13,6 +19,9 @@ mod logging;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+#[global_allocator]
+static ALLOCATOR: allocator::Dispatch = allocator::Dispatch;
 
 /// `zkpipe --version`: the crate version and the commit it was built from (build.rs).
 const VERSION: &str = concat!(
@@ -110,6 +119,14 @@ enum WtnsCommand {
 }
 
 fn main() -> ExitCode {
+    let settings = allocator::check().and_then(|a| Ok((a, huge_pages::wanted()?)));
+    let (allocator, want_huge_pages) = match settings {
+        Ok(settings) => settings,
+        Err(e) => {
+            eprintln!("zkpipe: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => e.exit(), // --help, --version
@@ -127,11 +144,12 @@ fn main() -> ExitCode {
         }
     };
     logging::init(&cli.log_level, cli.log_format);
+    tracing::debug!(allocator, huge_pages = want_huge_pages, "memory settings");
     if matches!(
         cli.command,
         Command::Serve(_) | Command::Submit(_) | Command::Loadtest(_) | Command::Sweep(_)
     ) {
-        huge_pages::ensure();
+        huge_pages::ensure(want_huge_pages);
     }
     let result = match cli.command {
         Command::Prove(a) => commands::prove::run(a),

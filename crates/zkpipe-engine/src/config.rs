@@ -38,6 +38,111 @@ impl Default for ThrottleConfig {
     }
 }
 
+/// How the buffer pool frees what it does not keep, and evicted keys (`memory.dealloc`).
+/// Each mode frees everything; the pool's `shutdown` waits until it has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DeallocMode {
+    /// `"worker"`: one deallocation thread with a bounded queue (`dealloc_queue`), so that
+    /// frees never come in bursts on many threads at once (DESIGN.md, lesson 5).
+    #[default]
+    Worker,
+    /// `"in-place"`: dropped at once, on the thread that lets go of it.
+    InPlace,
+    /// `"detached"`: a new detached thread per free, as many at once as there are frees:
+    /// the unbounded baseline that the phase-11 reference measured, kept to measure
+    /// against, not to serve with.
+    Detached,
+}
+
+impl DeallocMode {
+    /// The config file's names, in order.
+    pub const NAMES: [&'static str; 3] = ["worker", "in-place", "detached"];
+
+    /// Its name in the config file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Worker => "worker",
+            Self::InPlace => "in-place",
+            Self::Detached => "detached",
+        }
+    }
+}
+
+impl std::str::FromStr for DeallocMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "worker" => Ok(Self::Worker),
+            "in-place" => Ok(Self::InPlace),
+            "detached" => Ok(Self::Detached),
+            _ => Err(one_of(s, &Self::NAMES)),
+        }
+    }
+}
+
+impl std::fmt::Display for DeallocMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How buffers given back on other threads reach the buffer pool again
+/// (`memory.returns`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReturnMode {
+    /// `"drain-all"`: givers push onto a lock-free list; the pool takes the whole list with
+    /// one atomic swap when it next needs a buffer.
+    #[default]
+    DrainAll,
+    /// `"cas-pop"`: givers push onto the same kind of list; the pool pops them one at a
+    /// time, one compare-and-swap each.
+    CasPop,
+    /// `"free"`: nothing is recycled: a buffer given back is dropped (freed by the
+    /// allocator) at once on the thread that gives it back, and every buffer taken is a
+    /// new allocation.
+    Free,
+}
+
+impl ReturnMode {
+    /// The config file's names, in order.
+    pub const NAMES: [&'static str; 3] = ["drain-all", "cas-pop", "free"];
+
+    /// Its name in the config file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::DrainAll => "drain-all",
+            Self::CasPop => "cas-pop",
+            Self::Free => "free",
+        }
+    }
+}
+
+impl std::str::FromStr for ReturnMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "drain-all" => Ok(Self::DrainAll),
+            "cas-pop" => Ok(Self::CasPop),
+            "free" => Ok(Self::Free),
+            _ => Err(one_of(s, &Self::NAMES)),
+        }
+    }
+}
+
+impl std::fmt::Display for ReturnMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `"x" is not one of "a", "b", "c"`.
+fn one_of(s: &str, names: &[&str]) -> String {
+    let names: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+    format!("{s:?} is not one of {}", names.join(", "))
+}
+
 /// Everything the engine needs to start.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -95,6 +200,12 @@ pub struct EngineConfig {
     pub pool_max_bytes: u64,
     /// Queue length of the deallocation worker. Default: 64.
     pub dealloc_queue: usize,
+    /// How what the buffer pool does not keep (and evicted keys) is freed
+    /// (`memory.dealloc`). Default: [`DeallocMode::Worker`].
+    pub dealloc: DeallocMode,
+    /// How buffers given back on other threads reach the pool (`memory.returns`).
+    /// Default: [`ReturnMode::DrainAll`].
+    pub returns: ReturnMode,
     /// How long finished jobs (and their request ids) are remembered. Default: 10 min.
     pub job_retention: Duration,
     /// Waterfalls kept for the Chrome-trace export (partitions). Default: 4096.
@@ -145,6 +256,8 @@ impl Default for EngineConfig {
             schedule: DEFAULT_SCHEDULE,
             pool_max_bytes: memory_limit / 8,
             dealloc_queue: 64,
+            dealloc: DeallocMode::Worker,
+            returns: ReturnMode::DrainAll,
             job_retention: Duration::from_secs(600),
             trace_capacity: 4096,
             throttle: ThrottleConfig::default(),

@@ -93,7 +93,12 @@ impl Engine {
         }
         let signal = Arc::new(Signal::default());
         let budget = MemoryBudget::new("host memory", config.memory_limit, Arc::clone(&signal));
-        let buffers = Arc::new(BufferPool::new(config.pool_max_bytes, config.dealloc_queue));
+        let buffers = Arc::new(BufferPool::with_modes(
+            config.pool_max_bytes,
+            config.dealloc_queue,
+            config.dealloc,
+            config.returns,
+        ));
         let freer = Arc::clone(&buffers);
         let ctx = KeyContext {
             checks: config.key_checks,

@@ -157,6 +157,8 @@ struct MemorySection {
     device_limit: Option<Size>,
     pool_max: Option<Size>,
     dealloc_queue: Option<usize>,
+    dealloc: Option<String>,
+    returns: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -480,6 +482,14 @@ impl FileConfig {
                 .map_err(|e| format!("memory.pool_max: {e}"))?
                 .unwrap_or(memory_limit / 8),
             dealloc_queue: self.memory.dealloc_queue.unwrap_or(d.dealloc_queue),
+            dealloc: match &self.memory.dealloc {
+                Some(m) => m.parse().map_err(|e| format!("memory.dealloc: {e}"))?,
+                None => d.dealloc,
+            },
+            returns: match &self.memory.returns {
+                Some(m) => m.parse().map_err(|e| format!("memory.returns: {e}"))?,
+                None => d.returns,
+            },
             synthesize: stage(&self.synthesize, d.synthesize),
             generators: self
                 .generators
@@ -712,5 +722,56 @@ mod tests {
         assert!(cfg("[device]\nbatch = 0").unwrap_err().contains("batch"));
         assert!(toml::from_str::<FileConfig>("[device]\nbatch = -1").is_err());
         assert!(toml::from_str::<FileConfig>("[tail]\nbatch = 2").is_err());
+    }
+
+    #[test]
+    fn dealloc_and_returns_modes_are_read_and_checked() {
+        use zkpipe_engine::config::{DeallocMode, ReturnMode};
+        let cfg = |text: &str| {
+            toml::from_str::<FileConfig>(text)
+                .unwrap()
+                .validate(Path::new("."))
+        };
+        let d = cfg("").unwrap().engine;
+        assert_eq!(
+            (d.dealloc, d.returns),
+            (DeallocMode::Worker, ReturnMode::DrainAll),
+            "today's mechanisms by default"
+        );
+        for (text, mode) in [
+            ("worker", DeallocMode::Worker),
+            ("in-place", DeallocMode::InPlace),
+            ("detached", DeallocMode::Detached),
+        ] {
+            let c = cfg(&format!("[memory]\ndealloc = \"{text}\"")).unwrap();
+            assert_eq!(c.engine.dealloc, mode);
+            assert_eq!(mode.to_string(), text);
+        }
+        for (text, mode) in [
+            ("drain-all", ReturnMode::DrainAll),
+            ("cas-pop", ReturnMode::CasPop),
+            ("free", ReturnMode::Free),
+        ] {
+            let c = cfg(&format!("[memory]\nreturns = \"{text}\"")).unwrap();
+            assert_eq!(c.engine.returns, mode);
+            assert_eq!(mode.to_string(), text);
+        }
+        let e = cfg("[memory]\ndealloc = \"threads\"").unwrap_err();
+        assert_eq!(
+            e,
+            r#"memory.dealloc: "threads" is not one of "worker", "in-place", "detached""#
+        );
+        let e = cfg("[memory]\nreturns = \"Drain-All\"").unwrap_err();
+        assert_eq!(
+            e,
+            r#"memory.returns: "Drain-All" is not one of "drain-all", "cas-pop", "free""#
+        );
+        assert!(toml::from_str::<FileConfig>("[memory]\ndealloc = 1").is_err());
+        assert!(toml::from_str::<FileConfig>("[pipeline]\nreturns = \"free\"").is_err());
+        // The example names both, with their defaults.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../zkpipe.example.toml");
+        let text = std::fs::read_to_string(path).unwrap();
+        assert!(text.contains("\ndealloc = \"worker\"\n"));
+        assert!(text.contains("\nreturns = \"drain-all\"\n"));
     }
 }
