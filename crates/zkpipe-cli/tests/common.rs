@@ -200,19 +200,10 @@ fn start(keys: &[&str], extra: &str, generators: bool, add: impl FnOnce(&Path)) 
         .unwrap();
     let stderr = BufReader::new(child.stderr.take().unwrap());
     let log = std::thread::spawn(move || stderr.lines().map_while(Result::ok).collect());
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = |k: &str| {
-        line.split_whitespace()
-            .find_map(|w| w.strip_prefix(k))
-            .unwrap_or_else(|| panic!("daemon did not print its addresses: {line:?}"))
-            .to_string()
-    };
+    let line = first_line(&mut child);
     Daemon {
-        grpc: format!("http://{}", addr("grpc=")),
-        http: addr("http="),
+        grpc: format!("http://{}", printed(&line, "grpc=")),
+        http: printed(&line, "http="),
         child,
         log: Some(log),
         _dir: dir,
@@ -261,4 +252,21 @@ pub fn check_done(r: &pb::JobResult) {
         let t = p.timings.unwrap();
         assert!(t.total_ms >= t.reduce_ms && t.total_ms > 0.0);
     }
+}
+
+/// The first line a daemon started with piped stdout printed (its bound addresses).
+pub fn first_line(child: &mut Child) -> String {
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    line
+}
+
+/// The address after `key` (`grpc=`, `http=`) in a daemon's first line.
+pub fn printed(line: &str, key: &str) -> String {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(key))
+        .unwrap_or_else(|| panic!("daemon did not print its addresses: {line:?}"))
+        .to_string()
 }

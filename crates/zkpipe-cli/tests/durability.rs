@@ -9,7 +9,7 @@ mod common;
 use common::{assert_verifies, fixture, Client};
 use rand::Rng;
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader};
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -43,15 +43,7 @@ impl Daemon {
             .stderr(log)
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let grpc = line
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("grpc="))
-            .unwrap_or_else(|| panic!("daemon did not start: {line:?} (see {})", dir.display()))
-            .to_string();
+        let grpc = common::printed(&common::first_line(&mut child), "grpc=");
         Daemon {
             child,
             grpc: format!("http://{grpc}"),

@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
+
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -130,15 +130,7 @@ fn serve(env: &[(&str, &str)], keys: &[&str], memory: &str) -> (Child, String, t
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let grpc = line
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("grpc="))
-        .unwrap_or_else(|| panic!("daemon did not print its addresses: {line:?}"))
-        .to_string();
+    let grpc = common::printed(&common::first_line(&mut child), "grpc=");
     (child, format!("http://{grpc}"), dir)
 }
 

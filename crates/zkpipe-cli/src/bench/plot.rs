@@ -77,17 +77,22 @@ pub fn stacked_bars(title: &str, bars: &[Bar]) -> String {
     let ly = top + row * bars.len() as f64 + 20.0;
     for (i, name) in names.iter().enumerate() {
         let (x, y) = (left + 160.0 * (i % 4) as f64, ly + 18.0 * (i / 4) as f64);
-        let _ = writeln!(
-            s,
-            r#"<rect x="{x}" y="{}" width="12" height="12" fill="{}"/><text x="{}" y="{y}">{}</text>"#,
-            y - 10.0,
-            COLORS[i % COLORS.len()],
-            x + 16.0,
-            escape(name)
-        );
+        legend_entry(&mut s, (x, y), i, name);
     }
     s.push_str("</svg>\n");
     s
+}
+
+/// A legend entry at (x, y): the `i`-th colour's square and `name`.
+fn legend_entry(s: &mut String, (x, y): (f64, f64), i: usize, name: &str) {
+    let _ = writeln!(
+        s,
+        r#"<rect x="{x}" y="{}" width="12" height="12" fill="{}"/><text x="{}" y="{y}">{}</text>"#,
+        y - 10.0,
+        COLORS[i % COLORS.len()],
+        x + 16.0,
+        escape(name)
+    );
 }
 
 /// A line of a [`line_panels`] chart: a name and one y value per x tick (none: no point).
@@ -133,15 +138,7 @@ pub fn line_panels(title: &str, x_label: &str, x_ticks: &[String], panels: &[Pan
         panel(&mut s, p, (x0, top, pw, ph), x_label, x_ticks);
     }
     for (i, name) in names.iter().enumerate() {
-        let y = top + ph + 50.0 + 18.0 * i as f64;
-        let _ = writeln!(
-            s,
-            r#"<rect x="{left}" y="{}" width="12" height="12" fill="{}"/><text x="{}" y="{y}">{}</text>"#,
-            y - 10.0,
-            COLORS[i % COLORS.len()],
-            left + 16.0,
-            escape(name)
-        );
+        legend_entry(&mut s, (left, top + ph + 50.0 + 18.0 * i as f64), i, name);
     }
     s.push_str("</svg>\n");
     s
