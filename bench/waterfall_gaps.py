@@ -18,6 +18,7 @@ Perfetto / chrome://tracing.
 """
 import argparse
 import bisect
+import gzip
 import json
 import statistics
 
@@ -34,7 +35,9 @@ def job_of(e):
 
 
 def load(path, jobs, keep_path=None):
-    trace = json.load(open(path))
+    """The partition spans and device spans of the last `jobs` jobs in the trace at `path`
+    (plain or gzipped JSON)."""
+    trace = json.load(gzip.open(path) if path.endswith(".gz") else open(path))
     events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
     ids = sorted({e["args"]["job"] for e in events if e["pid"] == 1})
     keep = set(ids[-jobs:])
@@ -47,6 +50,23 @@ def load(path, jobs, keep_path=None):
     return parts, device
 
 
+def device_union(device):
+    """The union of device spans as [start, end] pairs in time order (several device
+    workers may overlap on one GPU)."""
+    merged = []
+    for s, e in sorted((e["ts"], e["ts"] + e["dur"]) for e in device):
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    return merged
+
+
+def device_gaps(merged):
+    """The idle stretches (start, end) between the merged device spans."""
+    return [(a[1], b[0]) for a, b in zip(merged, merged[1:]) if b[0] > a[1]]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("trace")
@@ -56,19 +76,12 @@ def main():
     args = ap.parse_args()
     path, jobs = args.trace, args.jobs
     parts, device = load(path, jobs, args.keep)
-    spans = sorted((e["ts"], e["ts"] + e["dur"]) for e in device)
     t0 = min(e["ts"] for e in parts)
     t1 = max(e["ts"] + e["dur"] for e in parts)
-    # Union of device spans (several device workers may overlap on one GPU).
-    merged = []
-    for s, e in spans:
-        if merged and s <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], e)
-        else:
-            merged.append([s, e])
+    merged = device_union(device)
     busy = sum(e - s for s, e in merged)
     first_dev, last_dev = merged[0][0], merged[-1][1]
-    gaps = [(a[1], b[0]) for a, b in zip(merged, merged[1:]) if b[0] > a[1]]
+    gaps = device_gaps(merged)
     by_name = {}
     for e in parts:
         by_name.setdefault(e["name"], []).append(e)

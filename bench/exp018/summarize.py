@@ -7,12 +7,14 @@ gaps (count, seconds) from each cell's trace.
     python3 bench/exp018/summarize.py DIR... [--markdown]
 """
 import glob
-import gzip
 import json
 import os
 import re
 import statistics
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import waterfall_gaps  # noqa: E402  (bench/, beside this folder)
 
 
 def kernel(path):
@@ -29,21 +31,12 @@ def kernel(path):
 
 
 def gaps(trace_path, jobs):
+    """GPU idle gaps (count, seconds) of the cell's jobs, as bench/waterfall_gaps.py counts them."""
     if not os.path.exists(trace_path):
         trace_path += ".gz"
-    t = json.load(gzip.open(trace_path) if trace_path.endswith(".gz") else open(trace_path))
-    ev = [e for e in t["traceEvents"] if e.get("ph") == "X"]
-    ids = sorted({e["args"]["job"] for e in ev if e["pid"] == 1})
-    keep = set(ids[-jobs:])
-    dev = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev
-                 if e["pid"] == 2 and int(e["name"].split()[1]) in keep)
-    n, total, end = 0, 0.0, None
-    for s, f in dev:
-        if end is not None and s > end:
-            n += 1
-            total += (s - end) / 1e6
-        end = f if end is None else max(end, f)
-    return n, total
+    _, device = waterfall_gaps.load(trace_path, jobs)
+    g = waterfall_gaps.device_gaps(waterfall_gaps.device_union(device))
+    return len(g), sum(b - a for a, b in g) / 1e6
 
 
 def main():

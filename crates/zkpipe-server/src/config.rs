@@ -52,9 +52,9 @@ pub struct ServerConfig {
     /// Witnesses up to this size are stored inside the job database; larger ones as files
     /// beside it (`state_dir/witnesses/`). Default 1 MiB.
     pub witness_inline_max: u64,
-    /// Pinned host memory that stages uploads to a GPU: "portable" or "write-combined"
-    /// (`device.pinned_upload`; the GPU backend reads it). Default "portable".
-    pub pinned_upload: String,
+    /// Pinned host memory that stages uploads to a GPU (`device.pinned_upload`: "portable"
+    /// or "write-combined"). Default portable.
+    pub pinned_upload: zkpipe_cuda::PinnedKind,
 }
 
 /// A TLS identity as read from `server.tls_cert` and `server.tls_key`.
@@ -433,14 +433,11 @@ impl FileConfig {
                     .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR)),
             ),
             token,
-            pinned_upload: match self.device.pinned_upload.as_deref() {
-                None => "portable".into(),
-                Some(k @ ("portable" | "write-combined")) => k.into(),
-                Some(k) => {
-                    return Err(format!(
-                        "device.pinned_upload: {k:?}: expected portable or write-combined"
-                    ))
-                }
+            pinned_upload: match &self.device.pinned_upload {
+                Some(k) => k
+                    .parse()
+                    .map_err(|e| format!("device.pinned_upload: {e}"))?,
+                None => zkpipe_cuda::PinnedKind::default(),
             },
             witness_inline_max: size_or_auto(&s.witness_inline_max, Some(1 << 20))
                 .map_err(|e| format!("server.witness_inline_max: {e}"))?
@@ -618,6 +615,11 @@ mod tests {
         // Not TOML: a string, so the usual "unit" parsing reads it.
         let c = with(&["server.witness_inline_max=64KiB"]).unwrap();
         assert_eq!(c.server.witness_inline_max, 64 << 10);
+        let c = with(&["device.pinned_upload=write-combined"]).unwrap();
+        assert_eq!(
+            c.server.pinned_upload,
+            zkpipe_cuda::PinnedKind::WriteCombined
+        );
         for (bad, says) in [
             ("queue_depth=1", "not section.key=value"),
             ("pipeline.nope=1", "nope"),
@@ -626,6 +628,7 @@ mod tests {
                 "server.witness_inline_max=8 bananas",
                 "server.witness_inline_max",
             ),
+            ("device.pinned_upload=fast", "device.pinned_upload"),
         ] {
             let e = with(&[bad]).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");

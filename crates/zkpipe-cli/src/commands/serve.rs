@@ -80,10 +80,7 @@ impl Args {
 /// Runs `serve`.
 pub fn run(a: Args) -> Result<()> {
     let cfg = FileConfig::load(a.config.as_deref(), &a.overrides()?)?;
-    // Validated with the rest of the file: it cannot fail to parse here.
-    if let Ok(kind) = cfg.server.pinned_upload.parse() {
-        zkpipe_cuda::set_upload_staging(kind);
-    }
+    zkpipe_cuda::set_upload_staging(cfg.server.pinned_upload);
     let devices = devices(a.backend)?;
     let rt = super::client::runtime()?;
     rt.block_on(async move {
