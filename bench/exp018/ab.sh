@@ -48,11 +48,7 @@ checks = "trusted"
 ${ENGINE_TOML:-}
 TOML
 export ZKPIPE_SERVER=http://127.0.0.1:50851
-counters() {
-  echo "tlb $(awk '/TLB/ {s=0; for(i=2;i<=NF;i++) if ($i ~ /^[0-9]+$/) s+=$i; print s}' /proc/interrupts)"
-  awk '/ctxt_switches/ {print $1, $2}' /proc/$1/status
-  awk '{print "minflt", $10; print "majflt", $12; print "utime_ticks", $14; print "stime_ticks", $15}' /proc/$1/stat
-}
+source "$(dirname "$0")/counters.sh"
 run_variant() { # name settings round
   local name=$1 settings=$2 r=$3 envname="ENV_$1"
   rm -rf "$work/state"

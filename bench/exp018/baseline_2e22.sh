@@ -38,21 +38,17 @@ for _ in $(seq 300); do grep -q serving "$out/serve.log" && break; sleep 0.2; do
 export ZKPIPE_SERVER=http://127.0.0.1:50851
 "$bin" preload k22 >>"$out/steps.log" 2>&1
 "$bin" loadtest k22 "$work/w22.wtns" -c 1 -j 1 -p 1 > "$out/warmup.txt"
-counters() { # system TLB shootdowns, daemon ctx switches / faults / CPU ticks
-  echo "tlb $(awk '/TLB/ {s=0; for(i=2;i<=NF;i++) if ($i ~ /^[0-9]+$/) s+=$i; print s}' /proc/interrupts)"
-  awk '/ctxt_switches/ {print $1, $2}' /proc/$pid/status
-  awk '{print "minflt", $10; print "majflt", $12; print "utime_ticks", $14; print "stime_ticks", $15}' /proc/$pid/stat
-}
+source "$(dirname "$0")/counters.sh"
 for cell in $cells; do
   c=${cell%%:*}; j=${cell##*:}
   echo 5 > /proc/$pid/clear_refs 2>/dev/null || true
-  counters > "$out/c$c.kernel.before"
+  counters $pid > "$out/c$c.kernel.before"
   nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader -lms 100 > "$out/c$c.smi.csv" 2>/dev/null &
   smi=$!
   log "c=$c j=$j p=$parts"
   timeout 400 "$bin" loadtest k22 "$work/w22.wtns" -c "$c" -j "$j" -p "$parts" --json "$out/c$c.json" --trace "$out/c$c.trace.json" > "$out/c$c.txt" 2>&1 || log "loadtest c=$c failed"
   kill $smi 2>/dev/null || true
-  counters > "$out/c$c.kernel.after"
+  counters $pid > "$out/c$c.kernel.after"
   grep -E "VmHWM|VmRSS" /proc/$pid/status >> "$out/c$c.kernel.after"
   cat "$out/c$c.txt"
 done
