@@ -6,7 +6,8 @@
 # CELLS: c:j pairs (clients : jobs per client), 10 partitions per job (PARTS overrides).
 # SETTINGS: `;`-separated section.key=value pairs, passed as ZKPIPE_SET to `zkpipe serve`
 # (empty: the defaults); ENV_<NAME>, if set, is more environment for that variant's daemon
-# (e.g. ENV_detached="..."). Round r runs every variant (a fresh daemon each: new state
+# (e.g. ENV_detached="..."), and BIN_<NAME>, if set, the daemon binary that variant runs
+# (an A/B of two builds; the clients are always BIN). Round r runs every variant (a fresh daemon each: new state
 # directory, key preloaded, one warm-up job), in turn, the order reversed every other round.
 # KEY_LOG2 (default 22) picks the key size, BACKEND (default cuda) the backend; INPUT=1
 # proves from circuit inputs (needs CIRCUIT_DIR with circuit.r1cs, input.json and the
@@ -50,9 +51,9 @@ TOML
 export ZKPIPE_SERVER=http://127.0.0.1:50851
 source "$(dirname "$0")/counters.sh"
 run_variant() { # name settings round
-  local name=$1 settings=$2 r=$3 envname="ENV_$1"
+  local name=$1 settings=$2 r=$3 envname="ENV_$1" binname="BIN_$1"
   rm -rf "$work/state"
-  env ZKPIPE_SET="$settings" ${!envname:-} "$bin" serve --config "$work/zkpipe.toml" --state-dir "$work/state" --backend "$backend" > "$out/$name-r$r.serve.log" 2>&1 &
+  env ZKPIPE_SET="$settings" ${!envname:-} "${!binname:-$bin}" serve --config "$work/zkpipe.toml" --state-dir "$work/state" --backend "$backend" > "$out/$name-r$r.serve.log" 2>&1 &
   local pid=$!
   for _ in $(seq 300); do grep -q serving "$out/$name-r$r.serve.log" && break; sleep 0.2; done
   "$bin" preload "$key" >> "$out/steps.log" 2>&1

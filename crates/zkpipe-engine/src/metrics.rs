@@ -3,7 +3,7 @@
 //! reserved.
 
 use prometheus::{
-    Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
@@ -42,8 +42,16 @@ pub struct Metrics {
     pub keys_resident: IntGauge,
     /// Idle bytes held by the buffer pool.
     pub pool_bytes: IntGauge,
-    /// Buffers recycled, allocated, and sent to the deallocation worker.
+    /// Buffers by fate since start: recycled, allocated, freed (let go of), dropped on
+    /// return, dropped by the deallocator.
     pub pool_buffers: IntGaugeVec,
+    /// Deallocation threads started, and alive now (`memory.dealloc = "detached"`).
+    pub dealloc_threads: IntGaugeVec,
+    /// The bandwidth throttle since start: bursts raised and row-loop checks that
+    /// stepped aside.
+    pub throttle_events: IntGaugeVec,
+    /// Seconds row loops spent aside for the bandwidth throttle since start.
+    pub throttle_paused_seconds: Gauge,
     /// Peak resident set size of this process.
     pub peak_rss: IntGauge,
 }
@@ -142,6 +150,24 @@ impl Metrics {
                 Opts::new("zkpipe_buffer_pool_buffers", "Buffers by fate"),
                 &["fate"],
             )),
+            dealloc_threads: must(IntGaugeVec::new(
+                Opts::new(
+                    "zkpipe_dealloc_threads",
+                    "Detached deallocation threads: started since start, alive now",
+                ),
+                &["state"],
+            )),
+            throttle_events: must(IntGaugeVec::new(
+                Opts::new(
+                    "zkpipe_throttle_events",
+                    "Bandwidth throttle since start: bursts raised, checks that stepped aside",
+                ),
+                &["event"],
+            )),
+            throttle_paused_seconds: must(Gauge::new(
+                "zkpipe_throttle_paused_seconds",
+                "Seconds row loops spent aside for the bandwidth throttle since start",
+            )),
             peak_rss: must(IntGauge::new(
                 "zkpipe_process_peak_rss_bytes",
                 "Peak resident set size of the process",
@@ -165,6 +191,9 @@ impl Metrics {
         must(r.register(Box::new(m.keys_resident.clone())));
         must(r.register(Box::new(m.pool_bytes.clone())));
         must(r.register(Box::new(m.pool_buffers.clone())));
+        must(r.register(Box::new(m.dealloc_threads.clone())));
+        must(r.register(Box::new(m.throttle_events.clone())));
+        must(r.register(Box::new(m.throttle_paused_seconds.clone())));
         must(r.register(Box::new(m.peak_rss.clone())));
         m
     }

@@ -169,9 +169,22 @@ pub(crate) fn metrics_text(
         ("recycled", p.recycled),
         ("allocated", p.allocated),
         ("freed", p.freed),
+        ("dropped_on_return", p.dropped_on_return),
+        ("dealloc_done", p.dealloc_done),
     ] {
         m.pool_buffers.with_label_values(&[what]).set(n as i64);
     }
+    for (state, n) in [
+        ("started", p.dealloc_threads),
+        ("live", p.dealloc_threads_live),
+    ] {
+        m.dealloc_threads.with_label_values(&[state]).set(n as i64);
+    }
+    let t = zkpipe_core::throttle::stats();
+    for (event, n) in [("burst", t.bursts), ("step_aside", t.steps_aside)] {
+        m.throttle_events.with_label_values(&[event]).set(n as i64);
+    }
+    m.throttle_paused_seconds.set(t.paused.as_secs_f64());
     if let Some(rss) = crate::config::peak_rss() {
         m.peak_rss.set(rss as i64);
     }

@@ -138,8 +138,33 @@ fn every_scheduling_switch_proves_correctly() {
             check_job(&engine, dir.path(), j);
         }
         assert_eq!(engine.status().pending_partitions, 0);
+        let m = engine.metrics_text();
+        if mode == Mode::Pause {
+            // The CPU MSMs raised bursts (the counters are process-wide totals).
+            assert!(
+                metric(&m, "zkpipe_throttle_events{event=\"burst\"}") > 0.0,
+                "{m}"
+            );
+        }
+        let st = engine.status().pool;
+        assert_eq!(
+            metric(&m, "zkpipe_buffer_pool_buffers{fate=\"allocated\"}"),
+            st.allocated as f64
+        );
+        assert!(m.contains("zkpipe_throttle_paused_seconds "), "{m}");
+        assert!(
+            m.contains("zkpipe_dealloc_threads{state=\"live\"} 0"),
+            "{m}"
+        );
         engine.shutdown();
     }
+}
+
+/// The value of the metric line that starts with `name` (name and labels), from `/metrics` text.
+fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no metric {name} in\n{text}"))
 }
 
 #[test]

@@ -39,8 +39,10 @@ use zkpipe_server::pb;
 Each variant is a daemon: `zkpipe serve --config FILE --backend B` plus `--set \
 section.key=value` for each of its settings, on loopback ports chosen by the OS, with a \
 fresh state folder; its log goes to DIR/<variant>.serve.log. Without --variant there is one \
-variant, \"default\", with no settings. Before its first cell each daemon preloads the key \
-and proves one unmeasured job.
+variant, \"default\", with no settings. A setting of the `env` section is an environment \
+variable of that daemon instead (`env.ZKPIPE_CUDA_HOST_REDUCE=1`, \
+`env.CUDA_VISIBLE_DEVICES=0`), for switches only the environment sets. Before its first \
+cell each daemon preloads the key and proves one unmeasured job.
 
 Cells run interleaved: for each round, for each c (ascending), every variant, starting from \
 a different variant each time (rotated by round + the index of c).
@@ -87,7 +89,8 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     rounds: usize,
     /// A daemon configuration: 'NAME: section.key=value; section.key=value' (repeat for
-    /// A/B, at most 4; 'NAME:' has no settings).
+    /// A/B, at most 4; 'NAME:' has no settings; 'env.VAR=value' sets the daemon's
+    /// environment).
     #[arg(long = "variant", value_name = "NAME: KEY=VALUE; ...")]
     variants: Vec<Variant>,
     /// Longest wait for one job (and for the key's preload).
@@ -227,9 +230,8 @@ async fn measure(
     targets: &mut Vec<Target>,
 ) -> Result<Vec<Cell>> {
     for v in variants {
-        let settings: Vec<String> = v.settings.iter().map(ToString::to_string).collect();
         let log = out.path(&format!("{}.serve.log", v.name));
-        let daemon = Daemon::start(serve, &v.name, &settings, &log)?;
+        let daemon = Daemon::start(serve, &v.name, &v.config_settings(), &v.environment(), &log)?;
         let client = connect(&ServerArg {
             server: daemon.grpc.clone(),
             token: std::env::var("ZKPIPE_TOKEN").ok().filter(|t| !t.is_empty()),

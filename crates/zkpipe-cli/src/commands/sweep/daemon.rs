@@ -87,12 +87,14 @@ pub fn log_tail(log: &Path) -> String {
 }
 
 impl Daemon {
-    /// Starts `serve` for `variant` with its stderr in `log` and returns once it printed
+    /// Starts `serve` for `variant` (with `env` added to its environment) with its
+    /// stderr in `log` and returns once it printed
     /// its addresses; an error names the variant and quotes the end of its log.
     pub fn start(
         cmd: &ServeCommand,
         variant: &str,
         settings: &[String],
+        env: &[(String, String)],
         log: &Path,
     ) -> Result<Self> {
         let state = tempfile::Builder::new()
@@ -102,6 +104,7 @@ impl Daemon {
         let log_file = std::fs::File::create(log).with_context(|| format!("{}", log.display()))?;
         let mut child = Command::new(&cmd.exe)
             .args(cmd.args(state.path(), settings))
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(log_file)

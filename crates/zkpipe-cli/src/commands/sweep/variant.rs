@@ -27,11 +27,36 @@ impl fmt::Display for Setting {
 pub struct Variant {
     /// Its name (letters, digits, `_`, `-`, `.`; it names files).
     pub name: String,
-    /// Settings passed to `serve` as `--set section.key=value`.
+    /// Settings passed to `serve` as `--set section.key=value`; those of the `env`
+    /// section are the daemon's environment instead (`env.ZKPIPE_ALLOCATOR=mimalloc`).
     pub settings: Vec<Setting>,
 }
 
+/// The pseudo-section whose settings are environment variables of the daemon, for the
+/// switches only the environment sets.
+const ENV_SECTION: &str = "env.";
+
 impl Variant {
+    /// `--set` arguments' values: the settings outside the `env` section.
+    pub fn config_settings(&self) -> Vec<String> {
+        self.settings
+            .iter()
+            .filter(|s| !s.key.starts_with(ENV_SECTION))
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    /// The daemon's extra environment: the `env` section's settings.
+    pub fn environment(&self) -> Vec<(String, String)> {
+        self.settings
+            .iter()
+            .filter_map(|s| {
+                let name = s.key.strip_prefix(ENV_SECTION)?;
+                Some((name.to_string(), s.value.clone()))
+            })
+            .collect()
+    }
+
     /// The variant of an unmodified daemon, when none is given.
     pub fn default_variant() -> Self {
         Self {
@@ -165,6 +190,18 @@ pub fn schedule(rounds: usize, counts: usize, variants: usize) -> Vec<(usize, us
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn env_settings_are_the_daemons_environment() {
+        let v: Variant = "host: env.ZKPIPE_CUDA_HOST_REDUCE=1; device.passes=2"
+            .parse()
+            .unwrap();
+        assert_eq!(v.config_settings(), ["device.passes=2"]);
+        assert_eq!(
+            v.environment(),
+            [("ZKPIPE_CUDA_HOST_REDUCE".to_string(), "1".to_string())]
+        );
+    }
 
     #[test]
     fn variants_parse() {
