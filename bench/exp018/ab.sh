@@ -7,7 +7,8 @@
 # SETTINGS: `;`-separated section.key=value pairs, passed as ZKPIPE_SET to `zkpipe serve`
 # (empty: the defaults); ENV_<NAME>, if set, is more environment for that variant's daemon
 # (e.g. ENV_detached="..."), and BIN_<NAME>, if set, the daemon binary that variant runs
-# (an A/B of two builds; the clients are always BIN). Round r runs every variant (a fresh daemon each: new state
+# (an A/B of two builds; the clients are always BIN). LOADTEST_ARGS is added to every cell's
+# loadtest (e.g. "--connections shared"). Round r runs every variant (a fresh daemon each: new state
 # directory, key preloaded, one warm-up job), in turn, the order reversed every other round.
 # KEY_LOG2 (default 22) picks the key size, BACKEND (default cuda) the backend; INPUT=1
 # proves from circuit inputs (needs CIRCUIT_DIR with circuit.r1cs, input.json and the
@@ -63,7 +64,7 @@ run_variant() { # name settings round
     echo 5 > /proc/$pid/clear_refs 2>/dev/null || true
     counters $pid > "$f.kernel"
     log "$name round $r c=$c j=$j p=$parts"
-    timeout 500 "$bin" loadtest "$key" "${loadsrc[@]}" -c "$c" -j "$j" -p "$parts" --json "$f.json" --trace "$f.trace.json" > "$f.txt" 2>&1 || log "loadtest failed: $(tail -1 "$f.txt")"
+    timeout 500 "$bin" loadtest "$key" "${loadsrc[@]}" -c "$c" -j "$j" -p "$parts" ${LOADTEST_ARGS:-} --json "$f.json" --trace "$f.trace.json" > "$f.txt" 2>&1 || log "loadtest failed: $(tail -1 "$f.txt")"
     echo "-- after" >> "$f.kernel"; counters $pid >> "$f.kernel"
     grep -E "VmHWM" /proc/$pid/status >> "$f.kernel"
     head -1 "$f.txt" | tee -a "$out/steps.log"; grep busy "$f.txt" | tee -a "$out/steps.log" || true

@@ -51,7 +51,10 @@ fn sweep(cfg: &Path, wtns: &Path, out: &Path) -> std::process::Output {
         "--variant".as_ref(),
         "a:".as_ref(),
         "--variant".as_ref(),
-        "b:".as_ref(),
+        "b: env.ZKPIPE_LOG_FORMAT=json".as_ref(),
+        // Loadtest's default is a connection per client; the sweep here shares one.
+        "--connections".as_ref(),
+        "shared".as_ref(),
         "--out".as_ref(),
         out,
     ])
@@ -121,9 +124,13 @@ fn sweep_measures_every_cell_and_refuses_to_overwrite() {
         }
         // Stopped with SIGTERM: the daemon's last log line.
         let log = std::fs::read_to_string(out.join(format!("{variant}.serve.log"))).unwrap();
-        assert!(log.trim_end().ends_with("stopped"), "{log}");
+        let last = log.trim_end().lines().last().unwrap_or_default();
+        assert!(last.contains("stopped"), "{log}");
+        // Variant b's env.ZKPIPE_LOG_FORMAT=json reached its daemon only.
+        assert_eq!(last.starts_with('{'), variant == "b", "{log}");
     }
     assert_eq!(v["summary"].as_array().unwrap().len(), 4);
+    assert_eq!(v["connections"], "Shared");
     assert!(std::fs::read_to_string(out.join("sweep.svg"))
         .unwrap()
         .starts_with("<svg"));

@@ -39,6 +39,10 @@ pub struct Args {
     /// Longest wait for one job.
     #[arg(long, default_value = "10m", value_parser = duration)]
     timeout: Duration,
+    /// Each client's connection to the daemon: its own (as separate users have), or one
+    /// shared by all.
+    #[arg(long, value_enum, default_value_t = Connections::PerClient)]
+    pub connections: Connections,
     /// Write the daemon's waterfall of this run (Chrome-trace JSON) here (`-`: stdout).
     #[arg(long)]
     trace: Option<PathBuf>,
@@ -137,6 +141,20 @@ pub struct Load {
     pub priority: Priority,
     /// Longest wait for one job.
     pub timeout: Duration,
+    /// Whether each client opens its own connection (`Some`: to this daemon) or all share
+    /// the caller's (`None`).
+    pub own_connections: Option<ServerArg>,
+}
+
+/// How a load run's clients reach the daemon.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Connections {
+    /// Each client its own connection, as separate users have.
+    #[default]
+    PerClient,
+    /// One connection for every client (HTTP/2 streams over one TCP connection, which one
+    /// task on each side drives).
+    Shared,
 }
 
 /// A job that completed.
@@ -217,10 +235,19 @@ async fn client_jobs(mut c: Client, load: Load) -> (Vec<JobRecord>, Vec<String>)
 /// Runs `load` against the daemon `c` is connected to, with the device busy fractions
 /// from its metrics before and after. Jobs that fail are counted, not an error.
 pub async fn run_load(c: &Client, load: &Load) -> Result<LoadRun> {
+    // Connections are opened before the clock starts.
+    let mut clients = Vec::with_capacity(load.clients);
+    for _ in 0..load.clients {
+        clients.push(match &load.own_connections {
+            Some(server) => connect(server).await?,
+            None => c.clone(),
+        });
+    }
     let before = metric(&metrics_text(c).await?, "zkpipe_device_busy_seconds");
     let start = Instant::now();
-    let tasks: Vec<_> = (0..load.clients)
-        .map(|_| tokio::spawn(client_jobs(c.clone(), load.clone())))
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .map(|client| tokio::spawn(client_jobs(client, load.clone())))
         .collect();
     let mut jobs = Vec::new();
     let mut failed = Vec::new();
@@ -293,6 +320,7 @@ pub fn run(a: Args) -> Result<()> {
         partitions: a.partitions,
         priority: a.priority,
         timeout: a.timeout,
+        own_connections: (a.connections == Connections::PerClient).then(|| a.server.clone()),
     };
     runtime()?.block_on(async {
         let mut c = connect(&a.server).await?;

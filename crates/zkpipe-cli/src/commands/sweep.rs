@@ -17,7 +17,7 @@ mod report;
 mod variant;
 
 use super::client::{connect, duration, rpc, runtime, Client, ServerArg};
-use super::loadtest::{run_load, Load, LoadRun};
+use super::loadtest::{run_load, Connections, Load, LoadRun};
 use crate::backend::BackendChoice;
 use crate::bench::kernel;
 use crate::bench::waterfall::{analyse, filter_jobs};
@@ -93,6 +93,10 @@ pub struct Args {
     /// environment).
     #[arg(long = "variant", value_name = "NAME: KEY=VALUE; ...")]
     variants: Vec<Variant>,
+    /// Each client's connection to its daemon: its own (as separate users have), or one
+    /// shared by all.
+    #[arg(long, value_enum, default_value_t = Connections::PerClient)]
+    connections: Connections,
     /// Longest wait for one job (and for the key's preload).
     #[arg(long, default_value = "10m", value_parser = duration)]
     timeout: Duration,
@@ -153,11 +157,12 @@ struct Plan {
     partitions: usize,
     rounds: usize,
     timeout: Duration,
+    connections: Connections,
 }
 
 impl Plan {
-    /// The load of one cell with `clients` clients.
-    fn load(&self, clients: usize, jobs: usize) -> Load {
+    /// The load of one cell with `clients` clients of the daemon at `server`.
+    fn load(&self, clients: usize, jobs: usize, server: &ServerArg) -> Load {
         Load {
             key: self.key.clone(),
             witness: self.witness.clone(),
@@ -166,6 +171,7 @@ impl Plan {
             partitions: self.partitions,
             priority: Priority::Normal,
             timeout: self.timeout,
+            own_connections: (self.connections == Connections::PerClient).then(|| server.clone()),
         }
     }
 }
@@ -173,6 +179,7 @@ impl Plan {
 /// A daemon and a connection to it.
 struct Target {
     daemon: Daemon,
+    server: ServerArg,
     client: Client,
 }
 
@@ -193,6 +200,7 @@ pub fn run(a: Args) -> Result<()> {
         partitions: a.partitions,
         rounds: a.rounds,
         timeout: a.timeout,
+        connections: a.connections,
     };
     let out = OutDir::prepare(&a.out)?;
     let serve = ServeCommand {
@@ -232,15 +240,20 @@ async fn measure(
     for v in variants {
         let log = out.path(&format!("{}.serve.log", v.name));
         let daemon = Daemon::start(serve, &v.name, &v.config_settings(), &v.environment(), &log)?;
-        let client = connect(&ServerArg {
+        let server = ServerArg {
             server: daemon.grpc.clone(),
             token: std::env::var("ZKPIPE_TOKEN").ok().filter(|t| !t.is_empty()),
             token_file: None,
             ca_cert: None,
-        })
-        .await
-        .with_context(|| format!("variant {}", v.name))?;
-        targets.push(Target { daemon, client });
+        };
+        let client = connect(&server)
+            .await
+            .with_context(|| format!("variant {}", v.name))?;
+        targets.push(Target {
+            daemon,
+            server,
+            client,
+        });
     }
     for t in targets.iter_mut() {
         warm_up(t, plan).await?;
@@ -276,7 +289,7 @@ async fn warm_up(t: &mut Target, plan: &Plan) -> Result<()> {
         .await
         .map_err(rpc)
         .with_context(|| fail(&format!("preloading key {}", plan.key)))?;
-    let run = run_load(&t.client, &plan.load(1, 1))
+    let run = run_load(&t.client, &plan.load(1, 1, &t.server))
         .await
         .with_context(|| fail("the warm-up job"))?;
     if let Some(f) = run.failed.first() {
@@ -298,7 +311,7 @@ async fn run_cell(
     let pid = t.daemon.pid();
     let rss_reset = kernel::reset_peak_rss(pid);
     let before = kernel::snapshot(pid);
-    let run = run_load(&t.client, &plan.load(clients, plan.jobs))
+    let run = run_load(&t.client, &plan.load(clients, plan.jobs, &t.server))
         .await
         .context(where_.clone())?;
     let after = kernel::snapshot(pid);
@@ -415,6 +428,7 @@ fn write_results(
         "jobs_per_client": plan.jobs,
         "partitions": plan.partitions,
         "rounds": plan.rounds,
+        "connections": format!("{:?}", plan.connections),
         "variants": variants.iter().map(|v| serde_json::json!({
             "name": v.name,
             "settings": v.settings.iter().map(ToString::to_string).collect::<Vec<_>>(),
