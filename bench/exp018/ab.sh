@@ -4,6 +4,7 @@
 #   bench/exp018/ab.sh OUT_DIR BIN ROUNDS "CELLS" "NAME=SETTINGS" "NAME=SETTINGS" ...
 #
 # CELLS: c:j pairs (clients : jobs per client), 10 partitions per job (PARTS overrides).
+# NAME: letters, digits and '_' (it also names the ENV_/BIN_ variables below).
 # SETTINGS: `;`-separated section.key=value pairs, passed as ZKPIPE_SET to `zkpipe serve`
 # (empty: the defaults); ENV_<NAME>, if set, is more environment for that variant's daemon
 # (e.g. ENV_detached="..."), and BIN_<NAME>, if set, the daemon binary that variant runs

@@ -14,8 +14,7 @@
 #             CPU-backend daemon at c = 16 on the same key.
 #   submit    the submission path: the build before (.carry/zkpipe-old.xz) against this one
 #             (submissions off the async workers, registration without a lock), each client
-#             on its own connection, c = 4 (2 jobs) and 16 (1 job), 2 rounds (ab.sh); then
-#             this build with every client on one shared connection, c = 16.
+#             on its own connection, c = 4 (2 jobs) and 16 (1 job), 2 rounds (ab.sh).
 #   inputs    the largest circom circuit built on the devbox (.carry/c21.tar.xz: Poseidon
 #             chain, 2^21), from inputs (wasm synthesis in the pipeline) and from the
 #             witness, c = 1,4,16, 3 jobs per client; then 2^14 at c = 64.
@@ -79,8 +78,6 @@ case $step in
     key22
     old=$work/bin/zkpipe-old; xz -dc .carry/zkpipe-old.xz > "$old"; chmod +x "$old"
     WORK=$work BIN_old=$old timeout 360 bash "$here/ab.sh" "$out/submit" "$bin" 2 "4:2 16:1" "old=" "new=" \
-      || log "ab.sh failed"
-    WORK=$work LOADTEST_ARGS="--connections shared" timeout 100 bash "$here/ab.sh" "$out/shared" "$bin" 1 "16:1" "new-shared=" \
       || log "ab.sh failed"
     ;;
   inputs)

@@ -179,15 +179,15 @@ fn status_response(s: EngineStatus) -> pb::StatusResponse {
 }
 
 impl ProverService {
-    /// Checks and records a job off the async workers (see [`off_runtime`]).
-    async fn submit(&self, r: pb::SubmitProofRequest) -> Result<zkpipe_engine::Submitted, Status> {
+    fn submit(&self, r: pb::SubmitProofRequest) -> Result<zkpipe_engine::Submitted, Status> {
         if !self.accepting.load(Ordering::Acquire) {
             return Err(Status::unavailable(
                 "the daemon is shutting down and accepts no new jobs",
             ));
         }
-        let engine = self.engine.clone();
-        off_runtime(move || engine.submit(decode::submit_request(r)?).map_err(status)).await
+        self.engine
+            .submit(decode::submit_request(r)?)
+            .map_err(status)
     }
 
     async fn wait(&self, job: u64, timeout_ms: u64) -> Result<pb::JobResult, Status> {
@@ -197,26 +197,13 @@ impl ProverService {
     }
 }
 
-/// Runs `f` on tokio's blocking pool. A submission parses and converts its witnesses and
-/// writes the big ones to disk with an fsync: a second or more for a 1.28 GB job. On an
-/// async worker that stalls every connection the worker drives, and with a few jobs at
-/// once the other uploads stop: on the GPU machine at c = 16 the daemon accepted the jobs
-/// of 16 clients seconds apart while the GPU waited (experiment 018h).
-async fn off_runtime<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, Status> + Send + 'static,
-) -> Result<T, Status> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Status::internal(format!("a submission's worker: {e}")))?
-}
-
 #[tonic::async_trait]
 impl Prover for ProverService {
     async fn submit_proof(
         &self,
         req: Request<pb::SubmitProofRequest>,
     ) -> Result<Response<pb::SubmitProofResponse>, Status> {
-        let s = self.submit(req.into_inner()).await?;
+        let s = self.submit(req.into_inner())?;
         Ok(Response::new(pb::SubmitProofResponse {
             job_id: s.job_id,
             existing: s.existing,
@@ -236,8 +223,7 @@ impl Prover for ProverService {
         req: Request<pb::ProveRequest>,
     ) -> Result<Response<pb::JobResult>, Status> {
         let (submit, timeout_ms) = decode::prove_request(req.into_inner())?;
-        let engine = self.engine.clone();
-        let s = off_runtime(move || engine.submit(submit).map_err(status)).await?;
+        let s = self.engine.submit(submit).map_err(status)?;
         Ok(Response::new(self.wait(s.job_id, timeout_ms).await?))
     }
 
