@@ -12,12 +12,16 @@
 #             (`env.ZKPIPE_CUDA_HOST_REDUCE=1`).
 #   register  interleaved A/B of the old and new build at c = 16 (ab.sh, 3 rounds), then the
 #             CPU-backend daemon at c = 16 on the same key.
-#   submit    the submission path: the build before (.carry/zkpipe-old.xz) against this one
-#             (submissions off the async workers, registration without a lock), each client
+#   submit    the submission path (018h): the build before (.carry/zkpipe-old.xz) against
+#             .carry/zkpipe.xz (59bbd8f: submissions off the async workers, registration
+#             without a lock; both reverted after this A/B), each client
 #             on its own connection, c = 4 (2 jobs) and 16 (1 job), 2 rounds (ab.sh).
 #   inputs    the largest circom circuit built on the devbox (.carry/c21.tar.xz: Poseidon
 #             chain, 2^21), from inputs (wasm synthesis in the pipeline) and from the
 #             witness, c = 1,4,16, 3 jobs per client; then 2^14 at c = 64.
+#   final     the witness step's sweep (workload (a), c = 1,4,8,16, 3 jobs per client) with
+#             the final build: registration under its lock, a connection per client.
+#             About 9 minutes with the key to make (session 13 gave it 5.5 and lost c = 16).
 #   switches  the switches not A/B'd before, at c = 8, 1 job per client, 2 rounds: freeing in
 #             place and huge pages off against the defaults; device passes 1, 2 (default), 3.
 #   gpus      one GPU vs every visible GPU (`env.CUDA_VISIBLE_DEVICES=0` vs none) at
@@ -98,6 +102,10 @@ case $step in
       "$bin" setup --dev --seed 1 "$work/c14.r1cs" "$work/keys/k14.zkey" 2>>"$out/steps.log"
     fi
     sweep small k14 "$work/w14.wtns" -c 64 -j 16 -p 1 --rounds 3
+    ;;
+  final)
+    key22
+    sweep final k22 "$work/w22.wtns" -c 1,4,8,16 -j 3 -p 10
     ;;
   switches)
     key22
