@@ -42,7 +42,7 @@ pub struct Args {
     /// Each client's connection to the daemon: its own (as separate users have), or one
     /// shared by all.
     #[arg(long, value_enum, default_value_t = Connections::PerClient)]
-    pub connections: Connections,
+    connections: Connections,
     /// Write the daemon's waterfall of this run (Chrome-trace JSON) here (`-`: stdout).
     #[arg(long)]
     trace: Option<PathBuf>,
