@@ -28,32 +28,40 @@ fn main() {
     }
     let sppark = std::env::var("DEP_SPPARK_ROOT").expect("sppark exports its include path");
     let blst = std::env::var("DEP_BLST_C_SRC").expect("blst exports its source path");
-    for (file, lib) in [
+    // The units compile side by side (nvcc runs one thread per unit, and the two curves'
+    // units take minutes each).
+    let units = [
         ("cuda/bn254.cu", "zkpipe_cuda_bn254"),
         ("cuda/bls12_381.cu", "zkpipe_cuda_bls12_381"),
         ("cuda/host.cu", "zkpipe_cuda_host"),
-    ] {
-        let mut nvcc = cc::Build::new();
-        nvcc.cuda(true)
-            .cudart("static")
-            // cc adds nvcc's `-G` (unoptimized device debug code) whenever the profile has
-            // any debug info; sppark's kernels hang when built that way.
-            .debug(false)
-            .opt_level(3)
-            .flag("-gencode")
-            .flag("arch=compute_90,code=sm_90")
-            .flag("-Xcompiler")
-            .flag("-Wno-unused-function")
-            .define("TAKE_RESPONSIBILITY_FOR_ERROR_MESSAGE", None)
-            .include(&sppark)
-            .include(&blst)
-            .file(file);
-        // blst's host code is built with ADX where the CPU has it; sppark's must agree.
-        if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("x86_64") {
-            nvcc.define("__ADX__", None);
+    ];
+    std::thread::scope(|s| {
+        for (file, lib) in units {
+            let (sppark, blst) = (&sppark, &blst);
+            s.spawn(move || {
+                let mut nvcc = cc::Build::new();
+                nvcc.cuda(true)
+                    .cudart("static")
+                    // cc adds nvcc's `-G` (unoptimized device debug code) whenever the
+                    // profile has any debug info; sppark's kernels hang when built that way.
+                    .debug(false)
+                    .opt_level(3)
+                    .flag("-gencode")
+                    .flag("arch=compute_90,code=sm_90")
+                    .flag("-Xcompiler")
+                    .flag("-Wno-unused-function")
+                    .define("TAKE_RESPONSIBILITY_FOR_ERROR_MESSAGE", None)
+                    .include(sppark)
+                    .include(blst)
+                    .file(file);
+                // blst's host code is built with ADX where the CPU has it; sppark's must agree.
+                if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("x86_64") {
+                    nvcc.define("__ADX__", None);
+                }
+                nvcc.compile(lib);
+            });
         }
-        nvcc.compile(lib);
-    }
+    });
     if let Ok(dir) = std::env::var("CUDA_LIB_DIR") {
         println!("cargo:rustc-link-search=native={dir}");
     }

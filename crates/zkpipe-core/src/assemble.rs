@@ -21,10 +21,24 @@ pub fn assemble<E: Curve>(
     s: E::ScalarField,
 ) -> Proof<E> {
     let delta1: E::G1 = key.delta_g1.into();
-    let pi_a = m.a + key.vk.alpha_g1 + delta1 * r;
-    let pi_b = m.b2 + key.vk.beta_g2 + E::G2::from(key.vk.delta_g2) * s;
-    let pi_b1 = m.b1 + key.beta_g1 + delta1 * s;
-    let pi_c = m.c + m.h + pi_a * s + pi_b1 * r - delta1 * (r * s);
+    // Six scalar multiplications, ~0.1 ms each in G1 and ~0.3 ms in G2: side by side on
+    // the pool, so a small proof's assembly costs two of them, not all (experiment 019).
+    let ((pi_a, pi_b1, rs_delta), pi_b) = rayon::join(
+        || {
+            let (r_delta, (s_delta, rs_delta)) = rayon::join(
+                || delta1 * r,
+                || rayon::join(|| delta1 * s, || delta1 * (r * s)),
+            );
+            (
+                m.a + key.vk.alpha_g1 + r_delta,
+                m.b1 + key.beta_g1 + s_delta,
+                rs_delta,
+            )
+        },
+        || m.b2 + key.vk.beta_g2 + E::G2::from(key.vk.delta_g2) * s,
+    );
+    let (s_a, r_b1) = rayon::join(|| pi_a * s, || pi_b1 * r);
+    let pi_c = m.c + m.h + s_a + r_b1 - rs_delta;
     let a = pi_a.into_affine();
     let c = pi_c.into_affine();
     Proof {

@@ -23,6 +23,7 @@ pub mod csr;
 pub mod curve;
 pub mod error;
 pub mod key;
+pub mod key_cache;
 pub mod witness;
 
 pub mod assemble;

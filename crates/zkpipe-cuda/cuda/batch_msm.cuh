@@ -1,37 +1,46 @@
 // Batched MSM: k scalar vectors against one resident point set in one GPU pass, written
 // here because sppark's Pippenger takes one scalar vector per call (and its per-call
-// launches, synchronizations and host-side window sums dominate at 2^14 points). Small
-// circuits proved for many clients are the case it is for: k proofs of one key share
-// the launches, and the GPU gets k times the parallel work per kernel.
+// launches, synchronizations and host-side window sums dominate at 2^14 points). It is
+// also the lone proof's path at small domains, where latency is all that counts: every
+// step below is parallel or a short chain, and the only long chain (the doublings that
+// put the windows together) runs on the host, which does it in microseconds.
 //
-// Bucket method with unsigned c-bit digits. Every (proof j, window w, digit d ≠ 0) is a
+// Bucket method with unsigned c-bit digits. Every (proof j, window w, digit d) is a
 // bucket, keyed (j·nwins + w)·2^c + d, so all proofs' buckets live in one key space:
 //
 //   plan (once per batch of scalar vectors, shared by every point set they multiply):
 //     digits → radix sort of (key, point index) → bucket ranges → pieces of ≤ L entries
 //   run (per point set):
-//     pieces: sum each piece's points (affine → xyzz)
-//     segments: per (j, w) and run of G buckets, Σ d·B_d by running sums
-//     windows: per (j, w), combine the segments; per j, Horner over the windows
+//     pieces: sum each piece's points (affine → xyzz), one thread per piece
+//     bit sums: per (j, w) and bit b < c, T = Σ of the pieces whose digit has bit b set
+//       (so Σ_d d·B_d = Σ_b 2^b·T_b), a block-wide tree sum in shared memory
+//   host: per j, Σ_{w,b} 2^(w·c+b)·T_{j,w,b} by Horner (crate::enabled::msm)
 //
-// Pieces cap the serial work of one thread when a bucket is hit often (witnesses are full
-// of 0s and 1s, so window 0's digit 1 can hold half the points). Kernels are templated on
-// sppark's xyzz bucket type; G2 points (fp2) take two lanes per value (bucket_t::degree),
-// so every kernel maps `degree` adjacent threads to one logical item.
+// Zero digits are skipped (their entries sort past the last key) and a scalar of 1 is a
+// single entry in window 0's bucket 1: circom witnesses, mostly 0s and 1s, cost what
+// their other values cost. With `constant_work` every digit is an entry (digit 0 goes to
+// bucket 0, which no bit sum takes) and every piece is added in every bit sum (into a
+// discarded sum where its bit is clear), so the work does not depend on the values.
+//
+// Pieces cap the serial work of one thread when a bucket is hit often (window 0's digit
+// 1 can hold half the points); the bit sums then add pieces, not buckets, so a big
+// bucket's pieces are spread over threads too. Kernels are templated on sppark's xyzz
+// bucket type; G2 points (fp2) take two lanes per value (bucket_t::degree), so every
+// kernel maps `degree` adjacent threads to one logical item.
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 #include <mutex>
 
-#ifndef ZKP_BM_PIECE
-# define ZKP_BM_PIECE 32        // entries a thread sums per piece
-#endif
-#define ZKP_BM_SEGMENT 32       // buckets per running-sum segment
+// Threads per bit-sum block: 128 logical items for G1, 64 for G2 (two lanes each), so
+// the shared tree holds at most 64 BLS12-381 G2 xyzz values (24 KiB).
+#define ZKP_BM_BITSUM_THREADS 128
 
 template<class scalar_t>
 __global__ void zkp_bm_digits(uint32_t* keys, uint32_t* vals,
                               const scalar_t* const* scalars, uint32_t n, uint32_t k,
-                              uint32_t wbits, uint32_t nwins, uint32_t sentinel, bool mont)
+                              uint32_t wbits, uint32_t nwins, uint32_t sentinel, bool mont,
+                              bool constant_work)
 {
     const uint32_t top_i = (scalar_t::nbits + 31) / 32 - 1;
     const uint32_t mask = (1u << wbits) - 1;
@@ -49,7 +58,7 @@ __global__ void zkp_bm_digits(uint32_t* keys, uint32_t* vals,
                 v |= (uint64_t)s[q + 1] << 32;
             uint32_t d = (uint32_t)(v >> (off % 32)) & mask;
             size_t at = ((size_t)j * nwins + w) * n + i;
-            keys[at] = d ? (((j * nwins + w) << wbits) | d) : sentinel;
+            keys[at] = (d || constant_work) ? (((j * nwins + w) << wbits) | d) : sentinel;
             vals[at] = i;
         }
     }
@@ -72,23 +81,26 @@ static __global__ void zkp_bm_ranges(uint32_t* start, uint32_t* end, const uint3
 }
 
 static __global__ void zkp_bm_piece_counts(uint32_t* count, const uint32_t* start,
-                                    const uint32_t* end, uint32_t nkeys)
+                                    const uint32_t* end, uint32_t nkeys, uint32_t piece)
 {
     for (uint32_t b = blockIdx.x * blockDim.x + threadIdx.x; b <= nkeys;
          b += gridDim.x * blockDim.x)
-        count[b] = b < nkeys ? (end[b] - start[b] + ZKP_BM_PIECE - 1) / ZKP_BM_PIECE : 0;
+        count[b] = b < nkeys ? (end[b] - start[b] + piece - 1) / piece : 0;
 }
 
-// Piece q of bucket b covers sorted entries [start + q·L, min(start + (q+1)·L, end)).
-static __global__ void zkp_bm_pieces(uint32_t* pstart, uint32_t* pend, const uint32_t* poff,
-                              const uint32_t* start, const uint32_t* end, uint32_t nkeys)
+// Piece q of bucket b covers sorted entries [start + q·L, min(start + (q+1)·L, end));
+// pkey[q] = b, so the bit sums can tell its digit.
+static __global__ void zkp_bm_pieces(uint32_t* pstart, uint32_t* pend, uint32_t* pkey,
+                              const uint32_t* poff, const uint32_t* start,
+                              const uint32_t* end, uint32_t nkeys, uint32_t piece)
 {
     for (uint32_t b = blockIdx.x * blockDim.x + threadIdx.x; b < nkeys;
          b += gridDim.x * blockDim.x) {
         uint32_t s = start[b], e = end[b];
-        for (uint32_t q = poff[b]; s < e; q++, s += ZKP_BM_PIECE) {
+        for (uint32_t q = poff[b]; s < e; q++, s += piece) {
             pstart[q] = s;
-            pend[q] = min(s + ZKP_BM_PIECE, e);
+            pend[q] = min(s + piece, e);
+            pkey[q] = b;
         }
     }
 }
@@ -112,106 +124,71 @@ __global__ void zkp_bm_sum_pieces(typename bucket_t::mem_t* partial, const affin
     }
 }
 
-// Bucket b's value: the sum of its pieces (0, 1, or a few for much-hit buckets).
+// Per (window jw, bit b, split s): the sum of the pieces of window jw whose digit has
+// bit b set, over split s of the window's pieces. Each logical item strides over the
+// split, then the block sums its items in a shared-memory tree. With `constant_work` a
+// piece whose bit is clear is added too, into a sum that is only used when `never` (a
+// zero the compiler cannot see) says so.
 template<class bucket_t>
-__device__ __forceinline__ bucket_t zkp_bm_bucket(const typename bucket_t::mem_t* partial,
-                                                  const uint32_t* poff, uint32_t b)
+__global__ void zkp_bm_bitsums(typename bucket_t::mem_t* out,
+                               const typename bucket_t::mem_t* partial, const uint32_t* pkey,
+                               const uint32_t* poff, uint32_t wbits, uint32_t splits,
+                               bool constant_work, uint32_t never)
 {
-    bucket_t acc;
+    typedef typename bucket_t::mem_t bucket_h;
+    extern __shared__ __align__(16) unsigned char zkp_bm_smem[];
+    bucket_h* tree = reinterpret_cast<bucket_h*>(zkp_bm_smem);
+    const uint32_t deg = bucket_t::degree;
+    const uint32_t items = blockDim.x / deg, item = threadIdx.x / deg;
+    const uint32_t s = blockIdx.x % splits, jb = blockIdx.x / splits;
+    const uint32_t jw = jb / wbits, b = jb % wbits;
+    const uint32_t lo = poff[jw << wbits], hi = poff[(jw + 1) << wbits];
+    const uint32_t span = (hi - lo + splits - 1) / splits;
+    const uint32_t from = lo + s * span, to = min(hi, from + span);
+    bucket_t acc, skipped;
     acc.inf();
-    for (uint32_t q = poff[b]; q < poff[b + 1]; q++) {
-        bucket_t x = partial[q];
-        acc.add(x);
+    skipped.inf();
+    for (uint32_t q = from + item; q < to; q += items) {
+        bool hit = (pkey[q] >> b) & 1;
+        if (hit || constant_work) {
+            bucket_t x = partial[q];
+            if (hit)
+                acc.add(x);
+            else
+                skipped.add(x);
+        }
     }
-    return acc;
+    if (never)
+        acc.add(skipped);
+    tree[item] = acc;
+    __syncthreads();
+    for (uint32_t half = items / 2; half > 0; half /= 2) {
+        if (item < half) {
+            bucket_t x = tree[item + half];
+            acc.add(x);
+            tree[item] = acc;
+        }
+        __syncthreads();
+    }
+    if (item == 0)
+        out[blockIdx.x] = acc;
 }
 
+// Per (window, bit): the sum of its splits.
 template<class bucket_t>
-__device__ __forceinline__ void zkp_bm_double(bucket_t& p, uint32_t times)
-{
-    for (uint32_t i = 0; i < times; i++) {
-        bucket_t t = p;
-        p.add(t);
-    }
-}
-
-// Per (window jw, segment s) of G buckets d = s·G + u: S = Σ_u B_d and U = Σ_u u·B_d
-// (running sums from the top), so the window's Σ d·B_d = Σ_s (U_s + s·G·S_s).
-template<class bucket_t>
-__global__ void zkp_bm_segments(typename bucket_t::mem_t* seg_sum,
-                                typename bucket_t::mem_t* seg_acc,
-                                const typename bucket_t::mem_t* partial,
-                                const uint32_t* poff, uint32_t nwindows, uint32_t wbits)
+__global__ void zkp_bm_fold(typename bucket_t::mem_t* out,
+                            const typename bucket_t::mem_t* split_sums, uint32_t count,
+                            uint32_t splits)
 {
     const uint32_t deg = bucket_t::degree;
-    const uint32_t nseg = (1u << wbits) / ZKP_BM_SEGMENT;
-    for (uint32_t t = (blockIdx.x * blockDim.x + threadIdx.x) / deg; t < nwindows * nseg;
+    for (uint32_t t = (blockIdx.x * blockDim.x + threadIdx.x) / deg; t < count;
          t += gridDim.x * blockDim.x / deg) {
-        uint32_t jw = t / nseg, s = t % nseg;
-        uint32_t base = (jw << wbits) + s * ZKP_BM_SEGMENT;
-        bucket_t run, acc;
-        run.inf();
-        acc.inf();
-        for (uint32_t u = ZKP_BM_SEGMENT - 1; u > 0; u--) {
-            bucket_t b = zkp_bm_bucket<bucket_t>(partial, poff, base + u);
-            run.add(b);
-            acc.add(run);
-        }
-        bucket_t b0 = zkp_bm_bucket<bucket_t>(partial, poff, base);
-        run.add(b0);
-        seg_sum[t] = run;
-        seg_acc[t] = acc;
-    }
-}
-
-// Per window jw: Σ_s U_s + G·Σ_s s·S_s.
-template<class bucket_t>
-__global__ void zkp_bm_windows(typename bucket_t::mem_t* window,
-                               const typename bucket_t::mem_t* seg_sum,
-                               const typename bucket_t::mem_t* seg_acc, uint32_t nwindows,
-                               uint32_t wbits)
-{
-    const uint32_t deg = bucket_t::degree;
-    const uint32_t nseg = (1u << wbits) / ZKP_BM_SEGMENT;
-    for (uint32_t jw = (blockIdx.x * blockDim.x + threadIdx.x) / deg; jw < nwindows;
-         jw += gridDim.x * blockDim.x / deg) {
-        const auto* ss = seg_sum + (size_t)jw * nseg;
-        const auto* sa = seg_acc + (size_t)jw * nseg;
-        bucket_t run, weighted, sum_u;
-        run.inf();
-        weighted.inf();
-        sum_u.inf();
-        for (uint32_t s = nseg - 1; s > 0; s--) {
-            bucket_t x = ss[s];
-            run.add(x);
-            weighted.add(run);
-        }
-        for (uint32_t s = 0; s < nseg; s++) {
-            bucket_t x = sa[s];
-            sum_u.add(x);
-        }
-        zkp_bm_double(weighted, __ffs(ZKP_BM_SEGMENT) - 1);
-        weighted.add(sum_u);
-        window[jw] = weighted;
-    }
-}
-
-// Per proof j: Σ_w 2^(w·c)·W_{j,w} by Horner from the top window.
-template<class bucket_t>
-__global__ void zkp_bm_horner(typename bucket_t::mem_t* out,
-                              const typename bucket_t::mem_t* window, uint32_t k,
-                              uint32_t nwins, uint32_t wbits)
-{
-    const uint32_t deg = bucket_t::degree;
-    for (uint32_t j = (blockIdx.x * blockDim.x + threadIdx.x) / deg; j < k;
-         j += gridDim.x * blockDim.x / deg) {
-        bucket_t acc = window[(size_t)j * nwins + nwins - 1];
-        for (uint32_t w = nwins - 1; w-- > 0;) {
-            zkp_bm_double(acc, wbits);
-            bucket_t x = window[(size_t)j * nwins + w];
+        bucket_t acc = split_sums[(size_t)t * splits];
+        for (uint32_t s = 1; s < splits; s++) {
+            bucket_t x = split_sums[(size_t)t * splits + s];
             acc.add(x);
         }
-        out[j] = acc;
+        out[t] = acc;
     }
 }
 
@@ -232,7 +209,8 @@ static void zkp_keep_pool(int dev)
 // stream-ordered allocations on its own stream (cudaFree would wait for the whole GPU).
 struct zkp_bm_plan_t {
     int dev;
-    uint32_t k, n, wbits, nwins, nkeys;
+    uint32_t k, n, wbits, nwins, nkeys, piece;
+    bool constant_work;
     size_t max_pieces;
     uint32_t npieces = 0;         // pieces actually made (poff[nkeys])
     cudaStream_t st = nullptr;
@@ -240,27 +218,28 @@ struct zkp_bm_plan_t {
     uint32_t* poff = nullptr;     // nkeys + 1 piece offsets; poff[nkeys] = piece count
     uint32_t* pstart = nullptr;
     uint32_t* pend = nullptr;
+    uint32_t* pkey = nullptr;     // each piece's bucket key
 
     ~zkp_bm_plan_t()
     {
         if (!st)
             return;
         cudaSetDevice(dev);
-        for (void* p : {(void*)vals, (void*)poff, (void*)pstart, (void*)pend})
+        for (void* p : {(void*)vals, (void*)poff, (void*)pstart, (void*)pend, (void*)pkey})
             if (p)
                 cudaFreeAsync(p, st);
         cudaStreamDestroy(st);
     }
 };
 
-// Window width minimizing additions: nwins·(n + 2^c) (one add per entry, about two per
-// bucket in the running sums), with 2^c a multiple of the segment size.
+// Window width minimizing additions: nwins·(n + (c/2)·2^c) (one add per entry; the bit
+// sums add each present bucket's pieces c/2 times on average).
 static uint32_t zkp_bm_wbits(uint32_t n, uint32_t bits)
 {
-    uint32_t best = 5;
+    uint32_t best = 4;
     double best_cost = 1e300;
-    for (uint32_t c = 5; c <= 16; c++) {
-        double cost = (double)((bits + c - 1) / c) * ((double)n + 2.0 * (1u << c));
+    for (uint32_t c = 4; c <= 16; c++) {
+        double cost = (double)((bits + c - 1) / c) * ((double)n + 0.5 * c * (1u << c));
         if (cost < best_cost) {
             best_cost = cost;
             best = c;
@@ -298,16 +277,19 @@ struct zkp_stream_t {
 static size_t zkp_align(size_t x) { return (x + 255) & ~(size_t)255; }
 
 // `scalars`: host array of k device pointers to n scalars each (standard form, or
-// Montgomery with `mont`).
+// Montgomery with `mont`); `piece`: entries per piece (L); `shape` receives the window
+// width and count, which the host needs to put the bit sums together.
 template<class scalar_t>
 static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* scalars,
-                                 uint32_t k, uint32_t n, bool mont, int dev)
+                                 uint32_t k, uint32_t n, bool mont, uint32_t piece,
+                                 bool constant_work, uint32_t* shape, int dev)
 {
     *out = nullptr;
     zkp_bm_plan_t* plan = nullptr;
     try {
-        if (k == 0 || n == 0)
-            return RustError{cudaErrorInvalidValue, "batch MSM of no vectors or no points"};
+        if (k == 0 || n == 0 || piece == 0)
+            return RustError{cudaErrorInvalidValue,
+                             "batch MSM of no vectors, no points or empty pieces"};
         uint32_t bits = scalar_t::nbits;
         uint32_t wbits = zkp_bm_wbits(n, bits);
         uint32_t nwins = (bits + wbits - 1) / wbits;
@@ -321,8 +303,10 @@ static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* sca
         while ((1ull << end_bit) <= nkeys)
             end_bit++;
 
-        plan = new zkp_bm_plan_t{dev, k, n, wbits, nwins, nkeys,
-                                 len / ZKP_BM_PIECE + std::min<size_t>(len, nkeys) + 1};
+        plan = new zkp_bm_plan_t{dev, k, n, wbits, nwins, nkeys, piece, constant_work,
+                                 len / piece + std::min<size_t>(len, nkeys) + 1};
+        shape[0] = wbits;
+        shape[1] = nwins;
         CUDA_OK(cudaSetDevice(dev));
         CUDA_OK(cudaStreamCreateWithFlags(&plan->st, cudaStreamNonBlocking));
         cudaStream_t st = plan->st;
@@ -334,6 +318,7 @@ static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* sca
         CUDA_OK(cudaMallocAsync(&plan->poff, ((size_t)nkeys + 1) * sizeof(uint32_t), st));
         CUDA_OK(cudaMallocAsync(&plan->pstart, plan->max_pieces * sizeof(uint32_t), st));
         CUDA_OK(cudaMallocAsync(&plan->pend, plan->max_pieces * sizeof(uint32_t), st));
+        CUDA_OK(cudaMallocAsync(&plan->pkey, plan->max_pieces * sizeof(uint32_t), st));
 
         size_t sort_bytes = 0, scan_bytes = 0;
         CUDA_OK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, (uint32_t*)nullptr,
@@ -362,7 +347,7 @@ static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* sca
 
         CUDA_OK(cudaMemcpyAsync(ptrs, scalars, k * sizeof(void*), cudaMemcpyHostToDevice, st));
         zkp_bm_digits<scalar_t><<<zkp_grid((size_t)n * k, 256), 256, 0, st>>>(
-            keys, vals, ptrs, n, k, wbits, nwins, nkeys, mont);
+            keys, vals, ptrs, n, k, wbits, nwins, nkeys, mont, constant_work);
         CUDA_OK(cudaGetLastError());
         CUDA_OK(cub::DeviceRadixSort::SortPairs(temp, sort_bytes, keys, keys2, vals,
                                                  plan->vals, len, 0, end_bit, st));
@@ -371,12 +356,12 @@ static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* sca
         zkp_bm_ranges<<<zkp_grid(len, 256), 256, 0, st>>>(start, end, keys2, len, nkeys);
         CUDA_OK(cudaGetLastError());
         zkp_bm_piece_counts<<<zkp_grid((size_t)nkeys + 1, 256), 256, 0, st>>>(
-            count, start, end, nkeys);
+            count, start, end, nkeys, piece);
         CUDA_OK(cudaGetLastError());
         CUDA_OK(cub::DeviceScan::ExclusiveSum(temp, scan_bytes, count, plan->poff,
                                                nkeys + 1, st));
-        zkp_bm_pieces<<<zkp_grid(nkeys, 256), 256, 0, st>>>(plan->pstart, plan->pend,
-                                                            plan->poff, start, end, nkeys);
+        zkp_bm_pieces<<<zkp_grid(nkeys, 256), 256, 0, st>>>(
+            plan->pstart, plan->pend, plan->pkey, plan->poff, start, end, nkeys, piece);
         CUDA_OK(cudaGetLastError());
         CUDA_OK(cudaMemcpyAsync(&plan->npieces, &plan->poff[nkeys], sizeof(uint32_t),
                                 cudaMemcpyDeviceToHost, st));
@@ -392,8 +377,9 @@ static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* sca
     return RustError{cudaSuccess};
 }
 
-// The plan's k MSMs against `points` (device, the plan's n of them): k xyzz results into
-// host memory `out`.
+// The plan's k MSMs against `points` (device, the plan's n of them), as bit sums: into
+// host memory `out`, k·nwins·wbits xyzz points, T[(j·nwins + w)·wbits + b], whose
+// Σ 2^(w·wbits + b)·T is proof j's MSM (the host's Horner).
 template<class bucket_t, class affine_h>
 static RustError zkp_bm_run(const zkp_bm_plan_t* plan, const affine_h* points,
                             typename bucket_t::mem_t* out)
@@ -403,36 +389,37 @@ static RustError zkp_bm_run(const zkp_bm_plan_t* plan, const affine_h* points,
         zkp_stream_t stream(plan->dev);
         cudaStream_t st = stream.st;
         const uint32_t deg = bucket_t::degree;
-        uint32_t nwindows = plan->k * plan->nwins;
-        uint32_t nseg = (1u << plan->wbits) / ZKP_BM_SEGMENT;
+        const uint32_t nwindows = plan->k * plan->nwins;
+        const uint32_t nsums = nwindows * plan->wbits;
+        const uint32_t items = ZKP_BM_BITSUM_THREADS / deg;
+        // Splits per (window, bit) so that each item strides over ~8 pieces: a short chain.
+        const size_t per_window = plan->npieces / std::max<uint32_t>(nwindows, 1);
+        const uint32_t splits =
+            (uint32_t)std::min<size_t>(32, std::max<size_t>(1, per_window / (8 * items)));
         size_t o_partial = 0;
-        size_t o_sum = o_partial + zkp_align(std::max<size_t>(plan->npieces, 1) * sizeof(bucket_h));
-        size_t o_acc = o_sum + zkp_align((size_t)nwindows * nseg * sizeof(bucket_h));
-        size_t o_win = o_acc + zkp_align((size_t)nwindows * nseg * sizeof(bucket_h));
-        size_t o_out = o_win + zkp_align((size_t)nwindows * sizeof(bucket_h));
-        zkp_scratch_t tmp(o_out + plan->k * sizeof(bucket_h), st);
+        size_t o_split = o_partial + zkp_align(std::max<size_t>(plan->npieces, 1) * sizeof(bucket_h));
+        size_t o_sums = o_split + zkp_align((size_t)nsums * splits * sizeof(bucket_h));
+        zkp_scratch_t tmp(o_sums + (size_t)nsums * sizeof(bucket_h), st);
         auto* partial = tmp.at<bucket_h>(o_partial);
-        auto* seg_sum = tmp.at<bucket_h>(o_sum);
-        auto* seg_acc = tmp.at<bucket_h>(o_acc);
-        auto* window = tmp.at<bucket_h>(o_win);
-        auto* d_out = tmp.at<bucket_h>(o_out);
+        auto* split_sums = tmp.at<bucket_h>(o_split);
+        auto* sums = tmp.at<bucket_h>(o_sums);
 
         const uint32_t threads = 128;
         zkp_bm_sum_pieces<bucket_t, affine_h>
             <<<zkp_grid((size_t)plan->npieces * deg, threads), threads, 0, st>>>(
                 partial, points, plan->vals, plan->pstart, plan->pend, &plan->poff[plan->nkeys]);
         CUDA_OK(cudaGetLastError());
-        zkp_bm_segments<bucket_t><<<zkp_grid((size_t)nwindows * nseg * deg, threads), threads,
-                                    0, st>>>(seg_sum, seg_acc, partial, plan->poff, nwindows,
-                                             plan->wbits);
+        zkp_bm_bitsums<bucket_t><<<nsums * splits, ZKP_BM_BITSUM_THREADS,
+                                   items * sizeof(bucket_h), st>>>(
+            splits > 1 ? split_sums : sums, partial, plan->pkey, plan->poff, plan->wbits,
+            splits, plan->constant_work, 0);
         CUDA_OK(cudaGetLastError());
-        zkp_bm_windows<bucket_t><<<zkp_grid((size_t)nwindows * deg, 64), 64, 0, st>>>(
-            window, seg_sum, seg_acc, nwindows, plan->wbits);
-        CUDA_OK(cudaGetLastError());
-        zkp_bm_horner<bucket_t><<<zkp_grid((size_t)plan->k * deg, 32), 32, 0, st>>>(
-            d_out, window, plan->k, plan->nwins, plan->wbits);
-        CUDA_OK(cudaGetLastError());
-        CUDA_OK(cudaMemcpyAsync(out, d_out, plan->k * sizeof(bucket_h),
+        if (splits > 1) {
+            zkp_bm_fold<bucket_t><<<zkp_grid((size_t)nsums * deg, threads), threads, 0, st>>>(
+                sums, split_sums, nsums, splits);
+            CUDA_OK(cudaGetLastError());
+        }
+        CUDA_OK(cudaMemcpyAsync(out, sums, (size_t)nsums * sizeof(bucket_h),
                                  cudaMemcpyDeviceToHost, st));
         CUDA_OK(cudaStreamSynchronize(st));
     } catch (const cuda_error& e) {

@@ -93,7 +93,8 @@ static RustError zkp_msm(zkp_set_t<M, A>* set, P* out, const scalar_t* scalars,
     }
 }
 
-// The batch plan's k MSMs against a resident set: k xyzz points (X, Y, ZZZ, ZZ) into `out`.
+// The batch plan's k MSMs against a resident set, as bit sums (zkp_bm_run): k·nwins·wbits
+// xyzz points (X, Y, ZZZ, ZZ) into `out`.
 template<class B, class M, class A>
 static RustError zkp_set_batch(const zkp_set_t<M, A>* set, const zkp_bm_plan_t* plan,
                                typename B::mem_t* out)
@@ -125,11 +126,13 @@ ZKP_MSM_ENTRIES(g1, zkp_g1_msm_t, point_t, affine_t, bucket_t)
 ZKP_MSM_ENTRIES(g2, zkp_g2_msm_t, point_fp2_t, affine_fp2_t, bucket_fp2_t)
 
 // A batch plan for k scalar vectors of n scalars each, all in device memory
-// (`scalars`: a host array of k device pointers).
+// (`scalars`: a host array of k device pointers); `shape` receives [wbits, nwins].
 extern "C" RustError ZKP_FN(zkp_bm_plan_new_, CURVE)(zkp_bm_plan_t** out,
                                                     const scalar_t* const* scalars,
-                                                    uint32_t k, uint32_t n, bool mont, int dev)
-{   return zkp_bm_plan_new<scalar_t>(out, scalars, k, n, mont, dev);   }
+                                                    uint32_t k, uint32_t n, bool mont,
+                                                    uint32_t piece, bool constant_work,
+                                                    uint32_t* shape, int dev)
+{   return zkp_bm_plan_new<scalar_t>(out, scalars, k, n, mont, piece, constant_work, shape, dev);   }
 
 extern "C" void ZKP_FN(zkp_bm_plan_drop_, CURVE)(zkp_bm_plan_t* plan)
 {   delete plan;   }

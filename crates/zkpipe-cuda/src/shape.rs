@@ -11,6 +11,39 @@ use zkpipe_formats::CurveId;
 /// (BLS12-381 G1: 9.2 ms per proof at k = 4 against sppark's 6.9 ms).
 pub(crate) const BATCH_MAX_DOMAIN: usize = 1 << 15;
 
+/// A lone proof of a key whose domain is at most this runs its MSMs on the batched
+/// kernels too (a batch of one): their chains are short, while sppark's MSM costs ~3 ms a
+/// call at any size below 2^16. On an H100 a lone G1 MSM took 0.72 / 1.25 / 2.94 / 8.42 ms
+/// there at 2^13 / 2^16 / 2^18 / 2^20 against sppark's 2.92 / 4.25 / 12.10 / 12.62
+/// (experiment 019). Larger domains (not measured) keep sppark's MSM, unless
+/// constant-work MSMs are on (only the batched kernels have that mode).
+/// `ZKPIPE_CUDA_LONE_MSM=batch|sppark` forces one path (a diagnostic switch, read once).
+pub(crate) const LONE_BATCH_MAX_DOMAIN: usize = 1 << 20;
+
+/// Whether a lone proof of a key of `domain` runs on the batched kernels.
+pub(crate) fn lone_on_batch(domain: usize) -> bool {
+    static FORCED: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
+    let forced = *FORCED.get_or_init(|| match std::env::var("ZKPIPE_CUDA_LONE_MSM").as_deref() {
+        Ok("batch") => Some(true),
+        Ok("sppark") => Some(false),
+        _ => None,
+    });
+    zkpipe_core::msm::constant_work::enabled() || forced.unwrap_or(domain <= LONE_BATCH_MAX_DOMAIN)
+}
+
+/// Entries one GPU thread sums per piece of a bucket: about √(k·n / 64), a power of two
+/// in 8..=64. The piece sums' serial chain is L additions and the bit sums' is about
+/// (k·n / L) / (128 threads × splits), so this balances the two; a batch of many proofs
+/// takes longer pieces (fewer partial sums in memory, where latency matters less).
+pub(crate) fn piece_len(k: usize, n: usize) -> u32 {
+    let target = ((k.max(1) * n.max(1)) as f64 / 64.0).sqrt();
+    let mut len = 8u32;
+    while len < 64 && (2 * len) as f64 <= target {
+        len *= 2;
+    }
+    len
+}
+
 /// The most proofs one batched device pass takes.
 pub(crate) const BATCH_MAX_PROOFS: usize = 32;
 
@@ -98,7 +131,7 @@ fn bytes_for<E: Curve>(g1_sets: [usize; 4], g2_points: usize, n: usize) -> usize
 /// powers), the witness uploaded once for its MSMs, and the scalars and digits of its five
 /// MSMs, which run at once.
 fn pass_bytes(n_vars: usize, n: usize, largest: usize) -> usize {
-    let batched = if n <= BATCH_MAX_DOMAIN {
+    let batched = if n <= BATCH_MAX_DOMAIN || lone_on_batch(n) {
         batch_bytes(n_vars, n)
     } else {
         0
@@ -109,12 +142,14 @@ fn pass_bytes(n_vars: usize, n: usize, largest: usize) -> usize {
 /// One proof's share of a batched pass's scratch (an upper estimate): its bucket digits
 /// (key, index, sorted copies and sort temp) for w and h, and its summed pieces in five
 /// MSMs at once (one per present bucket, about 2·n of them at the chosen window width,
-/// plus one per 32 entries; XYZZ points, 256 bytes on average over 4 G1 + 1 G2).
+/// plus one per L entries, L as a lone proof's plan takes it; XYZZ points, 256 bytes on
+/// average over 4 G1 + 1 G2).
 fn batch_bytes(n_vars: usize, n: usize) -> usize {
-    const WINDOWS: usize = 32; // ⌈255 / c⌉ for c ≥ 8
+    const WINDOWS: usize = 64; // ⌈255 / c⌉ for c ≥ 4
     let items = WINDOWS * (n_vars + n);
-    let pieces = items / 32 + 2 * n_vars.max(n);
-    items * 24 + 5 * pieces * 256
+    let piece = piece_len(1, n_vars.max(n)) as usize;
+    let pieces = items / piece + 2 * n_vars.max(n);
+    items * 28 + 5 * pieces * 256
 }
 
 /// sppark's window count and width for an MSM of `n` points.

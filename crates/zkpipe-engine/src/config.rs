@@ -194,6 +194,10 @@ pub struct EngineConfig {
     pub max_pending_partitions: usize,
     /// Verify every proof before returning it. Default: true.
     pub self_check: bool,
+    /// MSMs do the same work whatever the witness values (no skipping of zeros and ones;
+    /// see `zkpipe_core::msm::constant_work`). A process-wide setting: the engine sets it
+    /// when it starts. Default: false.
+    pub constant_work: bool,
     /// Reduce row schedule. Default: dynamic:64.
     pub schedule: RowSchedule,
     /// Idle buffers kept for reuse, in bytes. Default: 1/8 of the memory limit.
@@ -253,6 +257,7 @@ impl Default for EngineConfig {
             max_partitions_per_job: 64,
             max_pending_partitions: 4096,
             self_check: true,
+            constant_work: false,
             schedule: DEFAULT_SCHEDULE,
             pool_max_bytes: memory_limit / 8,
             dealloc_queue: 64,

@@ -8,6 +8,7 @@ use crate::partition::Part;
 use std::any::Any;
 use std::sync::Arc;
 use zkpipe_core::device::{bind, BindCurve, BoundKey, Caps, Devices};
+use zkpipe_core::key_cache::{compile_checked, CheckedKeys};
 use zkpipe_core::stages::ReduceOn;
 use zkpipe_core::{Bls12_381, Bn254, CompiledKey, Error as CoreError, PointChecks, Witness};
 use zkpipe_formats::wtns::Wtns;
@@ -75,9 +76,12 @@ impl<E: BindCurve> CurveKind for Kind<E> {
         zkey: &ZkeyFile,
         checks: PointChecks,
     ) -> Result<Arc<dyn LoadedKey>, CoreError> {
-        Ok(Arc::new(Loaded(Arc::new(CompiledKey::<E>::compile(
-            zkey, checks,
-        )?))))
+        // Checked once per key file and user (zkpipe_core::key_cache): a restart, or the
+        // same key under another id, loads without the point checks.
+        let cache = CheckedKeys::user();
+        let (key, outcome) = compile_checked::<E>(zkey, checks, cache.as_ref())?;
+        tracing::info!(key = %zkey.path().display(), ?outcome, "key compiled");
+        Ok(Arc::new(Loaded(Arc::new(key))))
     }
 
     fn partition(&self, wtns: &Wtns, pool: Arc<BufferPool>) -> Result<PartitionData, CoreError> {

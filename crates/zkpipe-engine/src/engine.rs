@@ -85,6 +85,10 @@ impl Engine {
     ) -> Result<Self, EngineError> {
         let recovered = store.recover().map_err(store_error)?;
         config.validate().map_err(EngineError::Config)?;
+        // Only ever turned on here: a daemon that asked for constant work keeps it.
+        if config.constant_work {
+            zkpipe_core::msm::constant_work::set(true);
+        }
         if !config.key_dir.is_dir() {
             let dir = config.key_dir.display();
             return Err(EngineError::Config(format!(

@@ -13,6 +13,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod cache_dir;
 pub mod container;
 pub mod curve;
 pub mod error;

@@ -20,6 +20,44 @@ pub struct Wtns {
     pub values: Vec<u8>,
 }
 
+/// Counts of a witness's values by size ([`Wtns::value_classes`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ValueClasses {
+    /// 0.
+    pub zero: u64,
+    /// 1.
+    pub one: u64,
+    /// 2 ..< 2^8.
+    pub up_to_8_bits: u64,
+    /// 2^8 ..< 2^64.
+    pub up_to_64_bits: u64,
+    /// r − x for 0 < x < 2^64 (circom's small negative numbers).
+    pub negative_up_to_64_bits: u64,
+    /// Everything else.
+    pub full: u64,
+}
+
+/// Bits in a little-endian integer (0 for zero).
+fn bit_len(v: &[u8]) -> u32 {
+    match v.iter().rposition(|&b| b != 0) {
+        Some(i) => 8 * i as u32 + (8 - v[i].leading_zeros()),
+        None => 0,
+    }
+}
+
+/// a − b for little-endian integers of one length, a ≥ b.
+fn sub_le(a: &[u8], b: &[u8]) -> Vec<u8> {
+    let mut borrow = 0i16;
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| {
+            let d = x as i16 - y as i16 - borrow;
+            borrow = (d < 0) as i16;
+            d.rem_euclid(256) as u8
+        })
+        .collect()
+}
+
 impl Wtns {
     /// Reads and validates a witness file.
     pub fn read(path: impl AsRef<Path>) -> Result<Self, Error> {
@@ -67,6 +105,26 @@ impl Wtns {
             n_witness,
             values: bytes[values].to_vec(),
         })
+    }
+
+    /// How many values are 0, 1, small, small negatives (r − x) or full-width: what the
+    /// MSMs' value-dependent shortcuts act on.
+    pub fn value_classes(&self) -> ValueClasses {
+        let n8 = self.curve.n8r();
+        let r = self.curve.r_le();
+        let mut c = ValueClasses::default();
+        for v in self.values.chunks_exact(n8) {
+            let bits = bit_len(v);
+            match bits {
+                0 => c.zero += 1,
+                1 => c.one += 1,
+                2..=8 => c.up_to_8_bits += 1,
+                9..=64 => c.up_to_64_bits += 1,
+                _ if bit_len(&sub_le(&r, v)) <= 64 => c.negative_up_to_64_bits += 1,
+                _ => c.full += 1,
+            }
+        }
+        c
     }
 
     /// The i-th value, little-endian.

@@ -286,6 +286,11 @@ impl ZkeyFile {
         }
     }
 
+    /// The whole file's bytes (what a digest of the key covers).
+    pub fn bytes(&self) -> &[u8] {
+        self.file.bytes()
+    }
+
     /// The raw bytes of a point section (consecutive affine points).
     pub fn points(&self, s: PointSection) -> &[u8] {
         &self.file.bytes()[self.range(s)]

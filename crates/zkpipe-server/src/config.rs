@@ -168,6 +168,7 @@ struct PipelineSection {
     max_partitions_per_job: Option<usize>,
     max_pending_partitions: Option<usize>,
     self_check: Option<bool>,
+    constant_work: Option<bool>,
     schedule: Option<String>,
     job_retention: Option<String>,
     trace_capacity: Option<usize>,
@@ -508,6 +509,7 @@ impl FileConfig {
             max_partitions_per_job: p.max_partitions_per_job.unwrap_or(d.max_partitions_per_job),
             max_pending_partitions: p.max_pending_partitions.unwrap_or(d.max_pending_partitions),
             self_check: p.self_check.unwrap_or(d.self_check),
+            constant_work: p.constant_work.unwrap_or(d.constant_work),
             schedule: match &p.schedule {
                 Some(s) => s.parse().map_err(|e| format!("pipeline.schedule: {e}"))?,
                 None => d.schedule,
@@ -612,6 +614,9 @@ mod tests {
         );
         let c = with(&["pipeline.queue_depth=9", "server.witness_inline_max = 5"]).unwrap();
         assert_eq!((c.engine.queue_depth, c.server.witness_inline_max), (9, 5));
+        assert!(!c.engine.constant_work, "off unless asked for");
+        let c = with(&["pipeline.constant_work=true"]).unwrap();
+        assert!(c.engine.constant_work);
         // Not TOML: a string, so the usual "unit" parsing reads it.
         let c = with(&["server.witness_inline_max=64KiB"]).unwrap();
         assert_eq!(c.server.witness_inline_max, 64 << 10);

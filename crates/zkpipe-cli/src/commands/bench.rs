@@ -82,6 +82,9 @@ pub struct Args {
     /// Which GPU the cuda backend uses (CUDA's device index).
     #[arg(long, default_value_t = 0)]
     gpu: usize,
+    /// MSMs do the same work whatever the witness values (as `prove --constant-work`).
+    #[arg(long)]
+    constant_work: bool,
 }
 
 /// The measurements of one configuration.
@@ -154,6 +157,7 @@ fn bench_with<E: BindCurve>(a: &Args, zkey: &ZkeyFile, plan: Plan) -> Result<()>
     let wtns = Wtns::read(&a.wtns)?;
     let witness = Witness::check_for(&wtns, &key).with_context(|| a.wtns.display().to_string())?;
     let start = Instant::now();
+    zkpipe_core::msm::constant_work::set(a.constant_work);
     let backend = select(a.backend, Arc::clone(&key), a.gpu)?;
     let upload = start.elapsed().as_secs_f64() * 1e3;
     eprintln!(

@@ -42,6 +42,39 @@ fn field(
     }
 }
 
+/// The witness's values by size: the share the MSMs skip (0), add once (1) or treat as
+/// short scalars.
+fn values_field(w: &Wtns) -> Field {
+    let c = w.value_classes();
+    let classes = [
+        ("0", "zero", c.zero),
+        ("1", "one", c.one),
+        ("2..2^8", "upTo8Bits", c.up_to_8_bits),
+        ("2^8..2^64", "upTo64Bits", c.up_to_64_bits),
+        (
+            "r-2^64..r-1",
+            "negativeUpTo64Bits",
+            c.negative_up_to_64_bits,
+        ),
+        ("full", "full", c.full),
+    ];
+    let total = (w.n_witness as f64).max(1.0);
+    let text = classes
+        .iter()
+        .map(|(label, _, n)| format!("{label} {n} ({:.1}%)", 100.0 * *n as f64 / total))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let json: Map<String, Value> = classes
+        .iter()
+        .map(|(_, key, n)| ((*key).to_string(), json!(n)))
+        .collect();
+    Field {
+        label: "values",
+        text,
+        json: vec![("values", Value::Object(json))],
+    }
+}
+
 /// What `inspect` prints, in one form for both outputs.
 struct Description {
     fields: Vec<Field>,
@@ -134,6 +167,7 @@ fn describe(path: &Path) -> Result<Description> {
                 field("type", "wtns", "type", "wtns"),
                 curve_field(w.curve),
                 field("nWitness", w.n_witness, "nWitness", w.n_witness),
+                values_field(&w),
             ];
             (fields, Some(sections(path, "wtns", 2)?))
         }

@@ -6,9 +6,8 @@ use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use zkpipe_core::curve::field_to_decimal;
-use zkpipe_core::{
-    prove, BindCurve, CompiledKey, PointChecks, ProveOptions, Stage, Timings, Witness,
-};
+use zkpipe_core::key_cache::{compile_checked, CheckOutcome, CheckedKeys};
+use zkpipe_core::{prove, BindCurve, PointChecks, ProveOptions, Stage, Timings, Witness};
 use zkpipe_formats::files::Plan;
 use zkpipe_formats::json::to_json_bytes;
 use zkpipe_formats::wtns::Wtns;
@@ -56,6 +55,10 @@ pub struct ProveFlags {
     /// Which GPU the cuda backend uses (CUDA's device index).
     #[arg(long, default_value_t = 0)]
     gpu: usize,
+    /// MSMs do the same work whatever the witness values (zeros and ones not skipped),
+    /// so the proving time says nothing about the witness; slower on typical witnesses.
+    #[arg(long)]
+    constant_work: bool,
 }
 
 /// Runs `prove`.
@@ -109,12 +112,25 @@ impl Job<'_> {
         } else {
             a.key_checks
         };
-        let key = t.time(Stage::LoadKey, || CompiledKey::<E>::compile(file, checks))?;
+        // The point checks run once per key file (zkpipe_core::key_cache).
+        let cache = CheckedKeys::user();
+        let (key, outcome) = t.time(Stage::LoadKey, || {
+            compile_checked::<E>(file, checks, cache.as_ref())
+        })?;
+        if a.timings && outcome == CheckOutcome::Remembered {
+            eprintln!(
+                "key checks ({checks}): passed before, remembered in {}",
+                cache
+                    .as_ref()
+                    .map_or(String::new(), |c| c.dir().display().to_string())
+            );
+        }
         let key = std::sync::Arc::new(key);
         let witness = t.time(Stage::LoadWitness, || {
             let wtns = witness()?;
             Witness::check_for(&wtns, &key).with_context(|| self.witness_name.display().to_string())
         })?;
+        zkpipe_core::msm::constant_work::set(a.constant_work);
         let bound = t.time(Stage::Upload, || select(a.backend, Arc::clone(&key), a.gpu))?;
         let opts = ProveOptions {
             self_check: !a.no_verify,

@@ -52,7 +52,7 @@ pub(crate) fn grouped_bucket_sums<P: SWCurveConfig>(
                         let points = adder.import(points);
                         let first = g * len + pass * chunk;
                         for (b, block) in sums.iter_mut().enumerate() {
-                            add_pass(block, &points, &mut tree, &mut sort, |i| {
+                            add_pass(block, &points, &mut tree, &mut sort, false, |i| {
                                 digit(b, first + i)
                             });
                         }
@@ -71,21 +71,24 @@ pub(crate) fn grouped_bucket_sums<P: SWCurveConfig>(
 }
 
 /// Bucket sums by `digit(i)` over the indices of `bases` (as [`grouped_bucket_sums`]),
-/// in sorting passes of `chunk` points whose buckets carry over.
+/// in sorting passes of `chunk` points whose buckets carry over. With `constant_work`
+/// a zero digit's point is added too, into a bucket that is then dropped.
 pub(super) fn bucket_sums<P: SWCurveConfig, A: PairAdder<P>>(
     bases: &[A::Point],
     nb: usize,
     chunk: usize,
     tree: &mut TreeAdder<'_, P, A>,
+    constant_work: bool,
     digit: impl Fn(usize) -> i64,
 ) -> Vec<A::Point> {
-    let mut sums = vec![tree.adder.identity(); nb];
+    let mut sums = vec![tree.adder.identity(); nb + constant_work as usize];
     let mut sort = SortScratch::default();
     for (pass, points) in bases.chunks(chunk).enumerate() {
-        add_pass(&mut sums, points, tree, &mut sort, |i| {
+        add_pass(&mut sums, points, tree, &mut sort, constant_work, |i| {
             digit(pass * chunk + i)
         });
     }
+    sums.truncate(nb);
     sums
 }
 
@@ -113,13 +116,15 @@ impl<T> Default for SortScratch<T> {
 }
 
 /// One sorting pass: sign(d)·pointsᵢ goes into `sums[|d| − 1]` for every i with
-/// d = `digit(i)` ≠ 0. The points are laid out in one run per bucket hit (after the
-/// bucket's value so far) and the runs are summed in place.
+/// d = `digit(i)` ≠ 0 (and, with `zeros_to_last`, pointsᵢ into the last of `sums` where
+/// d = 0). The points are laid out in one run per bucket hit (after the bucket's value
+/// so far) and the runs are summed in place.
 fn add_pass<P: SWCurveConfig, A: PairAdder<P>>(
     sums: &mut [A::Point],
     points: &[A::Point],
     tree: &mut TreeAdder<'_, P, A>,
     sort: &mut SortScratch<A::Point>,
+    zeros_to_last: bool,
     digit: impl Fn(usize) -> i64,
 ) {
     let adder = tree.adder;
@@ -140,7 +145,11 @@ fn add_pass<P: SWCurveConfig, A: PairAdder<P>>(
     // (Bases at infinity are not filtered here: the pair additions absorb them.)
     for i in 0..points.len() {
         let d = digit(i);
-        if d == 0 {
+        if d == 0 && zeros_to_last {
+            let b = nb as u32 - 1;
+            counts[b as usize] += 1;
+            codes.push(b << 1);
+        } else if d == 0 {
             codes.push(u32::MAX);
         } else {
             let b = (d.unsigned_abs() - 1) as u32;

@@ -83,13 +83,19 @@ impl<P: SWCurveConfig> BatchAffineMsm for Affine<P> {
 ///
 /// Terms with a zero scalar or a base at infinity contribute nothing; when they are more
 /// than a tenth of the input (witnesses are often sparse, key sections hold infinity for
-/// unused wires) the rest is copied out first, so no window pays for them.
+/// unused wires) the rest is copied out first, so no window pays for them. Not with
+/// [`crate::msm::constant_work`]: then every term is kept and every window is as wide as
+/// the scalar field.
 pub fn msm<P: SWCurveConfig>(bases: &[Affine<P>], scalars: &[BigIntOf<P>]) -> Projective<P> {
     let n = bases.len().min(scalars.len());
     let (bases, scalars) = (&bases[..n], &scalars[..n]);
+    let threads = rayon::current_num_threads();
+    if crate::msm::constant_work::enabled() {
+        let plan = MsmPlan::choose::<P>(n, full_bits::<P>(), threads);
+        return msm_with_plan(bases, scalars, plan);
+    }
     let useful = |(p, s): (&Affine<P>, &BigIntOf<P>)| !p.infinity && !s.is_zero();
     let kept = bases.par_iter().zip(scalars).filter(|&t| useful(t)).count();
-    let threads = rayon::current_num_threads();
     if kept < n - n / 10 {
         let (b, s): (Vec<Affine<P>>, Vec<BigIntOf<P>>) = bases
             .par_iter()
@@ -102,6 +108,13 @@ pub fn msm<P: SWCurveConfig>(bases: &[Affine<P>], scalars: &[BigIntOf<P>]) -> Pr
     }
     let plan = MsmPlan::choose::<P>(n, max_bits(scalars), threads);
     msm_with_plan(bases, scalars, plan)
+}
+
+/// The scalar integers' width: every window any of them can need (constant work must
+/// not depend on the values, and scalars above the group order are accepted).
+fn full_bits<P: SWCurveConfig>() -> usize {
+    use ark_ff::BigInteger;
+    64 * <BigIntOf<P> as BigInteger>::NUM_LIMBS
 }
 
 /// [`msm`] with an explicit plan (for measurements and tests).
@@ -139,7 +152,12 @@ pub(crate) fn msm_with_adder<P: SWCurveConfig, A: PairAdder<P>>(
 ) -> Projective<P> {
     let n = bases.len().min(scalars.len());
     let (bases, scalars) = (&bases[..n], &scalars[..n]);
-    let bits = max_bits(scalars);
+    let constant_work = crate::msm::constant_work::enabled();
+    let bits = if constant_work {
+        full_bits::<P>()
+    } else {
+        max_bits(scalars)
+    };
     if n == 0 || bits == 0 {
         return Projective::zero();
     }
@@ -157,7 +175,8 @@ pub(crate) fn msm_with_adder<P: SWCurveConfig, A: PairAdder<P>>(
             let lo = (g * group_len).min(n);
             let hi = ((g + 1) * group_len).min(n);
             let mut tree = TreeAdder::new(adder);
-            let buckets = bucket_sums(&bases[lo..hi], 1 << (c - 1), chunk, &mut tree, |i| {
+            let nb = 1 << (c - 1);
+            let buckets = bucket_sums(&bases[lo..hi], nb, chunk, &mut tree, constant_work, |i| {
                 digit(scalars[lo + i].as_ref(), w, c)
             });
             reduce_buckets(buckets, &mut tree)
@@ -379,6 +398,19 @@ mod tests {
         }
         let want: Projective<P> = pts.iter().zip(&s).map(|(p, k)| p.mul_bigint(k)).sum();
         assert_eq!(msm(&pts, &s), want);
+    }
+
+    /// Constant-work MSMs (zero digits into a discarded bucket, every window) give the same
+    /// sums on every distribution. The switch is process-wide; other tests running
+    /// meanwhile only get slower.
+    #[test]
+    fn constant_work_gives_the_same_sums() {
+        crate::msm::constant_work::set(true);
+        edge_cases::<ark_bn254::g1::Config>(52);
+        oversized_scalars::<ark_bn254::g1::Config>(53);
+        edge_cases::<ark_bls12_381::g2::Config>(54);
+        random_sizes::<ark_bn254::g1::Config>(55, 1 << 11);
+        crate::msm::constant_work::set(false);
     }
 
     #[test]

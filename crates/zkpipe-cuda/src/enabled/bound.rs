@@ -8,7 +8,7 @@ use crate::enabled::curve::GpuCurve;
 use crate::enabled::msm::{ResidentG1, ResidentG2};
 use crate::enabled::reduce::GpuMatrices;
 use crate::enabled::runtime::device_info;
-use crate::shape::{caps, device_bytes_for_shape};
+use crate::shape::{caps, device_bytes_for_shape, lone_on_batch};
 use crate::{CudaError, GpuInfo};
 use std::sync::Arc;
 use zkpipe_core::msm::{DeviceSums, ScalarInt};
@@ -209,13 +209,16 @@ impl<E: Curve + GpuCurve> BoundKey<E> for CudaBound<E> {
             .map_err(|e| e.on_gpu(self.gpu))
     }
 
-    /// One proof: its five MSMs at once, w uploaded once and h kept on the GPU. Several:
-    /// one batched MSM per point set for all of them (a failure fails every proof of the
-    /// batch). Both are in `crate::enabled::pass`.
+    /// Several proofs, or one of a small key (or with constant-work MSMs): one batched
+    /// MSM per point set for all of them (a failure fails every proof of the batch). One
+    /// proof of a larger key: its five sppark MSMs at once. Either way w is uploaded once
+    /// and h kept on the GPU; both are in `crate::enabled::pass`.
     fn pass(&self, inputs: &mut [PassInput<'_, E>]) -> Vec<Result<DeviceSums<E>, Error>> {
         match inputs {
             [] => Vec::new(),
-            [one] => vec![self.single_pass(one).map_err(|e| e.on_gpu(self.gpu))],
+            [one] if !lone_on_batch(self.pool.domain_size()) => {
+                vec![self.single_pass(one).map_err(|e| e.on_gpu(self.gpu))]
+            }
             _ => match self.batch_pass(inputs) {
                 Ok(sums) => sums.into_iter().map(Ok).collect(),
                 Err(e) => inputs

@@ -48,7 +48,7 @@ pub struct GroupFns {
         mont: bool,
         on_device: bool,
     ) -> sppark::Error,
-    /// A plan's k MSMs: k xyzz points into `out`.
+    /// A plan's k MSMs as bit sums: k·nwins·wbits xyzz points into `out`.
     pub batch:
         unsafe extern "C" fn(set: SetHandle, plan: PlanHandle, out: *mut c_void) -> sppark::Error,
 }
@@ -70,6 +70,9 @@ pub struct CurveFns {
         k: u32,
         n: u32,
         mont: bool,
+        piece: u32,
+        constant_work: bool,
+        shape: *mut u32,
         dev: c_int,
     ) -> sppark::Error,
     pub plan_drop: unsafe extern "C" fn(plan: PlanHandle),
@@ -154,6 +157,9 @@ macro_rules! curve_fns {
                 k: u32,
                 n: u32,
                 mont: bool,
+                piece: u32,
+                constant_work: bool,
+                shape: *mut u32,
                 dev: c_int,
             ) -> sppark::Error;
             fn $plan_drop(plan: PlanHandle);

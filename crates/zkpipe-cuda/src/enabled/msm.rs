@@ -8,6 +8,7 @@ use crate::enabled::curve::{GpuCurve, GpuGroup, G1, G2};
 use crate::enabled::ffi;
 use crate::enabled::runtime::{check, check_device};
 use crate::CudaError;
+use ark_ec::AdditiveGroup;
 use ark_ff::PrimeField;
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -157,13 +158,30 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
             )));
         }
         let words = 4 * G::coord_words();
-        let mut out = vec![0u64; plan.k * words];
-        // SAFETY: `out` has room for k xyzz points; the plan and the set are live and on
-        // the same GPU (checked); the call only reads the resident points.
+        let per_proof = plan.nwins * plan.wbits;
+        let mut out = vec![0u64; plan.k * per_proof * words];
+        // SAFETY: `out` has room for the plan's k·nwins·wbits xyzz bit sums; the plan and
+        // the set are live and on the same GPU (checked); the call only reads the
+        // resident points.
         check(unsafe {
             (G::fns().batch)(self.handle, plan.handle, out.as_mut_ptr() as *mut c_void)
         })?;
-        Ok(out.chunks(words).map(G::from_xyzz).collect())
+        // Proof j's MSM is Σ_{w,b} 2^(w·wbits + b)·T[j][w][b]: Horner from the top bit.
+        // On the host, because this chain of ~255 doublings is one thread's serial work
+        // either way, and a CPU core does each step several times faster than a GPU
+        // thread; a batch's proofs on the pool's cores.
+        use rayon::prelude::*;
+        Ok(out
+            .par_chunks(per_proof * words)
+            .map(|sums| {
+                let mut acc = G::Point::ZERO;
+                for t in sums.chunks(words).rev() {
+                    acc.double_in_place();
+                    acc += G::from_xyzz(t);
+                }
+                acc
+            })
+            .collect())
     }
 
     /// Σ scalarsᵢ·pointsᵢ (standard-form scalars, at most as many as points). A scalar
@@ -203,6 +221,9 @@ pub struct BatchPlan<E: GpuCurve> {
     handle: ffi::PlanHandle,
     k: usize,
     n: usize,
+    /// Window width and count the plan chose: the layout of a run's bit sums.
+    wbits: usize,
+    nwins: usize,
     device: i32,
     _curve: PhantomData<E>,
 }
@@ -213,7 +234,9 @@ unsafe impl<E: GpuCurve> Sync for BatchPlan<E> {}
 
 impl<E: GpuCurve> BatchPlan<E> {
     /// Plans MSMs of the vectors at `vectors` (device addresses on GPU `device`, n
-    /// scalars each, standard form or Montgomery with `mont`).
+    /// scalars each, standard form or Montgomery with `mont`). With `constant_work`
+    /// every digit, zero or not, is an entry and every bucket sum is computed, so the
+    /// MSMs' work does not depend on the scalars' values ([`crate::constant_work`]).
     ///
     /// # Safety
     /// Every address must be device memory on `device` valid for `n` scalars (each < r),
@@ -222,6 +245,7 @@ impl<E: GpuCurve> BatchPlan<E> {
         vectors: &[*const [u64; 4]],
         n: usize,
         mont: bool,
+        constant_work: bool,
         device: usize,
     ) -> Result<Self, CudaError> {
         check_device(device)?;
@@ -230,18 +254,24 @@ impl<E: GpuCurve> BatchPlan<E> {
         let n32 = u32::try_from(n).map_err(|_| too_big())?;
         let ptrs: Vec<*const c_void> = vectors.iter().map(|&p| p as *const c_void).collect();
         let mut handle: ffi::PlanHandle = std::ptr::null_mut();
+        let mut shape = [0u32; 2];
         check((E::fns().plan_new)(
             &mut handle,
             ptrs.as_ptr(),
             k,
             n32,
             mont,
+            crate::shape::piece_len(vectors.len(), n),
+            constant_work,
+            shape.as_mut_ptr(),
             device as i32,
         ))?;
         Ok(Self {
             handle,
             k: vectors.len(),
             n,
+            wbits: shape[0] as usize,
+            nwins: shape[1] as usize,
             device: device as i32,
             _curve: PhantomData,
         })

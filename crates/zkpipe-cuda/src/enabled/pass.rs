@@ -9,14 +9,15 @@ use crate::enabled::msm::{BatchPlan, ResidentG1};
 use crate::CudaError;
 use ark_ec::pairing::Pairing;
 use std::time::Instant;
-use zkpipe_core::msm::DeviceSums;
+use zkpipe_core::msm::{constant_work, DeviceSums};
 use zkpipe_core::timings::{Span, Stage};
 use zkpipe_core::{Curve, PassInput};
 
 impl<E: Curve + GpuCurve> CudaBound<E> {
-    /// Several proofs in one pass: each proof's quotient (h left on the GPU) and witness
-    /// upload, then one plan of bucket digits for all the w's and one for all the h's, and
-    /// the five batched MSMs at once — one kernel sequence per point set for the batch.
+    /// Several proofs (or a lone one of a small key) in one pass: each proof's quotient
+    /// (h left on the GPU) and witness upload, then one plan of bucket digits for all the
+    /// w's and one for all the h's, and the five batched MSMs at once — one kernel
+    /// sequence per point set for the batch.
     pub(super) fn batch_pass(
         &self,
         inputs: &mut [PassInput<'_, E>],
@@ -49,11 +50,12 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             .map(|b| b.quotient.h_on_device() as usize)
             .collect();
         let (nw, gpu) = (self.a.len(), self.gpu);
+        let constant = constant_work::enabled();
         let plan = |v: &[usize], len: usize, mont: bool| {
             let v: Vec<*const [u64; 4]> = v.iter().map(|&p| p as *const [u64; 4]).collect();
             // SAFETY: each address is this GPU's memory holding `len` scalars (a lent
             // witness buffer or quotient h), not written until the lent sets go back.
-            unsafe { BatchPlan::<E>::new(&v, len, mont, gpu) }
+            unsafe { BatchPlan::<E>::new(&v, len, mont, constant, gpu) }
         };
         let pw = plan(&ws, nw, false)?;
         let (a, b1, b2, c, h) = std::thread::scope(|s| {

@@ -25,15 +25,7 @@ pub const CACHE_ENV: &str = "ZKPIPE_WASM_CACHE";
 
 /// The cache directory, if caching is on and a home for it is known.
 fn dir() -> Option<PathBuf> {
-    match std::env::var_os(CACHE_ENV) {
-        Some(v) if v == "off" || v.is_empty() => None,
-        Some(v) => Some(PathBuf::from(v)),
-        None => std::env::var_os("XDG_CACHE_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
-            .map(|c| c.join("zkpipe").join("wasm")),
-    }
+    zkpipe_formats::cache_dir::user_cache_dir(CACHE_ENV, "wasm")
 }
 
 /// `bytes` compiled for `engine`: from the cache when it holds them, else compiled (and
@@ -74,18 +66,10 @@ fn key(engine: &Engine, bytes: &[u8]) -> String {
 /// Writes `compiled` to `file` through a temporary file in the same directory, renamed
 /// into place (an existing file with the same name holds the same bytes).
 fn store(dir: &Path, file: &Path, compiled: &[u8]) -> std::io::Result<()> {
-    create_private_dir(dir)?;
+    zkpipe_formats::cache_dir::create_private_dir(dir)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     tmp.write_all(compiled)?;
     tmp.as_file().sync_all()?;
     tmp.persist(file).map_err(|e| e.error)?;
     Ok(())
-}
-
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut b = std::fs::DirBuilder::new();
-    b.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
-    b.create(dir)
 }

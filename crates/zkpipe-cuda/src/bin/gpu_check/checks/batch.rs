@@ -1,8 +1,10 @@
 //! The batched MSM (k scalar vectors against one resident point set in one pass), G1 and
 //! G2, at 2^10 and 2^14 with k = 1, 3, 8: witness-like vectors (mostly 0 and 1, so one
 //! bucket holds thousands of entries), random ones, Montgomery-form input, and a set
-//! padded with points at infinity (as [C]₁ is); then its time per proof against
-//! sppark's one-vector MSM.
+//! padded with points at infinity (as [C]₁ is); every witness distribution (all zeros,
+//! all ones, mixed, random, all r − 1) alone, with and without constant-work MSMs; then
+//! its time per proof against sppark's one-vector MSM, and a lone vector's time by
+//! distribution, with and without constant work (the spread that mode removes).
 
 use crate::common::{edge_scalars, random_scalars, summarize, time_runs, verdict, Cfg};
 use ark_ec::scalar_mul::ScalarMul;
@@ -62,10 +64,34 @@ fn upload_vectors<E: Curve>(vs: &[Vec<ScalarInt<E>>], mont: bool) -> Vec<DeviceB
         .collect()
 }
 
-fn plan_of<E: GpuCurve>(bufs: &[DeviceBuf], n: usize, mont: bool) -> Result<BatchPlan<E>, String> {
+fn plan_of<E: GpuCurve>(
+    bufs: &[DeviceBuf],
+    n: usize,
+    mont: bool,
+    constant_work: bool,
+) -> Result<BatchPlan<E>, String> {
     let ptrs: Vec<*const [u64; 4]> = bufs.iter().map(|b| b.device_ptr(0) as *const _).collect();
     // SAFETY: each buffer holds n scalars below r on GPU 0, unchanged during the call.
-    unsafe { BatchPlan::<E>::new(&ptrs, n, mont, 0) }.map_err(|e| e.to_string())
+    unsafe { BatchPlan::<E>::new(&ptrs, n, mont, constant_work, 0) }.map_err(|e| e.to_string())
+}
+
+/// The witness distributions every path must get right: the names and one vector each.
+fn distributions<E: Curve>(
+    n: usize,
+    rng: &mut impl rand::Rng,
+) -> Vec<(&'static str, Vec<ScalarInt<E>>)> {
+    let one = ScalarInt::<E>::from(1u64);
+    let r_minus_1 = (-E::ScalarField::from(1u64)).into_bigint();
+    vec![
+        ("all zeros", vec![ScalarInt::<E>::from(0u64); n]),
+        ("all ones", vec![one; n]),
+        (
+            "mixed (witness-like)",
+            batch_vectors::<E>(1, n, rng).remove(0),
+        ),
+        ("random", random_scalars::<E>(n, rng)),
+        ("all r - 1", vec![r_minus_1; n]),
+    ]
 }
 
 /// The batched MSM of one group against the CPU, then its time per proof against sppark.
@@ -99,7 +125,7 @@ where
                 let got = Resident::<E, G>::upload(&pts, 0)
                     .map_err(|e| e.to_string())
                     .and_then(|r| {
-                        let plan = plan_of::<E>(&bufs, n, mont)?;
+                        let plan = plan_of::<E>(&bufs, n, mont, false)?;
                         r.batch_msm(&plan).map_err(|e| e.to_string())
                     });
                 let same = matches!(&got, Ok(g) if g.iter().map(|p| p.into_affine()).eq(want.iter().copied()));
@@ -125,7 +151,7 @@ where
         let got = Resident::<E, G>::upload_padded(&pts[pad..], pad, 0)
             .map_err(|e| e.to_string())
             .and_then(|r| {
-                let plan = plan_of::<E>(&bufs, n, false)?;
+                let plan = plan_of::<E>(&bufs, n, false, false)?;
                 r.batch_msm(&plan).map_err(|e| e.to_string())
             });
         let same =
@@ -135,11 +161,33 @@ where
             "{name} {group} batch MSM 2^{log} k=3, padded set: {}",
             verdict(same)
         );
+        // Each distribution alone (k = 1, a lone proof's path), both modes.
+        let resident = Resident::<E, G>::upload(&pts, 0).map_err(|e| e.to_string());
+        for (dist, v) in distributions::<E>(n, &mut rng) {
+            let want = cpu(&pts, &v).expect("lengths").into_affine();
+            let bufs = upload_vectors::<E>(std::slice::from_ref(&v), false);
+            for constant in [false, true] {
+                let got = resident.as_ref().map_err(Clone::clone).and_then(|r| {
+                    let plan = plan_of::<E>(&bufs, n, false, constant)?;
+                    r.batch_msm(&plan).map_err(|e| e.to_string())
+                });
+                let same = matches!(&got, Ok(g) if g.len() == 1 && g[0].into_affine() == want);
+                ok &= same;
+                println!(
+                    "{name} {group} batch MSM 2^{log} k=1, {dist}{}: {}",
+                    if constant { ", constant work" } else { "" },
+                    verdict(same)
+                );
+                if let Err(e) = got {
+                    println!("  error: {e}");
+                }
+            }
+        }
     }
     // Time per proof: sppark's MSM of one device vector, and batches of k.
-    for log in [14u32, 16]
+    for log in [13u32, 14, 16, 18, 20]
         .into_iter()
-        .filter(|&l| 1usize << l <= points.len())
+        .filter(|&l| 1usize << l <= points.len() && l <= cfg.max_timed_log)
     {
         let n = 1usize << log;
         let r = match Resident::<E, G>::upload(&points[..n], 0) {
@@ -149,8 +197,10 @@ where
                 return false;
             }
         };
-        let vs: Vec<Vec<ScalarInt<E>>> =
-            (0..32).map(|_| random_scalars::<E>(n, &mut rng)).collect();
+        let kmax = if log <= 16 { 32 } else { 1 };
+        let vs: Vec<Vec<ScalarInt<E>>> = (0..kmax)
+            .map(|_| random_scalars::<E>(n, &mut rng))
+            .collect();
         let bufs = upload_vectors::<E>(&vs, false);
         let p0 = bufs[0].device_ptr(0) as *const [u64; 4];
         // SAFETY: n scalars on GPU 0.
@@ -160,9 +210,9 @@ where
                 summarize(&mut ms)
             );
         }
-        for k in [1usize, 4, 16, 32] {
+        for k in [1usize, 4, 16, 32].into_iter().filter(|&k| k <= kmax) {
             let run = || {
-                plan_of::<E>(&bufs[..k], n, false)
+                plan_of::<E>(&bufs[..k], n, false, false)
                     .and_then(|p| r.batch_msm(&p).map_err(|e| e.to_string()))
             };
             match time_runs(cfg.runs, run) {
@@ -181,17 +231,50 @@ where
                 }
             }
         }
+        // A lone vector by distribution: value-dependent shortcuts, then constant work.
+        if log == 13 || log == 16 {
+            for (dist, v) in distributions::<E>(n, &mut rng) {
+                let bufs = upload_vectors::<E>(std::slice::from_ref(&v), false);
+                let p0 = bufs[0].device_ptr(0) as *const [u64; 4];
+                // SAFETY: n scalars on GPU 0.
+                let sppark = time_runs(cfg.runs, || unsafe { r.msm_device(p0, n, false) });
+                let mut line = format!("{name} {group} lone MSM 2^{log}, {dist}:");
+                if let Ok(mut ms) = sppark {
+                    line += &format!(" sppark median {:.3} ms;", summarize_median(&mut ms));
+                }
+                for constant in [false, true] {
+                    let run = || {
+                        plan_of::<E>(&bufs, n, false, constant)
+                            .and_then(|p| r.batch_msm(&p).map_err(|e| e.to_string()))
+                    };
+                    if let Ok(mut ms) = time_runs(cfg.runs, run) {
+                        line += &format!(
+                            " batch{} {};",
+                            if constant { " constant-work" } else { "" },
+                            summarize(&mut ms)
+                        );
+                    }
+                }
+                println!("{line}");
+            }
+        }
     }
     ok
+}
+
+fn summarize_median(ms: &mut [f64]) -> f64 {
+    ms.sort_by(f64::total_cmp);
+    ms[ms.len() / 2]
 }
 
 /// The batched MSM of G1 and G2 against the CPU, then its time per proof.
 pub fn check_batches<E: Curve + GpuCurve>(name: &str, cfg: &Cfg) -> bool {
     let mut rng = ark_std::test_rng();
-    let n = 1usize << 16;
+    // G1 up to 2^20 points (timed up to there), G2 up to 2^16.
+    let n = 1usize << cfg.max_timed_log.clamp(16, 20);
     let multiples: Vec<E::ScalarField> = (0..n).map(|_| E::ScalarField::rand(&mut rng)).collect();
     let g1: Vec<E::G1Affine> = E::G1::generator().batch_mul(&multiples);
-    let g2: Vec<E::G2Affine> = E::G2::generator().batch_mul(&multiples);
+    let g2: Vec<E::G2Affine> = E::G2::generator().batch_mul(&multiples[..1 << 16]);
     let ok1 = check_batch::<E, G1>(name, "G1", &g1, cfg, cpu::msm_g1::<E>);
     let ok2 = check_batch::<E, G2>(name, "G2", &g2, cfg, cpu::msm_g2::<E>);
     ok1 && ok2

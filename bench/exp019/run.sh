@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Issue 17's device steps (experiment 019), one step per call, on the GPU machine.
+#
+#   bench/exp019/run.sh STEP OUT_DIR
+#
+# Binaries: .carry/zkpipe.xz and .carry/zkpipe-gpu-check.xz (this build), and
+# .carry/zkpipe-old.xz (the build before, for the side-by-side). WORK (default
+# bench/work/dev) keeps keys between calls while the machine is warm. STEP:
+#   check   zkpipe-gpu-check: the batched MSM against the CPU for every witness
+#           distribution (all zeros, all ones, mixed, random, all r − 1), with and without
+#           constant work; its timings against sppark at 2^13..2^20; then the seam (dev keys
+#           bound through CudaDevices, lone and batched passes, proofs self-checked).
+#   keys    synth + setup --dev: BN254 2^13, 2^14, 2^16, 2^20; BLS12-381 2^16.
+#   latency `zkpipe bench --backend cuda --trusted-key --no-verify` per key, interleaved:
+#           old build, this build, this build with ZKPIPE_CUDA_LONE_MSM=sppark, and this
+#           build with --constant-work; ROUNDS rounds (default 2).
+#   daemon  the 2^14 key at c = 64 (16 jobs per client, 1 partition), `zkpipe sweep` of the
+#           old build then this one, ROUNDS rounds interleaved (default 2); default pipeline
+#           config with queue_depth = 64 (experiment 010), trusted keys.
+#   fixtures every bundled fixture (both curves) proved on the GPU and self-checked, with
+#           and without --constant-work.
+set -euo pipefail
+step=${1:?step}; out=${2:?out}
+work=${WORK:-bench/work/dev}
+mkdir -p "$out" "$work/keys" "$work/bin"
+work=$(cd "$work" && pwd)
+log() { echo "[$(date +%T)] $*" | tee -a "$out/steps.log"; }
+unpack() { # name
+  local b=$work/bin/$1
+  [ -x "$b" ] && cmp -s <(xz -dc ".carry/$1.xz") "$b" || { xz -dc ".carry/$1.xz" > "$b"; chmod +x "$b"; }
+}
+for b in zkpipe zkpipe-gpu-check zkpipe-old; do [ -e ".carry/$b.xz" ] && unpack "$b"; done
+bin=$work/bin/zkpipe
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee -a "$out/steps.log"
+
+key() { # name curve log
+  local name=$1 curve=$2 k=$3
+  if [ ! -e "$work/keys/$name.zkey" ]; then
+    log "synth + setup --dev $name ($curve 2^$k)"
+    "$bin" synth --curve "$curve" --domain "2^$k" --public 4 --seed 1 "$work/$name.r1cs" "$work/keys/$name.wtns" 2>>"$out/steps.log"
+    "$bin" setup --dev --seed 1 "$work/$name.r1cs" "$work/keys/$name.zkey" 2>>"$out/steps.log"
+    rm -f "$work/$name.r1cs"
+  fi
+}
+keys=${KEYS:-bn13 bn14 bn16 bn20 bls16}
+make_keys() {
+  key bn13 bn254 13; key bn14 bn254 14; key bn16 bn254 16; key bls16 bls12-381 16; key bn20 bn254 20
+}
+
+case $step in
+check)
+  log "gpu-check batch"
+  timeout 400 "$work/bin/zkpipe-gpu-check" 14 7 20 batch > "$out/gpu-check-batch.txt" 2>&1 || true
+  tail -1 "$out/gpu-check-batch.txt" | tee -a "$out/steps.log"
+  log "gpu-check seam"
+  timeout 150 "$work/bin/zkpipe-gpu-check" 16 5 16 seam > "$out/gpu-check-seam.txt" 2>&1 || true
+  tail -1 "$out/gpu-check-seam.txt" | tee -a "$out/steps.log"
+  ;;
+keys)
+  make_keys
+  ls -la "$work/keys" | tee -a "$out/steps.log"
+  ;;
+latency)
+  make_keys
+  runs=${RUNS:-15}
+  for round in $(seq 1 "${ROUNDS:-2}"); do
+    for k in $keys; do
+      for v in old new sppark constant; do
+        args=(bench "$work/keys/$k.zkey" "$work/keys/$k.wtns" --backend cuda --trusted-key --no-verify
+              --runs "$runs" --warmup 3 --json "$out/$k-$v-r$round.json")
+        case $v in
+          old) cmd=("$work/bin/zkpipe-old" "${args[@]}") ;;
+          new) cmd=("$bin" "${args[@]}") ;;
+          sppark) cmd=(env ZKPIPE_CUDA_LONE_MSM=sppark "$bin" "${args[@]}") ;;
+          constant) cmd=("$bin" "${args[@]}" --constant-work) ;;
+        esac
+        timeout 120 "${cmd[@]}" > "$out/$k-$v-r$round.md" 2>&1 || log "FAILED $k $v r$round"
+        echo "$k $v r$round: $(grep -m1 'prove total' "$out/$k-$v-r$round.md")" | tee -a "$out/steps.log"
+      done
+    done
+  done
+  ;;
+daemon)
+  key bn14 bn254 14
+  cat > "$work/zkpipe.toml" <<TOML
+[keys]
+dir = "$work/keys"
+checks = "trusted"
+[pipeline]
+queue_depth = 64
+TOML
+  for round in $(seq 1 "${ROUNDS:-2}"); do
+    for v in old new; do
+      b=$bin; [ $v = old ] && b=$work/bin/zkpipe-old
+      log "sweep $v r$round"
+      timeout 200 "$b" sweep --config "$work/zkpipe.toml" --backend cuda --out "$out/daemon-$v-r$round" \
+        bn14 "$work/keys/bn14.wtns" -c 64 -j 16 -p 1 > "$out/daemon-$v-r$round.txt" 2>&1 || log "sweep $v r$round failed"
+      grep -i "proofs/s" "$out/daemon-$v-r$round.txt" | tail -3 | tee -a "$out/steps.log"
+    done
+  done
+  ;;
+fixtures)
+  for curve in bn254 bls12-381; do
+    for f in tests/fixtures/$curve/*/; do
+      name=$(basename "$f")
+      [ -e "$f/circuit.zkey" ] || continue
+      for cw in "" --constant-work; do
+        if "$bin" prove "$f/circuit.zkey" "$f/witness.wtns" "$out/p.json" "$out/pub.json" --backend cuda $cw > /dev/null 2>>"$out/fixtures.txt" \
+           && "$bin" verify "$f/circuit.zkey" "$out/pub.json" "$out/p.json" > /dev/null 2>>"$out/fixtures.txt"; then
+          echo "$curve $name ${cw:-default}: proved on the GPU, verified" | tee -a "$out/fixtures.txt"
+        else
+          echo "$curve $name ${cw:-default}: FAILED" | tee -a "$out/fixtures.txt"
+        fi
+      done
+    done
+  done
+  ;;
+*) echo "unknown step $step" >&2; exit 2 ;;
+esac
