@@ -10,10 +10,14 @@
 #           distribution (all zeros, all ones, mixed, random, all r − 1), with and without
 #           constant work; its timings against sppark at 2^13..2^20; then the seam (dev keys
 #           bound through CudaDevices, lone and batched passes, proofs self-checked).
-#   keys    synth + setup --dev: BN254 2^13, 2^14, 2^16, 2^20; BLS12-381 2^16.
+#   keys    synth + setup --dev: KEYS (default BN254 and BLS12-381 at 2^13, 2^16, 2^20, and
+#           BN254 2^14).
 #   latency `zkpipe bench --backend cuda --trusted-key --no-verify` per key, interleaved:
 #           old build, this build, this build with ZKPIPE_CUDA_LONE_MSM=sppark, and this
-#           build with --constant-work; ROUNDS rounds (default 2).
+#           build with --constant-work (VARIANTS picks); ROUNDS rounds (default 2).
+#   cpu     whole `zkpipe prove --backend cpu` processes (16 cores) of bn16 and bn20, default
+#           key checks: the old build, this build with the checked-key cache off, with it
+#           warm, and --trusted-key; ROUNDS rounds interleaved (/usr/bin/time).
 #   daemon  the 2^14 key at c = 64 (16 jobs per client, 1 partition), `zkpipe sweep` of the
 #           old build then this one, ROUNDS rounds interleaved (default 2); default pipeline
 #           config with queue_depth = 64 (experiment 010), trusted keys.
@@ -42,9 +46,13 @@ key() { # name curve log
     rm -f "$work/$name.r1cs"
   fi
 }
-keys=${KEYS:-bn13 bn14 bn16 bn20 bls16}
+keys=${KEYS:-bn13 bn14 bn16 bn20 bls13 bls16 bls20}
+variants=${VARIANTS:-old new sppark constant}
 make_keys() {
-  key bn13 bn254 13; key bn14 bn254 14; key bn16 bn254 16; key bls16 bls12-381 16; key bn20 bn254 20
+  for k in $keys; do
+    case $k in bn*) curve=bn254 ;; bls*) curve=bls12-381 ;; esac
+    key "$k" "$curve" "${k//[a-z]/}"
+  done
 }
 
 case $step in
@@ -65,7 +73,7 @@ latency)
   runs=${RUNS:-15}
   for round in $(seq 1 "${ROUNDS:-2}"); do
     for k in $keys; do
-      for v in old new sppark constant; do
+      for v in $variants; do
         args=(bench "$work/keys/$k.zkey" "$work/keys/$k.wtns" --backend cuda --trusted-key --no-verify
               --runs "$runs" --warmup 3 --json "$out/$k-$v-r$round.json")
         case $v in
@@ -76,6 +84,29 @@ latency)
         esac
         timeout 120 "${cmd[@]}" > "$out/$k-$v-r$round.md" 2>&1 || log "FAILED $k $v r$round"
         echo "$k $v r$round: $(grep -m1 'prove total' "$out/$k-$v-r$round.md")" | tee -a "$out/steps.log"
+      done
+    done
+  done
+  ;;
+cpu)
+  keys="bn16 bn20" make_keys
+  rm -rf "$work"/key-cache-*
+  for round in $(seq 1 "${ROUNDS:-2}"); do
+    for k in bn16 bn20; do
+      cache=$work/key-cache-$k
+      for v in old off warm trusted; do
+        b=$bin; extra=(); env=(ZKPIPE_KEY_CACHE="$cache")
+        case $v in
+          old) b=$work/bin/zkpipe-old ;;
+          off) env=(ZKPIPE_KEY_CACHE=off) ;;
+          warm) [ -d "$cache" ] || env "${env[@]}" "$bin" prove "$work/keys/$k.zkey" "$work/keys/$k.wtns" \
+                  "$work/p.json" "$work/pub.json" --backend cpu --no-verify > /dev/null 2>&1 ;;
+          trusted) extra=(--trusted-key) ;;
+        esac
+        env "${env[@]}" /usr/bin/time -o "$work/time.txt" -f "%e s %M KiB" "$b" prove "$work/keys/$k.zkey" \
+          "$work/keys/$k.wtns" "$work/p.json" "$work/pub.json" --backend cpu "${extra[@]}" > /dev/null 2>&1 \
+          || echo "FAILED" > "$work/time.txt"
+        echo "cpu $k $v r$round: $(tail -1 "$work/time.txt")" | tee -a "$out/steps.log"
       done
     done
   done

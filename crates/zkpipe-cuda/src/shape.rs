@@ -145,8 +145,10 @@ fn pass_bytes(n_vars: usize, n: usize, largest: usize) -> usize {
 /// plus one per L entries, L as a lone proof's plan takes it; XYZZ points, 256 bytes on
 /// average over 4 G1 + 1 G2).
 fn batch_bytes(n_vars: usize, n: usize) -> usize {
-    const WINDOWS: usize = 64; // ⌈255 / c⌉ for c ≥ 4
-    let items = WINDOWS * (n_vars + n);
+    // ⌈255 / c⌉: the plan's cost model (batch_msm.cuh, zkp_bm_wbits) takes c ≥ 8 from
+    // 2^12 scalars on, and c ≥ 4 always.
+    let windows = if n_vars.max(n) >= 1 << 12 { 32 } else { 64 };
+    let items = windows * (n_vars + n);
     let piece = piece_len(1, n_vars.max(n)) as usize;
     let pieces = items / piece + 2 * n_vars.max(n);
     items * 28 + 5 * pieces * 256

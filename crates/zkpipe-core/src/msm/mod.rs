@@ -50,19 +50,21 @@ pub type ScalarInt<E> = <<E as ark_ec::pairing::Pairing>::ScalarField as PrimeFi
 
 /// Field elements → standard-form integers into `out` (cleared first; its capacity is reused).
 /// A row loop: it steps aside for bandwidth-heavy bursts ([`crate::throttle`]).
+///
+/// Written in place by the pool's threads, without zeroing `out` first: a fresh 2^20-signal
+/// vector (32 MiB) is then first touched, page by page, on every core instead of on one
+/// (experiment 019).
 pub fn scalars_into<F: PrimeField>(v: &[F], out: &mut Vec<F::BigInt>) {
     const CHUNK: usize = 4096;
-    out.clear();
-    out.resize(v.len(), F::BigInt::default());
-    out.par_chunks_mut(CHUNK)
-        .zip(v.par_chunks(CHUNK))
+    v.par_iter()
         .enumerate()
-        .for_each(|(k, (o, x))| {
-            crate::throttle::check(k);
-            for (o, x) in o.iter_mut().zip(x) {
-                *o = x.into_bigint();
+        .map(|(i, x)| {
+            if i % CHUNK == 0 {
+                crate::throttle::check(i / CHUNK);
             }
-        });
+            x.into_bigint()
+        })
+        .collect_into_vec(out);
 }
 
 /// The sums a device pass produces; `b2` is `None` when the G2 MSM is left to the tail.
