@@ -21,6 +21,13 @@
 #   daemon  the 2^14 key at c = 64 (16 jobs per client, 1 partition), `zkpipe sweep` of the
 #           old build then this one, ROUNDS rounds interleaved (default 2); default pipeline
 #           config with queue_depth = 64 (experiment 010), trusted keys.
+#   tail    this build's daemon at the same cell, variants: the default, 8 and 16 tail workers,
+#           and the self-check off (what holds the daemon once the GPU is 90% busy).
+#   snarkrs whole CPU processes side by side on bn16 and bn20 (BN254; snarkrs has no
+#           BLS12-381): `zkpipe prove --backend cpu` (default checks, checked-key cache
+#           warm; and --trusted-key) and `snarkrs g16p` (.carry/snarkrs.xz: `cargo install
+#           snarkrs` 0.1.0, CPU backend, built on the devbox, not kept in the repo), ROUNDS
+#           rounds interleaved; each snarkrs proof verified by `zkpipe verify`.
 #   fixtures every bundled fixture (both curves) proved on the GPU and self-checked, with
 #           and without --constant-work.
 set -euo pipefail
@@ -33,7 +40,7 @@ unpack() { # name
   local b=$work/bin/$1
   [ -x "$b" ] && cmp -s <(xz -dc ".carry/$1.xz") "$b" || { xz -dc ".carry/$1.xz" > "$b"; chmod +x "$b"; }
 }
-for b in zkpipe zkpipe-gpu-check zkpipe-old; do [ -e ".carry/$b.xz" ] && unpack "$b"; done
+for b in zkpipe zkpipe-gpu-check zkpipe-old snarkrs; do [ -e ".carry/$b.xz" ] && unpack "$b"; done
 bin=$work/bin/zkpipe
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee -a "$out/steps.log"
 
@@ -129,6 +136,42 @@ TOML
       grep -i "proofs/s" "$out/daemon-$v-r$round.txt" | tail -3 | tee -a "$out/steps.log"
     done
   done
+  ;;
+snarkrs)
+  keys="bn16 bn20" make_keys
+  for round in $(seq 1 "${ROUNDS:-3}"); do
+    for k in bn16 bn20; do
+      cache=$work/key-cache-$k
+      [ -d "$cache" ] || ZKPIPE_KEY_CACHE="$cache" "$bin" prove "$work/keys/$k.zkey" "$work/keys/$k.wtns" \
+        "$work/p.json" "$work/pub.json" --backend cpu --no-verify > /dev/null 2>&1
+      for v in zkpipe trusted snarkrs; do
+        case $v in
+          zkpipe) cmd=("$bin" prove "$work/keys/$k.zkey" "$work/keys/$k.wtns" "$work/p.json" "$work/pub.json" --backend cpu) ;;
+          trusted) cmd=("$bin" prove "$work/keys/$k.zkey" "$work/keys/$k.wtns" "$work/p.json" "$work/pub.json" --backend cpu --trusted-key) ;;
+          snarkrs) cmd=("$work/bin/snarkrs" g16p "$work/keys/$k.zkey" "$work/keys/$k.wtns" "$work/p.json" "$work/pub.json") ;;
+        esac
+        rm -f "$work/p.json"
+        ZKPIPE_KEY_CACHE="$cache" /usr/bin/time -o "$work/time.txt" -f "%e s %M KiB" "${cmd[@]}" > /dev/null 2>&1 \
+          || echo "FAILED" > "$work/time.txt"
+        ok=$("$bin" verify "$work/keys/$k.zkey" "$work/pub.json" "$work/p.json" 2>&1 | tail -1)
+        echo "cpu $k $v r$round: $(tail -1 "$work/time.txt"), verify: $ok" | tee -a "$out/steps.log"
+      done
+    done
+  done
+  ;;
+tail)
+  key bn14 bn254 14
+  cat > "$work/zkpipe.toml" <<TOML
+[keys]
+dir = "$work/keys"
+checks = "trusted"
+[pipeline]
+queue_depth = 64
+TOML
+  timeout 400 "$bin" sweep --config "$work/zkpipe.toml" --backend cuda --out "$out/tail" --rounds "${ROUNDS:-2}" \
+    --variant 'default:' --variant 'tail8: tail.workers=8' \
+    --variant 'tail16: tail.workers=16; tail.threads=16' --variant 'nocheck: pipeline.self_check=false' \
+    bn14 "$work/keys/bn14.wtns" -c 64 -j 16 -p 1 > "$out/tail.txt" 2>&1 || log "sweep tail failed"
   ;;
 fixtures)
   for curve in bn254 bls12-381; do
