@@ -62,6 +62,17 @@ make_keys() {
   done
 }
 
+small_daemon_config() { # the 2^14 key, trusted, and a queue deep enough for full batches
+  key bn14 bn254 14
+  cat > "$work/zkpipe.toml" <<TOML
+[keys]
+dir = "$work/keys"
+checks = "trusted"
+[pipeline]
+queue_depth = 64
+TOML
+}
+
 case $step in
 check)
   log "gpu-check batch"
@@ -119,14 +130,7 @@ cpu)
   done
   ;;
 daemon)
-  key bn14 bn254 14
-  cat > "$work/zkpipe.toml" <<TOML
-[keys]
-dir = "$work/keys"
-checks = "trusted"
-[pipeline]
-queue_depth = 64
-TOML
+  small_daemon_config
   for round in $(seq 1 "${ROUNDS:-2}"); do
     for v in old new; do
       b=$bin; [ $v = old ] && b=$work/bin/zkpipe-old
@@ -160,14 +164,7 @@ snarkrs)
   done
   ;;
 tail)
-  key bn14 bn254 14
-  cat > "$work/zkpipe.toml" <<TOML
-[keys]
-dir = "$work/keys"
-checks = "trusted"
-[pipeline]
-queue_depth = 64
-TOML
+  small_daemon_config
   timeout 400 "$bin" sweep --config "$work/zkpipe.toml" --backend cuda --out "$out/tail" --rounds "${ROUNDS:-2}" \
     --variant 'default:' --variant 'tail8: tail.workers=8' \
     --variant 'tail16: tail.workers=16; tail.threads=16' --variant 'nocheck: pipeline.self_check=false' \
