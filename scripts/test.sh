@@ -7,5 +7,11 @@ cd "$(dirname "$0")/.."
 
 scripts/install-snarkjs.sh
 
+# The checked-key cache of this run only: tests make keys from fixed seeds, and one run's
+# records must not make the next run's keys load unchecked (nor land in ~/.cache).
+ZKPIPE_KEY_CACHE=$(mktemp -d)
+export ZKPIPE_KEY_CACHE
+trap 'rm -rf "$ZKPIPE_KEY_CACHE"' EXIT
+
 echo "== cargo test --release --workspace"
 cargo test --release --workspace --locked

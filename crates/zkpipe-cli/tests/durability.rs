@@ -33,12 +33,16 @@ impl Drop for Daemon {
 
 impl Daemon {
     /// Starts `zkpipe serve` on `dir`'s config; its log goes to `dir/daemon-<run>.log`.
+    /// Without the checked-key cache: the kill-while-loading test needs every load to run
+    /// its point checks, and a key this test made before (same seed, same bytes) would be
+    /// remembered.
     fn start(dir: &Path, run: usize) -> Daemon {
         let log = std::fs::File::create(dir.join(format!("daemon-{run}.log"))).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_zkpipe"))
             .arg("serve")
             .arg("--config")
             .arg(dir.join("zkpipe.toml"))
+            .env("ZKPIPE_KEY_CACHE", "off")
             .stdout(Stdio::piped())
             .stderr(log)
             .spawn()
