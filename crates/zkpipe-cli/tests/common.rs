@@ -41,6 +41,23 @@ pub fn zkpipe(args: &[&Path]) -> Output {
         .expect("zkpipe binary runs")
 }
 
+/// `zkpipe prove` of a fixture's committed witness (with `extra` flags) into `dir`: the
+/// proof and public files, after asserting that it succeeded.
+pub fn prove_fixture(dir: &Path, curve: &str, circuit: &str, extra: &[&str]) -> (PathBuf, PathBuf) {
+    let f = fixture(curve, circuit);
+    let (proof, public) = (dir.join("proof.json"), dir.join("public.json"));
+    let (zkey, wtns) = (f.join("circuit.zkey"), f.join("witness.wtns"));
+    let mut args: Vec<&Path> = vec!["prove".as_ref(), &zkey, &wtns, &proof, &public];
+    args.extend(extra.iter().map(Path::new));
+    let o = zkpipe(&args);
+    assert!(
+        o.status.success(),
+        "{curve}/{circuit} {extra:?}: {}",
+        text(&o)
+    );
+    (proof, public)
+}
+
 /// Asserts that `snarkjs groth16 verify` accepts a proof (its JSON texts, written into
 /// `dir` as `<name>-proof.json` / `<name>-public.json`) against the verification key `vk`.
 pub fn snarkjs_verifies(vk: &Path, proof_json: &str, public_json: &str, dir: &Path, name: &str) {

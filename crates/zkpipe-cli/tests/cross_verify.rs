@@ -5,20 +5,6 @@ mod common;
 use common::*;
 use std::path::Path;
 
-fn prove_into(dir: &Path, curve: &str, circuit: &str) -> (std::path::PathBuf, std::path::PathBuf) {
-    let f = fixture(curve, circuit);
-    let (proof, public) = (dir.join("proof.json"), dir.join("public.json"));
-    let o = zkpipe(&[
-        "prove".as_ref(),
-        &f.join("circuit.zkey"),
-        &f.join("witness.wtns"),
-        &proof,
-        &public,
-    ]);
-    assert!(o.status.success(), "{curve}/{circuit}: {}", text(&o));
-    (proof, public)
-}
-
 fn json(p: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
 }
@@ -31,7 +17,7 @@ fn write_json(p: &Path, v: &serde_json::Value) {
 fn snarkjs_accepts_zkpipe_proofs_and_rejects_tampered_ones() {
     for (curve, circuit) in FIXTURES {
         let dir = tempfile::tempdir().unwrap();
-        let (proof, public) = prove_into(dir.path(), curve, circuit);
+        let (proof, public) = prove_fixture(dir.path(), curve, circuit, &[]);
         let f = fixture(curve, circuit);
         let vk = f.join("verification_key.json");
         assert_eq!(

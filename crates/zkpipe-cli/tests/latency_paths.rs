@@ -87,25 +87,11 @@ fn key_checks_run_once_per_key_file_and_again_when_it_changes() {
 #[test]
 fn constant_work_proofs_verify_with_snarkjs() {
     for (curve, circuit) in FIXTURES {
-        let f = fixture(curve, circuit);
         let dir = tempfile::tempdir().unwrap();
-        let (proof, public) = (
-            dir.path().join("proof.json"),
-            dir.path().join("public.json"),
-        );
-        let o = zkpipe(&[
-            "prove".as_ref(),
-            &f.join("circuit.zkey"),
-            &f.join("witness.wtns"),
-            &proof,
-            &public,
-            "--constant-work".as_ref(),
-            "--backend".as_ref(),
-            "cpu".as_ref(),
-        ]);
-        assert!(o.status.success(), "{curve} {circuit}: {}", text(&o));
+        let flags = ["--constant-work", "--backend", "cpu"];
+        let (proof, public) = prove_fixture(dir.path(), curve, circuit, &flags);
         snarkjs_verifies(
-            &f.join("verification_key.json"),
+            &fixture(curve, circuit).join("verification_key.json"),
             &std::fs::read_to_string(&proof).unwrap(),
             &std::fs::read_to_string(&public).unwrap(),
             dir.path(),

@@ -194,7 +194,7 @@ pub struct EngineConfig {
     pub max_pending_partitions: usize,
     /// Verify every proof before returning it. Default: true.
     pub self_check: bool,
-    /// MSMs do the same work whatever the witness values (no skipping of zeros and ones;
+    /// MSMs give every value full-width work (no skipping of zeros and ones;
     /// see `zkpipe_core::msm::constant_work`). A process-wide setting: the engine sets it
     /// when it starts. Default: false.
     pub constant_work: bool,

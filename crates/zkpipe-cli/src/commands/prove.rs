@@ -55,8 +55,9 @@ pub struct ProveFlags {
     /// Which GPU the cuda backend uses (CUDA's device index).
     #[arg(long, default_value_t = 0)]
     gpu: usize,
-    /// MSMs do the same work whatever the witness values (zeros and ones not skipped),
-    /// so the proving time says nothing about the witness; slower on typical witnesses.
+    /// MSMs skip no zero or one scalar: every value gets full-width work, which narrows
+    /// how much the proving time varies with the witness (it does not remove it); slower
+    /// on typical witnesses.
     #[arg(long)]
     constant_work: bool,
 }

@@ -1,4 +1,4 @@
-//! Whether the MSMs of this process do the same work whatever the witness values
+//! Whether the MSMs of this process give every witness value full-width work
 //! (`zkpipe prove --constant-work`, the daemon's `pipeline.constant_work`).
 //!
 //! By default they do not: zero scalars are skipped (copied out first on the CPU, never
@@ -6,8 +6,8 @@
 //! witnesses are mostly 0s and 1s, so this is most of a small proof's MSM time, and a
 //! proof's validity never depends on it. The price is that the time a proof takes says
 //! something about how many of the witness's values are 0, 1 or small. Where an observer
-//! of proving times must learn nothing about the witness (a prover that serves one
-//! secret's proofs to others who see the timing), turn it on: every scalar is then
+//! of proving times should learn as little as possible about the witness (a prover that
+//! serves one secret's proofs to others who see the timing), turn it on: every scalar is then
 //! treated as a full-width value (the GPU puts zero digits into a discarded bucket and
 //! adds every partial sum; the CPU keeps zero scalars and adds zero digits into a
 //! discarded bucket). What remains value-dependent is how entries fall into buckets: on

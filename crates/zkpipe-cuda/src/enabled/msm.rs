@@ -236,7 +236,8 @@ impl<E: GpuCurve> BatchPlan<E> {
     /// Plans MSMs of the vectors at `vectors` (device addresses on GPU `device`, n
     /// scalars each, standard form or Montgomery with `mont`). With `constant_work`
     /// every digit, zero or not, is an entry and every bucket sum is computed, so the
-    /// MSMs' work does not depend on the scalars' values ([`crate::constant_work`]).
+    /// MSMs' work depends on the scalars' values only through how they fall into buckets
+    /// (`zkpipe_core::msm::constant_work`).
     ///
     /// # Safety
     /// Every address must be device memory on `device` valid for `n` scalars (each < r),
