@@ -221,6 +221,32 @@ pub struct EngineConfig {
     /// The device worker leaves the device's gate before the tail (true), or keeps it
     /// through the tail, running the tail itself (false: the baseline). Default: true.
     pub release_before_tail: bool,
+    /// How the engine takes work from a shared job store (a fleet); unused otherwise.
+    pub fleet: FleetConfig,
+}
+
+/// How a daemon of a fleet claims work from the shared job store (docs/fleet.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FleetConfig {
+    /// Partitions held here at once (claimed and not finished): enough to keep every
+    /// stage busy, few enough that others get the rest. Default: 64.
+    pub claim_ahead: usize,
+    /// How long a claim holds a partition without being renewed; it is renewed every
+    /// third of this. A daemon that dies loses its partitions to others after at most
+    /// this long. Default: 30 s.
+    pub lease: Duration,
+    /// Longest wait between looks at the queue when no notification came. Default: 1 s.
+    pub poll: Duration,
+}
+
+impl Default for FleetConfig {
+    fn default() -> Self {
+        Self {
+            claim_ahead: 64,
+            lease: Duration::from_secs(30),
+            poll: Duration::from_secs(1),
+        }
+    }
 }
 
 impl Default for EngineConfig {
@@ -268,6 +294,7 @@ impl Default for EngineConfig {
             throttle: ThrottleConfig::default(),
             pools: PoolMode::PerStage,
             release_before_tail: true,
+            fleet: FleetConfig::default(),
         }
     }
 }
@@ -293,6 +320,12 @@ impl EngineConfig {
         }
         if self.memory_limit == 0 {
             return Err("memory limit must be positive".into());
+        }
+        if self.fleet.claim_ahead == 0 {
+            return Err("store.claim_ahead must be at least 1".into());
+        }
+        if self.fleet.lease < Duration::from_millis(300) || self.fleet.poll.is_zero() {
+            return Err("store.lease must be at least 300 ms and store.poll positive".into());
         }
         if self.queue_depth == 0 || self.max_partitions_per_job == 0 {
             return Err("queue_depth and max_partitions_per_job must be at least 1".into());

@@ -1,21 +1,48 @@
-//! What clients do with a submitted job: read its state, wait for it, cancel it.
+//! What clients do with a submitted job: read its state, wait for it, cancel it. In a
+//! fleet, the shared job store answers for every job, whichever daemon accepted or runs it.
 
 use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::job::{JobId, JobSnapshot};
+use crate::job_store::{CancelOutcome, SharedQueue};
+use crate::jobs::store_error;
 use crate::live_job::Job;
 use crate::messages::Message;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::broadcast::error::RecvError;
+
+/// A waiter on a fleet's job looks at the store at least this often, in case the job's
+/// notification was missed.
+const FLEET_POLL: Duration = Duration::from_millis(500);
 
 impl Engine {
+    fn shared(&self) -> Option<&Arc<dyn SharedQueue>> {
+        self.inner.shared.as_ref().map(|(q, _)| q)
+    }
+
     /// The job's state now.
     pub fn job_status(&self, id: JobId) -> Result<JobSnapshot, EngineError> {
+        if let Some(q) = self.shared() {
+            return shared_job(q, id);
+        }
         Ok(self.inner.jobs.get(id)?.snapshot())
     }
 
     /// Waits up to `timeout` for the job to finish; returns its state either way, or
     /// [`EngineError::ShuttingDown`] if the engine stopped with the job unfinished.
     pub fn wait(&self, id: JobId, timeout: Duration) -> Result<JobSnapshot, EngineError> {
+        if let Some(q) = self.shared() {
+            let end = Instant::now() + timeout;
+            loop {
+                let s = shared_job(q, id)?;
+                let left = end.saturating_duration_since(Instant::now());
+                if s.state.is_final() || left.is_zero() {
+                    return Ok(s);
+                }
+                std::thread::sleep(left.min(FLEET_POLL / 10));
+            }
+        }
         let job = self.inner.jobs.get(id)?;
         unless_abandoned(&job, job.wait(timeout))
     }
@@ -27,6 +54,9 @@ impl Engine {
         id: JobId,
         timeout: Duration,
     ) -> Result<JobSnapshot, EngineError> {
+        if let Some(q) = self.shared() {
+            return wait_shared(q, id, timeout).await;
+        }
         let job = self.inner.jobs.get(id)?;
         let s = job.wait_async(timeout).await;
         unless_abandoned(&job, s)
@@ -36,6 +66,22 @@ impl Engine {
     /// boundary; everything they hold is freed. A finished job is not changed.
     pub fn cancel(&self, id: JobId) -> Result<(), EngineError> {
         let i = &*self.inner;
+        if let Some(q) = self.shared() {
+            // The daemons running its partitions drop them on the job's event.
+            match q.cancel(id).map_err(store_error)? {
+                CancelOutcome::Cancelled => {}
+                CancelOutcome::Finished(s) => {
+                    return Err(EngineError::AlreadyFinished {
+                        id,
+                        state: s.name(),
+                    })
+                }
+                CancelOutcome::Unknown => return Err(EngineError::UnknownJob(id)),
+            }
+            i.outcomes.metrics.jobs_cancelled.inc();
+            tracing::info!(job = id, "job cancelled in the shared store");
+            return Ok(());
+        }
         let job = i.jobs.get(id)?;
         job.cancel().map_err(|s| EngineError::AlreadyFinished {
             id,
@@ -54,6 +100,42 @@ impl Engine {
         drop(i.tail.remove_where(mine(id)));
         i.signal.notify();
         Ok(())
+    }
+}
+
+/// A fleet's job, from the shared store.
+fn shared_job(q: &Arc<dyn SharedQueue>, id: JobId) -> Result<JobSnapshot, EngineError> {
+    q.job(id)
+        .map_err(store_error)?
+        .ok_or(EngineError::UnknownJob(id))
+}
+
+/// Waits for a fleet's job to end: woken by the job's event, checking the store at least
+/// every [`FLEET_POLL`].
+async fn wait_shared(
+    q: &Arc<dyn SharedQueue>,
+    id: JobId,
+    timeout: Duration,
+) -> Result<JobSnapshot, EngineError> {
+    let end = tokio::time::Instant::now() + timeout;
+    // Subscribed before the first look, so that an end between the two is not missed.
+    let mut events = q.job_events();
+    loop {
+        let s = shared_job(q, id)?;
+        if s.state.is_final() || tokio::time::Instant::now() >= end {
+            return Ok(s);
+        }
+        let until = end.min(tokio::time::Instant::now() + FLEET_POLL);
+        loop {
+            match tokio::time::timeout_at(until, events.recv()).await {
+                Ok(Ok(ended)) if ended != id => continue,
+                Ok(Err(RecvError::Closed)) => {
+                    tokio::time::sleep_until(until).await;
+                    break;
+                }
+                _ => break,
+            }
+        }
     }
 }
 

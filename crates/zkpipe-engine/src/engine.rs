@@ -11,13 +11,16 @@
 //! ```
 //!
 //! A janitor thread evicts idle keys and forgets old finished jobs.
+//!
+//! Over a shared job store (a fleet, docs/fleet.md), submit records jobs in the store and a
+//! claim stage feeds the pipeline with the partitions this daemon claims from it.
 
 use crate::buffers::BufferPool;
 use crate::config::EngineConfig;
 use crate::devices::{build_devices, place, Device};
 use crate::error::EngineError;
 use crate::janitor::Janitor;
-use crate::job_store::{JobStore, MemoryStore};
+use crate::job_store::{JobStore, MemoryStore, SharedQueue};
 use crate::jobs::{store_error, JobTable};
 use crate::keys::entry::KeyContext;
 use crate::keys::generators::Generators;
@@ -28,7 +31,7 @@ use crate::metrics::Metrics;
 use crate::outcome::Outcomes;
 use crate::queue::PriorityQueue;
 use crate::stages::{
-    admission::Admission, device::DeviceStage, reduce::Reduce, synthesize::Synthesize, tail::Tail,
+    admission::Admission, claim::{ClaimStage, Held}, device::DeviceStage, reduce::Reduce, synthesize::Synthesize, tail::Tail,
 };
 use crate::submit::{Submission, SubmitRequest, Submitted};
 use crate::threads::{spawn, workers, StagePools};
@@ -47,7 +50,9 @@ pub struct Engine {
 
 pub(crate) struct Inner {
     pub(crate) config: EngineConfig,
-    pub(crate) submission: Submission,
+    pub(crate) submission: Arc<Submission>,
+    /// The shared job store, in a fleet, and the partitions claimed from it.
+    pub(crate) shared: Option<(Arc<dyn SharedQueue>, Arc<Held>)>,
     pub(crate) jobs: Arc<JobTable>,
     pub(crate) keys: Arc<KeyStore>,
     pub(crate) budget: Arc<MemoryBudget>,
@@ -84,6 +89,9 @@ impl Engine {
         store: Arc<dyn JobStore>,
     ) -> Result<Self, EngineError> {
         let recovered = store.recover().map_err(store_error)?;
+        let shared = Arc::clone(&store)
+            .shared()
+            .map(|q| (q, Arc::new(Held::default())));
         config.validate().map_err(EngineError::Config)?;
         // Only ever turned on here: a daemon that asked for constant work keeps it.
         if config.constant_work {
@@ -135,7 +143,7 @@ impl Engine {
             config.generators.clone(),
         ));
         let tail = Arc::new(PriorityQueue::new(config.queue_depth));
-        let jobs = Arc::new(JobTable::new(store));
+        let jobs = Arc::new(JobTable::new(Arc::clone(&store)));
         let load_pool = pools.get("reduce", config.reduce.threads)?;
         let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::new();
@@ -221,7 +229,7 @@ impl Engine {
         };
         threads.push(spawn("zkpipe-janitor".into(), move || janitor.run())?);
 
-        let submission = Submission::new(
+        let submission = Arc::new(Submission::new(
             Arc::clone(&keys),
             Arc::clone(&budget),
             Arc::clone(&devices),
@@ -233,10 +241,24 @@ impl Engine {
             Arc::clone(&signal),
             Arc::clone(&outcomes.metrics),
             (config.max_partitions_per_job, config.max_pending_partitions),
-        );
+        ));
+        if let Some((queue, held)) = &shared {
+            let stage = ClaimStage {
+                held: Arc::clone(held),
+                queue: Arc::clone(queue),
+                store,
+                submission: Arc::clone(&submission),
+                keys: Arc::clone(&keys),
+                config: config.fleet,
+                metrics: Arc::clone(&outcomes.metrics),
+                stop: Arc::clone(&stop),
+            };
+            threads.push(spawn("zkpipe-claim".into(), move || stage.run())?);
+        }
         let inner = Inner {
             config,
             submission,
+            shared,
             jobs,
             keys,
             budget,
@@ -304,6 +326,11 @@ impl Engine {
         let i = &self.inner;
         if i.stop.swap(true, Ordering::AcqRel) {
             return;
+        }
+        // The claim stage gives back what it holds to the shared store, if any.
+        if let Some((q, held)) = &i.shared {
+            held.abandon_all();
+            q.interrupt();
         }
         i.admission.close();
         let keep = i.jobs.store.durable();

@@ -9,7 +9,7 @@ use crate::live_job::Job;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The table (see the module doc).
 pub(crate) struct JobTable {
@@ -24,7 +24,15 @@ pub(crate) struct JobTable {
     registering: Mutex<()>,
     /// Partitions accepted and not finished (each message's ticket holds one).
     pub pending: Arc<AtomicUsize>,
+    /// When the store last forgot finished jobs.
+    store_forgot: Mutex<Option<Instant>>,
+    /// Whether the store is shared by a fleet.
+    shared: bool,
 }
+
+/// How often a shared store is asked to forget finished jobs: every daemon of the fleet
+/// asks.
+const SHARED_FORGET_EVERY: Duration = Duration::from_secs(10);
 
 /// How a registration went.
 pub(crate) enum Registered {
@@ -42,9 +50,11 @@ impl JobTable {
     pub fn new(store: Arc<dyn JobStore>) -> Self {
         Self {
             jobs: Mutex::new(HashMap::new()),
-            store,
             registering: Mutex::new(()),
             pending: Arc::new(AtomicUsize::new(0)),
+            store_forgot: Mutex::new(None),
+            shared: Arc::clone(&store).shared().is_some(),
+            store,
         }
     }
 
@@ -129,9 +139,17 @@ impl JobTable {
         lock(&self.jobs).values().cloned().collect()
     }
 
-    /// Forgets jobs finished longer than `retention` ago, here and in the store.
+    /// Forgets jobs finished longer than `retention` ago, here and in the store (a shared
+    /// one at most every [`SHARED_FORGET_EVERY`]).
     pub fn forget_finished(&self, retention: Duration) {
         lock(&self.jobs).retain(|_, j| j.finished_at().is_none_or(|t| t.elapsed() < retention));
+        {
+            let mut last = lock(&self.store_forgot);
+            if self.shared && last.is_some_and(|t| t.elapsed() < SHARED_FORGET_EVERY) {
+                return;
+            }
+            *last = Some(Instant::now());
+        }
         if let Err(e) = self.store.forget_finished(retention) {
             tracing::warn!("forgetting finished jobs: {e}");
         }

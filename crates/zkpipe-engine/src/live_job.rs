@@ -3,7 +3,7 @@
 //! here, so that what a waiter saw survives a crash.
 
 use crate::job::{JobId, JobSnapshot, JobState, PartitionProof, Priority};
-use crate::job_store::{JobStore, StoreError, StoredJob, StoredPartition};
+use crate::job_store::{Claim, JobStore, StoreError, StoredJob, StoredPartition};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -91,6 +91,29 @@ impl Job {
         )
     }
 
+    /// One partition of a fleet's job, claimed from the shared store: a job of its own
+    /// here, whose one partition to run is `claim.index` (the others run wherever they
+    /// were claimed; the store decides when the whole job is done).
+    pub fn claimed(claim: &Claim, store: Arc<dyn JobStore>) -> Self {
+        let inner = Inner {
+            state: JobState::Running,
+            proofs: vec![None; claim.partitions],
+            error: None,
+            finished_at: None,
+        };
+        let job = Self::with(
+            claim.job,
+            claim.key_id.clone(),
+            claim.priority,
+            claim.request_id.clone(),
+            instant_of(claim.submitted),
+            store,
+            inner,
+        );
+        job.remaining.store(1, Ordering::Release);
+        job
+    }
+
     fn with(
         id: JobId,
         key_id: String,
@@ -171,9 +194,14 @@ impl Job {
         self.set(i, state);
     }
 
-    /// Fails the job (first failure wins) and cancels its other partitions.
+    /// Fails the job (first failure wins) and cancels its other partitions. An abandoned
+    /// job is not failed: its partitions were dropped on purpose (the engine stops, or a
+    /// fleet's claim was lost).
     pub fn fail(&self, error: String) -> bool {
         self.cancelled.store(true, Ordering::Release);
+        if self.is_abandoned() {
+            return false;
+        }
         let mut i = self.lock();
         if i.state.is_final() {
             return false;

@@ -54,6 +54,16 @@ pub struct Metrics {
     pub throttle_paused_seconds: Gauge,
     /// Peak resident set size of this process.
     pub peak_rss: IntGauge,
+    /// Fleet: partitions this daemon claimed from the shared store.
+    pub fleet_claims: IntCounter,
+    /// Fleet: lapsed leases this daemon put back in the queue (any daemon's).
+    pub fleet_lease_expiries: IntCounter,
+    /// Fleet: partitions in the shared store by key, priority and state (`queued`,
+    /// `claimed`), as this daemon last read them.
+    pub fleet_queue_depth: IntGaugeVec,
+    /// Fleet: results proved here and dropped because the claim no longer held the
+    /// partition (its lease lapsed, or its job ended).
+    pub fleet_results_refused: IntGauge,
 }
 
 fn must<T>(r: prometheus::Result<T>) -> T {
@@ -172,6 +182,25 @@ impl Metrics {
                 "zkpipe_process_peak_rss_bytes",
                 "Peak resident set size of the process",
             )),
+            fleet_claims: must(IntCounter::new(
+                "zkpipe_fleet_claims_total",
+                "Partitions this daemon claimed from the shared job store",
+            )),
+            fleet_lease_expiries: must(IntCounter::new(
+                "zkpipe_fleet_lease_expiries_total",
+                "Lapsed leases (of any daemon) this daemon put back in the queue",
+            )),
+            fleet_queue_depth: must(IntGaugeVec::new(
+                Opts::new(
+                    "zkpipe_fleet_queue_depth",
+                    "Partitions in the shared job store by key, priority and state",
+                ),
+                &["key", "priority", "state"],
+            )),
+            fleet_results_refused: must(IntGauge::new(
+                "zkpipe_fleet_results_refused",
+                "Results proved here and dropped: the claim no longer held the partition",
+            )),
             registry,
         };
         let r = &m.registry;
@@ -195,6 +224,10 @@ impl Metrics {
         must(r.register(Box::new(m.throttle_events.clone())));
         must(r.register(Box::new(m.throttle_paused_seconds.clone())));
         must(r.register(Box::new(m.peak_rss.clone())));
+        must(r.register(Box::new(m.fleet_claims.clone())));
+        must(r.register(Box::new(m.fleet_lease_expiries.clone())));
+        must(r.register(Box::new(m.fleet_queue_depth.clone())));
+        must(r.register(Box::new(m.fleet_results_refused.clone())));
         m
     }
 

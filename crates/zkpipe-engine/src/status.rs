@@ -11,6 +11,9 @@ use crate::metrics::Metrics;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+/// Finished jobs a fleet's status lists, besides every unfinished one.
+const FLEET_STATUS_JOBS: usize = 100;
+
 /// Queue lengths now.
 #[derive(Debug, Clone, Default)]
 pub struct QueueDepths {
@@ -82,7 +85,7 @@ impl Engine {
         let i = &*self.inner;
         EngineStatus {
             queues: self.queue_depths(),
-            jobs: i.jobs.snapshots(),
+            jobs: self.job_list(),
             keys: i.keys.status(),
             devices: i.devices.iter().map(|d| DeviceStatus::of(d)).collect(),
             memory_used: i.budget.used(),
@@ -90,6 +93,18 @@ impl Engine {
             pool: i.buffers.stats(),
             pending_partitions: i.jobs.pending(),
             uptime: i.started.elapsed(),
+        }
+    }
+
+    /// Every job this engine knows; in a fleet, the shared store's unfinished jobs and
+    /// its newest finished ones.
+    fn job_list(&self) -> Vec<JobSnapshot> {
+        match &self.inner.shared {
+            Some((q, _)) => q.jobs(FLEET_STATUS_JOBS).unwrap_or_else(|e| {
+                tracing::warn!("listing the shared store's jobs: {e}");
+                Vec::new()
+            }),
+            None => self.inner.jobs.snapshots(),
         }
     }
 

@@ -1,7 +1,9 @@
 //! Submission: a request is checked whole (key, sizes, every witness parsed and matched
 //! to the key, every set of circuit inputs parsed and its key's generator loaded) before
 //! anything is queued, so a bad request fails at once and leaves nothing behind; then its
-//! job is registered and its partitions queued for admission.
+//! job is registered and its partitions queued for admission. Over a shared job store
+//! (a fleet) the job is recorded there instead, for whichever daemon claims it; the claim
+//! stage hands claimed partitions back here to be queued.
 
 use crate::buffers::BufferPool;
 use crate::curves::curve;
@@ -9,8 +11,10 @@ use crate::curves::PartitionData;
 use crate::devices::Device;
 use crate::error::EngineError;
 use crate::job::{JobId, Priority};
-use crate::job_store::{fingerprint, Fingerprint, NewJob, StoredJob, StoredPartition};
-use crate::jobs::{JobTable, Registered};
+use crate::job_store::{
+    fingerprint, shape_tag, Accepted, Fingerprint, NewJob, StoredJob, StoredPartition,
+};
+use crate::jobs::{store_error, JobTable, Registered};
 use crate::keys::entry::KeyEntry;
 use crate::keys::generators::Generators;
 use crate::keys::store::KeyStore;
@@ -67,6 +71,8 @@ pub(crate) struct Submission {
     pub metrics: Arc<Metrics>,
     pub max_partitions_per_job: usize,
     pub max_pending_partitions: usize,
+    /// Jobs go to a shared store (a fleet), not to this engine's queues.
+    shared: bool,
     next_seq: AtomicU64,
 }
 
@@ -91,13 +97,14 @@ impl Submission {
             devices,
             kind,
             buffers,
-            jobs,
             generators,
             admission,
             signal,
             metrics,
             max_partitions_per_job: limits.0,
             max_pending_partitions: limits.1,
+            shared: Arc::clone(&jobs.store).shared().is_some(),
+            jobs,
             next_seq: AtomicU64::new(0),
         }
     }
@@ -151,8 +158,12 @@ impl Submission {
             priority: req.priority,
             request_id: &req.request_id,
             fingerprint,
+            key_shape: shape_tag(&entry.meta.shape),
             witnesses,
         };
+        if self.shared {
+            return self.share(&new);
+        }
         let job = match self.jobs.register(&new, self.max_pending_partitions)? {
             Registered::Existing(id) => {
                 return Ok(Submitted {
@@ -169,6 +180,30 @@ impl Submission {
             job_id: job.id,
             existing: false,
         })
+    }
+
+    /// Records a checked job in the shared store, for the fleet to claim.
+    fn share(&self, new: &NewJob<'_>) -> Result<Submitted, EngineError> {
+        let (job_id, existing) = match self.jobs.store.accept(new).map_err(store_error)? {
+            Accepted::New(id) => (id, false),
+            Accepted::Existing(id) => (id, true),
+        };
+        if !existing {
+            self.metrics.jobs_submitted.inc();
+            tracing::info!(job = job_id, key = %new.key_id, partitions = new.witnesses.len(), "job accepted into the shared store");
+        }
+        Ok(Submitted { job_id, existing })
+    }
+
+    /// Queues partition `index` of `job`, claimed from the shared store with its witness
+    /// (or circuit inputs), checked against this daemon's copy of the key.
+    pub fn claimed(&self, job: &Arc<Job>, index: usize, witness: &[u8]) -> Result<(), EngineError> {
+        let entry = self.keys.resolve(&job.key_id)?;
+        self.check_fits(&entry.meta)?;
+        let parts = self.partitions(&entry, std::iter::once((index, witness)))?;
+        self.jobs.pending.fetch_add(parts.len(), Ordering::AcqRel);
+        self.enqueue(job, &entry, parts);
+        Ok(())
     }
 
     /// Parses each `(index, witness or circuit inputs)` and checks it against the key.

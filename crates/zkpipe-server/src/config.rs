@@ -52,6 +52,9 @@ pub struct ServerConfig {
     /// Witnesses up to this size are stored inside the job database; larger ones as files
     /// beside it (`state_dir/witnesses/`). Default 1 MiB.
     pub witness_inline_max: u64,
+    /// The fleet's shared job store (`[store] url`), if any: then jobs live there and this
+    /// daemon claims its work from it; else the embedded store in `state_dir`.
+    pub store: Option<zkpipe_engine::PgOptions>,
     /// Pinned host memory that stages uploads to a GPU (`device.pinned_upload`: "portable"
     /// or "write-combined"). Default portable.
     pub pinned_upload: zkpipe_cuda::PinnedKind,
@@ -89,6 +92,8 @@ pub struct Overrides {
     pub state_dir: Option<PathBuf>,
     /// The token itself (`ZKPIPE_TOKEN`); it takes precedence over any token file.
     pub token: Option<String>,
+    /// `store.url` (`ZKPIPE_STORE_URL`: it may hold a password, so never a flag).
+    pub store_url: Option<String>,
     /// Any other value, as `section.key = value` (`serve --set`, `ZKPIPE_SET`), applied to
     /// the file before it is read: a value that is not TOML is taken as a string.
     pub settings: Vec<String>,
@@ -121,6 +126,20 @@ pub struct FileConfig {
     reduce: StageSection,
     device: DeviceSection,
     tail: StageSection,
+    store: StoreSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct StoreSection {
+    url: Option<String>,
+    daemon: Option<String>,
+    objects: Option<String>,
+    inline_max: Option<Size>,
+    connections: Option<u32>,
+    lease: Option<String>,
+    claim_ahead: Option<usize>,
+    poll: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -311,6 +330,51 @@ fn tls(s: &ServerSection, base: &Path) -> Result<Option<TlsPem>, String> {
     }
 }
 
+/// The shared store's options, if `store.url` is set; the daemon's default name is this
+/// host's name and gRPC port, which stay the same across its restarts.
+fn store(s: &StoreSection, grpc: SocketAddr) -> Result<Option<zkpipe_engine::PgOptions>, String> {
+    let Some(url) = s.url.clone().filter(|u| !u.is_empty()) else {
+        for (set, field) in [
+            (s.daemon.is_some(), "daemon"),
+            (s.objects.is_some(), "objects"),
+            (s.lease.is_some(), "lease"),
+            (s.claim_ahead.is_some(), "claim_ahead"),
+        ] {
+            if set {
+                return Err(format!("store.{field} is set but store.url is not"));
+            }
+        }
+        return Ok(None);
+    };
+    let daemon = match &s.daemon {
+        Some(d) if d.trim().is_empty() => return Err("store.daemon: empty".into()),
+        Some(d) => d.trim().to_string(),
+        None => format!("{}:{}", host_name(), grpc.port()),
+    };
+    Ok(Some(zkpipe_engine::PgOptions {
+        url,
+        daemon,
+        objects: s.objects.clone(),
+        inline_max: size_or_auto(&s.inline_max, Some(1 << 20))
+            .map_err(|e| format!("store.inline_max: {e}"))?
+            .unwrap_or(1 << 20),
+        connections: match s.connections {
+            Some(0) => return Err("store.connections: must be at least 1".into()),
+            Some(n) => n,
+            None => 8,
+        },
+    }))
+}
+
+/// This machine's host name (Linux), or "localhost".
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
 fn stage(s: &StageSection, default: StageConfig) -> StageConfig {
     StageConfig {
         workers: s.workers.unwrap_or(default.workers),
@@ -403,6 +467,9 @@ impl FileConfig {
         if let Some(p) = &o.state_dir {
             s.state_dir = Some(cwd(p));
         }
+        if let Some(u) = &o.store_url {
+            self.store.url = Some(u.clone());
+        }
         let d = EngineConfig::default();
         let s = &self.server;
         let grpc_listen = addr(&s.grpc_listen, "127.0.0.1:50051", "server.grpc_listen")?;
@@ -443,6 +510,7 @@ impl FileConfig {
             witness_inline_max: size_or_auto(&s.witness_inline_max, Some(1 << 20))
                 .map_err(|e| format!("server.witness_inline_max: {e}"))?
                 .unwrap_or(1 << 20),
+            store: store(&self.store, grpc_listen)?,
             tls: tls(s, base)?,
             shutdown_grace: match &s.shutdown_grace {
                 Some(t) => parse_duration(t).map_err(|e| format!("server.shutdown_grace: {e}"))?,
@@ -540,6 +608,11 @@ impl FileConfig {
                 .device
                 .release_before_tail
                 .unwrap_or(d.release_before_tail),
+            fleet: zkpipe_engine::FleetConfig {
+                claim_ahead: self.store.claim_ahead.unwrap_or(d.fleet.claim_ahead),
+                lease: dur(&self.store.lease, "store.lease", d.fleet.lease)?,
+                poll: dur(&self.store.poll, "store.poll", d.fleet.poll)?,
+            },
         };
         engine.validate()?;
         // Said only of a file that is otherwise good: a refusal stays one line.

@@ -39,7 +39,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio_stream::{Stream, StreamExt};
-use zkpipe_engine::{Devices, Engine, EngineError, SqliteStore, StoreError};
+use zkpipe_engine::{Devices, Engine, EngineError, JobStore, PgStore, SqliteStore, StoreError};
 
 /// Why the daemon could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -110,8 +110,16 @@ where
         Some(pem) => Some((tls::acceptor(pem).map_err(ServeError::Tls)?, tls::grpc(pem))),
         None => None,
     };
-    let store =
-        Arc::new(SqliteStore::open(&server.state_dir)?.with_inline_max(server.witness_inline_max));
+    let store: Arc<dyn JobStore> = match &server.store {
+        Some(o) => {
+            let store = PgStore::connect(o)?;
+            tracing::info!(daemon = %o.daemon, "jobs in the shared store (a fleet)");
+            Arc::new(store)
+        }
+        None => Arc::new(
+            SqliteStore::open(&server.state_dir)?.with_inline_max(server.witness_inline_max),
+        ),
+    };
     let engine = Engine::start_with(cfg.engine, devices, store).map_err(ServeError::Engine)?;
     let bind = |addr| async move {
         tokio::net::TcpListener::bind(addr)

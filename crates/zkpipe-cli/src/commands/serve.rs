@@ -3,6 +3,9 @@
 //! bound addresses on its first line of stdout, logs to stderr, and runs until SIGINT or
 //! SIGTERM; then it stops in order and exits 0 after a last log line, "stopped".
 //!
+//! `ZKPIPE_STORE_URL` (or `store.url`) makes the daemon one of a fleet sharing a Postgres
+//! job store (docs/fleet.md).
+//!
 //! Each override is a flag or an environment variable (flag > environment > file >
 //! default); without `--config` the defaults and the overrides are the whole configuration.
 
@@ -65,6 +68,9 @@ impl Args {
             state_dir: self.state_dir.clone(),
             token_file: self.token_file.clone(),
             token,
+            store_url: std::env::var("ZKPIPE_STORE_URL")
+                .ok()
+                .filter(|u| !u.is_empty()),
             settings: std::env::var("ZKPIPE_SET")
                 .unwrap_or_default()
                 .split(';')

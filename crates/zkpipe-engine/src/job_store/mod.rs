@@ -7,15 +7,23 @@
 //! [`JobStore`] is the seam; [`SqliteStore`] is the durable single-node store the daemon
 //! uses, [`MemoryStore`] the volatile one for embedded use and tests. Job ids come from
 //! the store, so they are never reused, across restarts too.
+//!
+//! A store that several daemons share ([`PgStore`]) is also a [`SharedQueue`]: there the
+//! store *is* the queue, and a daemon runs the partitions it claims, not the ones
+//! submitted to it (docs/fleet.md).
 
 mod memory;
+mod objects;
+mod postgres;
 mod sqlite;
 
 pub use memory::MemoryStore;
+pub use postgres::{PgOptions, PgStore};
 pub use sqlite::SqliteStore;
 
-use crate::job::{JobId, JobState, PartitionProof, Priority};
+use crate::job::{JobId, JobSnapshot, JobState, PartitionProof, Priority, ProofTimings};
 use sha2::{Digest, Sha256};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// What a request is, for telling "the same request again" from "another request under
@@ -46,8 +54,24 @@ pub struct NewJob<'a> {
     pub request_id: &'a str,
     /// See [`Fingerprint`].
     pub fingerprint: Fingerprint,
+    /// The key's shape ([`shape_tag`]): a shared store lets only daemons holding a key
+    /// of this id and shape claim the job.
+    pub key_shape: String,
     /// One `.wtns` file per partition.
     pub witnesses: Vec<&'a [u8]>,
+}
+
+/// A key's shape as the shared store records it: curve and sizes. Two daemons holding
+/// files of one key id with different shapes do not run each other's jobs.
+pub fn shape_tag(shape: &zkpipe_core::KeyShape) -> String {
+    format!(
+        "{}/vars={}/public={}/domain={}/coefficients={}",
+        shape.curve.snarkjs_name(),
+        shape.n_vars,
+        shape.n_public,
+        shape.domain_size,
+        shape.n_coefficients
+    )
 }
 
 /// How [`JobStore::accept`] went.
@@ -111,6 +135,9 @@ pub enum StoreError {
         /// The directory.
         dir: String,
     },
+    /// A shared store's setting is unusable (its URL, its object store).
+    #[error("job store: {0}")]
+    Config(String),
     /// The database failed or holds something this version does not understand.
     #[error("job store {path}: {message}")]
     Database {
@@ -153,6 +180,159 @@ pub trait JobStore: Send + Sync {
     /// Forgets jobs that ended longer than `retention` ago (their request ids too);
     /// returns how many.
     fn forget_finished(&self, retention: Duration) -> Result<usize, StoreError>;
+
+    /// The queue several daemons share, if this store is one: the engine then claims its
+    /// work from it instead of running what is submitted to it.
+    fn shared(self: Arc<Self>) -> Option<Arc<dyn SharedQueue>> {
+        None
+    }
+}
+
+/// A key a daemon can serve, for [`SharedQueue::claim`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServedKey {
+    /// Its id.
+    pub id: String,
+    /// Its [`shape_tag`].
+    pub shape: String,
+    /// Whether it is resident here (claimed first, at equal priority).
+    pub hot: bool,
+}
+
+/// A partition claimed from a [`SharedQueue`], held under a lease until its result is
+/// recorded (with [`JobStore::partition_done`] or [`JobStore::finish`]).
+#[derive(Debug, Clone)]
+pub struct Claim {
+    /// Its job.
+    pub job: JobId,
+    /// Its index in the job.
+    pub index: usize,
+    /// The job's partitions.
+    pub partitions: usize,
+    /// The key id.
+    pub key_id: String,
+    /// The job's priority.
+    pub priority: Priority,
+    /// The job's request id ("" for none).
+    pub request_id: String,
+    /// When the job was accepted (by whichever daemon).
+    pub submitted: SystemTime,
+    /// The witness or circuit inputs, as submitted.
+    pub witness: Vec<u8>,
+}
+
+/// How [`SharedQueue::cancel`] went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelOutcome {
+    /// Cancelled now.
+    Cancelled,
+    /// It had already ended in this state.
+    Finished(JobState),
+    /// No such job.
+    Unknown,
+}
+
+/// Partitions queued in a [`SharedQueue`], per key and priority.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueDepth {
+    /// The key id.
+    pub key_id: String,
+    /// The priority.
+    pub priority: Priority,
+    /// Queued (unclaimed) partitions.
+    pub queued: u64,
+    /// Claimed (running somewhere) partitions.
+    pub claimed: u64,
+}
+
+/// A job queue that several daemons share (docs/fleet.md): jobs accepted by any daemon,
+/// partitions claimed under leases by the daemons that can run them, results and states
+/// readable by all. A lease that lapses puts its partition back in the queue; a result is
+/// recorded only under the claim that still holds it, so a partition finishes once.
+pub trait SharedQueue: Send + Sync {
+    /// This daemon's name in the queue (a claim's owner).
+    fn daemon(&self) -> &str;
+
+    /// Claims up to `max` queued partitions of the `keys` this daemon serves: highest
+    /// priority first, then hot keys, then oldest job. Each is held for `lease`.
+    fn claim(
+        &self,
+        keys: &[ServedKey],
+        max: usize,
+        lease: Duration,
+    ) -> Result<Vec<Claim>, StoreError>;
+
+    /// Extends the leases of the partitions this daemon holds to `lease` from now;
+    /// returns those it no longer holds (their job ended, or their lease lapsed and
+    /// another daemon claimed them), which it forgets.
+    fn renew(&self, lease: Duration) -> Result<Vec<(JobId, usize)>, StoreError>;
+
+    /// Puts every partition whose lease lapsed back in the queue; returns how many.
+    fn reap(&self) -> Result<usize, StoreError>;
+
+    /// Puts every partition this daemon holds back in the queue (it stops); returns how
+    /// many.
+    fn release(&self) -> Result<usize, StoreError>;
+
+    /// A job's state, whichever daemon accepted or runs it.
+    fn job(&self, id: JobId) -> Result<Option<JobSnapshot>, StoreError>;
+
+    /// The newest `limit` jobs and every unfinished one, newest first.
+    fn jobs(&self, limit: usize) -> Result<Vec<JobSnapshot>, StoreError>;
+
+    /// Cancels a job: its queued and claimed partitions are dropped (a daemon running one
+    /// learns it from the job's event or its next renewal).
+    fn cancel(&self, id: JobId) -> Result<CancelOutcome, StoreError>;
+
+    /// Partitions queued and claimed, per key and priority.
+    fn depths(&self) -> Result<Vec<QueueDepth>, StoreError>;
+
+    /// The ids of jobs that ended (done, failed, cancelled) anywhere, as they end. May
+    /// miss some (a dropped connection): waiters also poll.
+    fn job_events(&self) -> tokio::sync::broadcast::Receiver<JobId>;
+
+    /// Blocks up to `timeout` or until work may have been queued, a job ended, or a
+    /// partition held here was recorded.
+    fn wait_for_work(&self, timeout: Duration);
+
+    /// Wakes [`SharedQueue::wait_for_work`] now (the engine stops).
+    fn interrupt(&self);
+
+    /// Results this daemon proved but could not record because its claim was gone.
+    fn results_refused(&self) -> u64;
+}
+
+/// A proof's timings as the stores keep them: milliseconds, in a JSON array.
+pub(crate) fn timings_text(t: &ProofTimings) -> String {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    serde_json::to_string(&[
+        ms(t.queue_wait),
+        ms(t.key_load),
+        ms(t.reduce),
+        ms(t.device_wait),
+        ms(t.device),
+        ms(t.tail),
+        ms(t.total),
+        ms(t.synthesize),
+    ])
+    .unwrap_or_default()
+}
+
+/// The inverse of [`timings_text`].
+pub(crate) fn timings_from(s: &str) -> ProofTimings {
+    let v: Vec<f64> = serde_json::from_str(s).unwrap_or_default();
+    let d = |i: usize| Duration::from_secs_f64(v.get(i).copied().unwrap_or(0.0).max(0.0) / 1e3);
+    ProofTimings {
+        queue_wait: d(0),
+        key_load: d(1),
+        reduce: d(2),
+        device_wait: d(3),
+        device: d(4),
+        tail: d(5),
+        total: d(6),
+        // Added after the others: rows written before it read as zero.
+        synthesize: d(7),
+    }
 }
 
 /// A duration as whole milliseconds since the Unix epoch, for the stores' columns.

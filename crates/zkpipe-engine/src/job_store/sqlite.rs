@@ -12,10 +12,10 @@
 //! `AUTOINCREMENT` makes ids monotonic even after every row was deleted.
 
 use super::{
-    from_unix_ms, unix_ms, Accepted, Fingerprint, JobStore, NewJob, StoreError, StoredJob,
+    from_unix_ms, timings_from, timings_text, unix_ms, Accepted, Fingerprint, JobStore, NewJob, StoreError, StoredJob,
     StoredPartition,
 };
-use crate::job::{JobId, JobState, PartitionProof, Priority, ProofTimings};
+use crate::job::{JobId, JobState, PartitionProof, Priority};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -305,38 +305,6 @@ fn priority_from(p: i64) -> Priority {
     }
 }
 
-/// Timings as a JSON array of milliseconds, in [`ProofTimings`] field order.
-fn timings_text(t: &ProofTimings) -> String {
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    serde_json::to_string(&[
-        ms(t.queue_wait),
-        ms(t.key_load),
-        ms(t.reduce),
-        ms(t.device_wait),
-        ms(t.device),
-        ms(t.tail),
-        ms(t.total),
-        ms(t.synthesize),
-    ])
-    .unwrap_or_default()
-}
-
-fn timings_from(s: &str) -> ProofTimings {
-    let v: Vec<f64> = serde_json::from_str(s).unwrap_or_default();
-    let d = |i: usize| Duration::from_secs_f64(v.get(i).copied().unwrap_or(0.0).max(0.0) / 1e3);
-    ProofTimings {
-        queue_wait: d(0),
-        key_load: d(1),
-        reduce: d(2),
-        device_wait: d(3),
-        device: d(4),
-        tail: d(5),
-        total: d(6),
-        // Added after the others: rows written before it read as zero.
-        synthesize: d(7),
-    }
-}
-
 fn request_column(r: &str) -> Option<&str> {
     (!r.is_empty()).then_some(r)
 }
@@ -572,6 +540,7 @@ mod tests {
 
     fn new_job<'a>(request_id: &'a str, witnesses: Vec<&'a [u8]>) -> NewJob<'a> {
         NewJob {
+            key_shape: String::new(),
             key_id: "k",
             priority: Priority::High,
             request_id,
@@ -584,7 +553,7 @@ mod tests {
         PartitionProof {
             proof_json: format!("proof {s}"),
             public_json: format!("public {s}"),
-            timings: ProofTimings {
+            timings: crate::job::ProofTimings {
                 total: Duration::from_millis(12),
                 ..Default::default()
             },

@@ -4,6 +4,7 @@
 //! fails in a stage fails its job there, with the error.
 
 pub(crate) mod admission;
+pub(crate) mod claim;
 pub(crate) mod device;
 pub(crate) mod reduce;
 pub(crate) mod synthesize;

@@ -1,0 +1,100 @@
+//! Where a shared store keeps witnesses too large for its database: a directory
+//! (`file:///srv/zkpipe/objects`) or an S3-compatible bucket (`s3://bucket/prefix`, with
+//! credentials, region and endpoint from the usual `AWS_*` variables), through the
+//! `object_store` crate. Every daemon of a fleet must reach the same place.
+
+use super::StoreError;
+use object_store::{path::Path as ObjectPath, ObjectStore, PutPayload};
+use std::sync::Arc;
+
+/// An object store with the prefix objects are named under.
+#[derive(Clone)]
+pub(crate) struct Objects {
+    store: Arc<dyn ObjectStore>,
+    prefix: String,
+    url: String,
+}
+
+impl Objects {
+    /// Opens the store `url` names (`file://` or `s3://`).
+    pub fn open(url: &str) -> Result<Self, StoreError> {
+        let bad = |m: String| StoreError::Config(format!("object store {url:?}: {m}"));
+        if let Some(dir) = url.strip_prefix("file://") {
+            if !dir.starts_with('/') {
+                return Err(bad("a file:// URL needs an absolute path".into()));
+            }
+            std::fs::create_dir_all(dir).map_err(|e| bad(e.to_string()))?;
+            let fs = object_store::local::LocalFileSystem::new_with_prefix(dir)
+                .map_err(|e| bad(e.to_string()))?;
+            return Ok(Self {
+                store: Arc::new(fs),
+                prefix: String::new(),
+                url: url.into(),
+            });
+        }
+        if let Some(rest) = url.strip_prefix("s3://") {
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            if bucket.is_empty() {
+                return Err(bad("no bucket".into()));
+            }
+            let s3 = object_store::aws::AmazonS3Builder::from_env()
+                .with_bucket_name(bucket)
+                .build()
+                .map_err(|e| bad(e.to_string()))?;
+            return Ok(Self {
+                store: Arc::new(s3),
+                prefix: prefix.trim_matches('/').to_string(),
+                url: url.into(),
+            });
+        }
+        Err(bad("not a file:// or s3:// URL".into()))
+    }
+
+    /// The object name of partition `index` of job `job`.
+    pub fn name(&self, job: i64, index: usize) -> String {
+        let name = format!("zkpipe/jobs/{job}/{index}.witness");
+        if self.prefix.is_empty() {
+            name
+        } else {
+            format!("{}/{name}", self.prefix)
+        }
+    }
+
+    fn err(&self, name: &str, e: object_store::Error) -> StoreError {
+        StoreError::Database {
+            path: format!("{}/{name}", self.url.trim_end_matches('/')),
+            message: e.to_string(),
+        }
+    }
+
+    /// Writes `bytes` as `name`.
+    pub async fn put(&self, name: &str, bytes: Vec<u8>) -> Result<(), StoreError> {
+        self.store
+            .put(&ObjectPath::from(name), PutPayload::from(bytes))
+            .await
+            .map(drop)
+            .map_err(|e| self.err(name, e))
+    }
+
+    /// Reads `name`.
+    pub async fn get(&self, name: &str) -> Result<Vec<u8>, StoreError> {
+        let r = self.store.get(&ObjectPath::from(name)).await;
+        let bytes = match r {
+            Ok(r) => r.bytes().await,
+            Err(e) => Err(e),
+        };
+        bytes.map(|b| b.to_vec()).map_err(|e| self.err(name, e))
+    }
+
+    /// Deletes `names`, logging (not failing on) what could not be deleted: a leftover
+    /// witness costs space, not correctness.
+    pub async fn delete(&self, names: &[String]) {
+        for name in names {
+            if let Err(e) = self.store.delete(&ObjectPath::from(name.as_str())).await {
+                if !matches!(e, object_store::Error::NotFound { .. }) {
+                    tracing::warn!("deleting witness object {name}: {e}");
+                }
+            }
+        }
+    }
+}
