@@ -24,6 +24,8 @@ pub(crate) struct Job {
     pub submitted: Instant,
     store: Arc<dyn JobStore>,
     cancelled: AtomicBool,
+    /// One partition claimed from a fleet's shared store (see [`Job::claimed`]).
+    pub claimed: bool,
     /// Left unfinished in a durable store at shutdown, for the next start.
     abandoned: AtomicBool,
     remaining: AtomicUsize,
@@ -111,7 +113,10 @@ impl Job {
             inner,
         );
         job.remaining.store(1, Ordering::Release);
-        job
+        Self {
+            claimed: true,
+            ..job
+        }
     }
 
     fn with(
@@ -133,6 +138,7 @@ impl Job {
             submitted,
             store,
             cancelled: AtomicBool::new(state.is_final()),
+            claimed: false,
             abandoned: AtomicBool::new(false),
             remaining: AtomicUsize::new(remaining),
             inner: Mutex::new(inner),

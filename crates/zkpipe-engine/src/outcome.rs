@@ -66,6 +66,8 @@ impl Outcomes {
             timings,
         };
         match job.partition_done(ticket.index, proof) {
+            // A fleet's claimed partition: the shared store logs its job's end.
+            Ok(true) if job.claimed => {}
             Ok(true) => {
                 // Once per job; the snapshot's copy of its proofs is small beside proving them.
                 let partitions = job.snapshot().partitions;

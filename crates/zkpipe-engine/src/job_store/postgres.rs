@@ -505,7 +505,7 @@ impl JobStore for PgStore {
             .await
             .map_err(db)?;
             let Some(row) = row else {
-                return Ok(false);
+                return Ok(None);
             };
             let object: Option<String> = row.get(0);
             let state: String = sqlx::query_scalar(
@@ -520,23 +520,28 @@ impl JobStore for PgStore {
             .fetch_one(&mut *tx)
             .await
             .map_err(db)?;
-            if state == "done" {
+            let done = state == "done";
+            if done {
                 notify(&mut tx, &format!("job:{id}")).await?;
             }
             tx.commit().await.map_err(db)?;
             if let (Some(o), Some(name)) = (objects, object) {
                 o.delete(&[name]).await;
             }
-            Ok(true)
+            Ok(Some(done))
         });
         self.held().remove(&(job, index));
         self.wake.notify();
         match recorded {
-            Ok(true) => {
-                tracing::debug!(job, partition = index, "partition recorded in the shared store");
+            Ok(Some(done)) => {
+                // One line per partition that finished (the fleet test counts them).
+                tracing::info!(job, partition = index, "partition recorded in the shared store");
+                if done {
+                    tracing::info!(job, "job done (the shared store's last partition)");
+                }
                 Ok(())
             }
-            Ok(false) => {
+            Ok(None) => {
                 self.refused.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(job, partition = index, "result dropped: the partition's lease lapsed or its job ended");
                 Ok(())

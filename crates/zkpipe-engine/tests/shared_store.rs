@@ -1,0 +1,272 @@
+//! The fleet's shared job store on a real Postgres (started by the test, see
+//! `support/postgres.rs`): claims never overlap, even when daemons race for them; a lapsed
+//! lease returns its partition and the old claim's result is refused, so a partition
+//! finishes once; cancellation, request ids, priorities, hot keys and the object store
+//! for large witnesses work across daemons.
+
+#[path = "support/postgres.rs"]
+mod postgres;
+
+use postgres::TempPostgres;
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+use zkpipe_engine::job_store::{
+    Accepted, CancelOutcome, NewJob, ServedKey, SharedQueue, StoreError,
+};
+use zkpipe_engine::{JobState, JobStore, PartitionProof, PgOptions, PgStore, Priority};
+
+const LEASE: Duration = Duration::from_secs(30);
+
+fn store(pg: &TempPostgres, daemon: &str) -> Arc<PgStore> {
+    store_with(pg, daemon, None, 1 << 20)
+}
+
+fn store_with(pg: &TempPostgres, daemon: &str, objects: Option<String>, inline_max: u64) -> Arc<PgStore> {
+    Arc::new(
+        PgStore::connect(&PgOptions {
+            url: pg.url.clone(),
+            daemon: daemon.into(),
+            objects,
+            inline_max,
+            connections: 4,
+        })
+        .unwrap(),
+    )
+}
+
+fn key(id: &str, hot: bool) -> ServedKey {
+    ServedKey {
+        id: id.into(),
+        shape: format!("shape-of-{id}"),
+        hot,
+    }
+}
+
+fn accept(s: &PgStore, key_id: &str, priority: Priority, request_id: &str, witnesses: &[&[u8]]) -> Result<Accepted, StoreError> {
+    let fp = zkpipe_engine::job_store::fingerprint(key_id, witnesses);
+    s.accept(&NewJob {
+        key_id,
+        priority,
+        request_id,
+        fingerprint: fp,
+        key_shape: format!("shape-of-{key_id}"),
+        witnesses: witnesses.to_vec(),
+    })
+}
+
+fn new_id(a: Accepted) -> u64 {
+    match a {
+        Accepted::New(id) => id,
+        Accepted::Existing(id) => panic!("job {id} was not new"),
+    }
+}
+
+fn proof(text: &str) -> PartitionProof {
+    PartitionProof {
+        proof_json: text.into(),
+        public_json: "[]".into(),
+        timings: Default::default(),
+    }
+}
+
+#[test]
+fn racing_daemons_never_claim_one_partition_twice() {
+    let pg = TempPostgres::start();
+    let daemons: Vec<Arc<PgStore>> = (0..4).map(|i| store(&pg, &format!("d{i}"))).collect();
+    let keys = [key("k", false)];
+    let witness: &[u8] = b"w";
+    for _ in 0..50 {
+        new_id(accept(&daemons[0], "k", Priority::Normal, "", &[witness; 4]).unwrap());
+    }
+    // Four daemons, two threads each, claim in small batches until the queue is empty.
+    let claims: Vec<Vec<(u64, usize)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|t| {
+                let d = Arc::clone(&daemons[t % 4]);
+                let keys = keys.clone();
+                s.spawn(move || {
+                    let mut mine = Vec::new();
+                    loop {
+                        let got = d.claim(&keys, 3, LEASE).unwrap();
+                        if got.is_empty() {
+                            return mine;
+                        }
+                        mine.extend(got.iter().map(|c| (c.job, c.index)));
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let all: Vec<(u64, usize)> = claims.iter().flatten().copied().collect();
+    let unique: HashSet<(u64, usize)> = all.iter().copied().collect();
+    assert_eq!(all.len(), 200, "every partition claimed");
+    assert_eq!(unique.len(), 200, "no partition claimed twice");
+    assert!(claims.iter().filter(|c| !c.is_empty()).count() > 1, "the claims were spread");
+    let depth = daemons[0].depths().unwrap();
+    assert_eq!((depth[0].queued, depth[0].claimed), (0, 200));
+}
+
+#[test]
+fn a_lapsed_lease_moves_the_partition_and_the_old_result_is_refused() {
+    let pg = TempPostgres::start();
+    let (a, b) = (store(&pg, "a"), store(&pg, "b"));
+    let keys = [key("k", false)];
+    let job = new_id(accept(&a, "k", Priority::Normal, "", &[b"w0", b"w1"]).unwrap());
+    let short = Duration::from_millis(300);
+    let held = a.claim(&keys, 1, short).unwrap();
+    assert_eq!((held.len(), held[0].witness.as_slice()), (1, &b"w0"[..]));
+    assert_eq!(a.reap().unwrap(), 0, "a live lease is not reaped");
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(b.reap().unwrap(), 1, "the lapsed lease is returned");
+    // b takes both partitions now (the first one again).
+    let got = b.claim(&keys, 5, LEASE).unwrap();
+    assert_eq!(got.len(), 2);
+    assert_eq!(a.renew(LEASE).unwrap(), vec![(job, 0)], "a no longer holds it");
+    // a's result comes late: refused. b's are recorded, and the job is done once.
+    a.partition_done(job, 0, &proof("from a"), true).unwrap();
+    assert_eq!(a.results_refused(), 1);
+    for c in &got {
+        b.partition_done(c.job, c.index, &proof(&format!("from b {}", c.index)), false)
+            .unwrap();
+    }
+    let s = a.job(job).unwrap().unwrap();
+    assert_eq!((s.state, s.partitions_done), (JobState::Done, 2));
+    assert_eq!(s.proofs[0].proof_json, "from b 0");
+    let rows = pg.query(&format!(
+        "SELECT idx, done_by, attempts FROM zkpipe_partitions WHERE job_id = {job} ORDER BY idx"
+    ));
+    assert_eq!(rows, ["0|b|2", "1|b|1"]);
+    // Recording again under the same claim changes nothing.
+    b.partition_done(job, 1, &proof("again"), true).unwrap();
+    assert_eq!(b.results_refused(), 1);
+}
+
+#[test]
+fn cancel_and_request_ids_work_from_any_daemon() {
+    let pg = TempPostgres::start();
+    let (a, b) = (store(&pg, "a"), store(&pg, "b"));
+    let keys = [key("k", false)];
+    let job = new_id(accept(&a, "k", Priority::Normal, "req-1", &[b"w0", b"w1"]).unwrap());
+    assert_eq!(
+        accept(&b, "k", Priority::Normal, "req-1", &[b"w0", b"w1"]).unwrap(),
+        Accepted::Existing(job)
+    );
+    assert!(matches!(
+        accept(&b, "k", Priority::Normal, "req-1", &[b"other"]),
+        Err(StoreError::RequestIdTaken { job: j, .. }) if j == job
+    ));
+    let held = a.claim(&keys, 1, LEASE).unwrap();
+    assert_eq!(held.len(), 1);
+    assert_eq!(a.job(job).unwrap().unwrap().state, JobState::Running);
+    let mut events = a.job_events();
+    assert_eq!(b.cancel(job).unwrap(), CancelOutcome::Cancelled);
+    assert_eq!(b.cancel(job).unwrap(), CancelOutcome::Finished(JobState::Cancelled));
+    assert_eq!(b.cancel(9999).unwrap(), CancelOutcome::Unknown);
+    // The daemon holding a partition hears of it, and its renewal drops it.
+    let heard = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        rt.block_on(async { tokio::time::timeout(Duration::from_secs(10), events.recv()).await })
+    })
+    .join()
+    .unwrap();
+    assert_eq!(heard.unwrap().unwrap(), job);
+    assert_eq!(a.renew(LEASE).unwrap(), vec![(job, 0)]);
+    assert!(b.claim(&keys, 5, LEASE).unwrap().is_empty(), "nothing left to claim");
+    let s = b.job(job).unwrap().unwrap();
+    assert_eq!((s.state, s.proofs.len()), (JobState::Cancelled, 0));
+}
+
+#[test]
+fn priority_first_then_hot_keys_then_age() {
+    let pg = TempPostgres::start();
+    let s = store(&pg, "a");
+    let low = new_id(accept(&s, "cold", Priority::Low, "", &[b"w"]).unwrap());
+    let normal_cold = new_id(accept(&s, "cold", Priority::Normal, "", &[b"w"]).unwrap());
+    let normal_hot = new_id(accept(&s, "hot", Priority::Normal, "", &[b"w"]).unwrap());
+    let high = new_id(accept(&s, "cold", Priority::High, "", &[b"w"]).unwrap());
+    let other = new_id(accept(&s, "not-served", Priority::Critical, "", &[b"w"]).unwrap());
+    let keys = [key("cold", false), key("hot", true)];
+    let order: Vec<u64> = (0..5)
+        .flat_map(|_| s.claim(&keys, 1, LEASE).unwrap())
+        .map(|c| c.job)
+        .collect();
+    assert_eq!(order, [high, normal_hot, normal_cold, low]);
+    // A key of the same id and another shape is not served either.
+    assert!(s
+        .claim(&[ServedKey { id: "not-served".into(), shape: "other".into(), hot: true }], 1, LEASE)
+        .unwrap()
+        .is_empty());
+    assert_eq!(s.job(other).unwrap().unwrap().state, JobState::Queued);
+}
+
+#[test]
+fn large_witnesses_go_to_the_object_store_and_leave_with_their_job() {
+    let pg = TempPostgres::start();
+    let objects = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", objects.path().display());
+    let (a, b) = (
+        store_with(&pg, "a", Some(url.clone()), 16),
+        store_with(&pg, "b", Some(url), 16),
+    );
+    let big = vec![7u8; 1000];
+    let job = new_id(accept(&a, "k", Priority::Normal, "", &[&big, b"small"]).unwrap());
+    let files = || walk(objects.path());
+    assert_eq!(files(), 1, "one witness over inline_max went to the object store");
+    let rows = pg.query("SELECT idx, witness IS NULL, witness_object IS NULL FROM zkpipe_partitions ORDER BY idx");
+    assert_eq!(rows, ["0|t|f", "1|f|t"]);
+    let got = b.claim(&[key("k", false)], 5, LEASE).unwrap();
+    assert_eq!(got[0].witness, big, "claimed back whole, by another daemon");
+    for c in &got {
+        b.partition_done(c.job, c.index, &proof("p"), false).unwrap();
+    }
+    assert_eq!(b.job(job).unwrap().unwrap().state, JobState::Done);
+    assert_eq!(files(), 0, "the witness object left with its partition");
+    // An unusable object store URL is refused when the store opens.
+    let bad = PgStore::connect(&PgOptions {
+        url: pg.url.clone(),
+        daemon: "c".into(),
+        objects: Some("ftp://x".into()),
+        inline_max: 16,
+        connections: 2,
+    });
+    assert!(matches!(bad, Err(StoreError::Config(m)) if m.contains("not a file:// or s3:// URL")));
+}
+
+#[test]
+fn a_restarted_daemon_gives_back_what_it_held() {
+    let pg = TempPostgres::start();
+    let a = store(&pg, "a");
+    let job = new_id(accept(&a, "k", Priority::Normal, "", &[b"w"]).unwrap());
+    assert_eq!(a.claim(&[key("k", false)], 1, LEASE).unwrap().len(), 1);
+    drop(a); // killed, holding its claim for 30 s
+    let again = store(&pg, "a");
+    assert!(again.recover().unwrap().is_empty());
+    let rows = pg.query(&format!("SELECT state, owner IS NULL FROM zkpipe_partitions WHERE job_id = {job}"));
+    assert_eq!(rows, ["queued|t"], "back in the queue at once");
+    assert!(matches!(
+        PgStore::connect(&PgOptions {
+            url: "mysql://x".into(),
+            daemon: "a".into(),
+            objects: None,
+            inline_max: 0,
+            connections: 2,
+        }),
+        Err(StoreError::Config(_))
+    ));
+}
+
+fn walk(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p)
+            } else {
+                1
+            }
+        })
+        .sum()
+}
