@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The whole test suite: installs the pinned reference client (snarkjs, from
-# tests/fixtures/package-lock.json) used for cross-verification, then runs every test.
+# tests/fixtures/package-lock.json) used for cross-verification and, when missing,
+# PostgreSQL's server binaries (the fleet tests start a server of their own), then runs
+# every test.
 # Release mode: field arithmetic is tens of times slower unoptimized.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-snarkjs.sh
+scripts/install-postgres.sh
 
 # The checked-key cache of this run only: tests make keys from fixed seeds, and one run's
 # records must not make the next run's keys load unchecked (nor land in ~/.cache).

@@ -287,3 +287,17 @@ pub fn printed(line: &str, key: &str) -> String {
         .unwrap_or_else(|| panic!("daemon did not print its addresses: {line:?}"))
         .to_string()
 }
+
+/// The body of a plain HTTP GET of `path` on `addr`, which must answer 200.
+pub fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    assert!(
+        out.starts_with("HTTP/1.0 200") || out.starts_with("HTTP/1.1 200"),
+        "{out}"
+    );
+    out.split_once("\r\n\r\n").unwrap().1.to_string()
+}

@@ -7,9 +7,9 @@
 mod common;
 
 use common::{
-    await_job, check_done, key_fixture, snarkjs_verifies, start_daemon, Client, Daemon, KEYS,
+    await_job, check_done, http_get, key_fixture, snarkjs_verifies, start_daemon, Client, Daemon,
+    KEYS,
 };
-use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 use tonic::Code;
@@ -26,18 +26,6 @@ async fn client(d: &Daemon) -> Client {
         .unwrap()
         .max_decoding_message_size(usize::MAX)
         .max_encoding_message_size(usize::MAX)
-}
-
-fn http_get(addr: &str, path: &str) -> String {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    assert!(
-        out.starts_with("HTTP/1.0 200") || out.starts_with("HTTP/1.1 200"),
-        "{out}"
-    );
-    out.split_once("\r\n\r\n").unwrap().1.to_string()
 }
 
 fn submit_req(id: &str, partitions: usize, priority: Priority) -> pb::SubmitProofRequest {

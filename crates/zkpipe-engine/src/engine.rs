@@ -31,7 +31,12 @@ use crate::metrics::Metrics;
 use crate::outcome::Outcomes;
 use crate::queue::PriorityQueue;
 use crate::stages::{
-    admission::Admission, claim::{ClaimStage, Held}, device::DeviceStage, reduce::Reduce, synthesize::Synthesize, tail::Tail,
+    admission::Admission,
+    claim::{ClaimStage, Held},
+    device::DeviceStage,
+    reduce::Reduce,
+    synthesize::Synthesize,
+    tail::Tail,
 };
 use crate::submit::{Submission, SubmitRequest, Submitted};
 use crate::threads::{spawn, workers, StagePools};

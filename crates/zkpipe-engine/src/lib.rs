@@ -50,7 +50,9 @@ pub use config::{EngineConfig, FleetConfig, StageConfig};
 pub use engine::Engine;
 pub use error::EngineError;
 pub use job::{JobId, JobSnapshot, JobState, PartitionProof, Priority, ProofTimings};
-pub use job_store::{JobStore, MemoryStore, PgOptions, PgStore, SharedQueue, SqliteStore, StoreError};
+pub use job_store::{
+    JobStore, MemoryStore, PgOptions, PgStore, SharedQueue, SqliteStore, StoreError,
+};
 pub use keys::{KeyMeta, KeyStatus, Residency};
 pub use status::{DeviceStatus, EngineStatus, QueueDepths};
 pub use submit::{SubmitRequest, Submitted};

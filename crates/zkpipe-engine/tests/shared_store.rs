@@ -22,7 +22,12 @@ fn store(pg: &TempPostgres, daemon: &str) -> Arc<PgStore> {
     store_with(pg, daemon, None, 1 << 20)
 }
 
-fn store_with(pg: &TempPostgres, daemon: &str, objects: Option<String>, inline_max: u64) -> Arc<PgStore> {
+fn store_with(
+    pg: &TempPostgres,
+    daemon: &str,
+    objects: Option<String>,
+    inline_max: u64,
+) -> Arc<PgStore> {
     Arc::new(
         PgStore::connect(&PgOptions {
             url: pg.url.clone(),
@@ -43,7 +48,13 @@ fn key(id: &str, hot: bool) -> ServedKey {
     }
 }
 
-fn accept(s: &PgStore, key_id: &str, priority: Priority, request_id: &str, witnesses: &[&[u8]]) -> Result<Accepted, StoreError> {
+fn accept(
+    s: &PgStore,
+    key_id: &str,
+    priority: Priority,
+    request_id: &str,
+    witnesses: &[&[u8]],
+) -> Result<Accepted, StoreError> {
     let fp = zkpipe_engine::job_store::fingerprint(key_id, witnesses);
     s.accept(&NewJob {
         key_id,
@@ -103,7 +114,10 @@ fn racing_daemons_never_claim_one_partition_twice() {
     let unique: HashSet<(u64, usize)> = all.iter().copied().collect();
     assert_eq!(all.len(), 200, "every partition claimed");
     assert_eq!(unique.len(), 200, "no partition claimed twice");
-    assert!(claims.iter().filter(|c| !c.is_empty()).count() > 1, "the claims were spread");
+    assert!(
+        claims.iter().filter(|c| !c.is_empty()).count() > 1,
+        "the claims were spread"
+    );
     let depth = daemons[0].depths().unwrap();
     assert_eq!((depth[0].queued, depth[0].claimed), (0, 200));
 }
@@ -123,13 +137,22 @@ fn a_lapsed_lease_moves_the_partition_and_the_old_result_is_refused() {
     // b takes both partitions now (the first one again).
     let got = b.claim(&keys, 5, LEASE).unwrap();
     assert_eq!(got.len(), 2);
-    assert_eq!(a.renew(LEASE).unwrap(), vec![(job, 0)], "a no longer holds it");
+    assert_eq!(
+        a.renew(LEASE).unwrap(),
+        vec![(job, 0)],
+        "a no longer holds it"
+    );
     // a's result comes late: refused. b's are recorded, and the job is done once.
     a.partition_done(job, 0, &proof("from a"), true).unwrap();
     assert_eq!(a.results_refused(), 1);
     for c in &got {
-        b.partition_done(c.job, c.index, &proof(&format!("from b {}", c.index)), false)
-            .unwrap();
+        b.partition_done(
+            c.job,
+            c.index,
+            &proof(&format!("from b {}", c.index)),
+            false,
+        )
+        .unwrap();
     }
     let s = a.job(job).unwrap().unwrap();
     assert_eq!((s.state, s.partitions_done), (JobState::Done, 2));
@@ -162,18 +185,27 @@ fn cancel_and_request_ids_work_from_any_daemon() {
     assert_eq!(a.job(job).unwrap().unwrap().state, JobState::Running);
     let mut events = a.job_events();
     assert_eq!(b.cancel(job).unwrap(), CancelOutcome::Cancelled);
-    assert_eq!(b.cancel(job).unwrap(), CancelOutcome::Finished(JobState::Cancelled));
+    assert_eq!(
+        b.cancel(job).unwrap(),
+        CancelOutcome::Finished(JobState::Cancelled)
+    );
     assert_eq!(b.cancel(9999).unwrap(), CancelOutcome::Unknown);
     // The daemon holding a partition hears of it, and its renewal drops it.
     let heard = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
         rt.block_on(async { tokio::time::timeout(Duration::from_secs(10), events.recv()).await })
     })
     .join()
     .unwrap();
     assert_eq!(heard.unwrap().unwrap(), job);
     assert_eq!(a.renew(LEASE).unwrap(), vec![(job, 0)]);
-    assert!(b.claim(&keys, 5, LEASE).unwrap().is_empty(), "nothing left to claim");
+    assert!(
+        b.claim(&keys, 5, LEASE).unwrap().is_empty(),
+        "nothing left to claim"
+    );
     let s = b.job(job).unwrap().unwrap();
     assert_eq!((s.state, s.proofs.len()), (JobState::Cancelled, 0));
 }
@@ -195,7 +227,15 @@ fn priority_first_then_hot_keys_then_age() {
     assert_eq!(order, [high, normal_hot, normal_cold, low]);
     // A key of the same id and another shape is not served either.
     assert!(s
-        .claim(&[ServedKey { id: "not-served".into(), shape: "other".into(), hot: true }], 1, LEASE)
+        .claim(
+            &[ServedKey {
+                id: "not-served".into(),
+                shape: "other".into(),
+                hot: true
+            }],
+            1,
+            LEASE
+        )
         .unwrap()
         .is_empty());
     assert_eq!(s.job(other).unwrap().unwrap().state, JobState::Queued);
@@ -213,13 +253,20 @@ fn large_witnesses_go_to_the_object_store_and_leave_with_their_job() {
     let big = vec![7u8; 1000];
     let job = new_id(accept(&a, "k", Priority::Normal, "", &[&big, b"small"]).unwrap());
     let files = || walk(objects.path());
-    assert_eq!(files(), 1, "one witness over inline_max went to the object store");
-    let rows = pg.query("SELECT idx, witness IS NULL, witness_object IS NULL FROM zkpipe_partitions ORDER BY idx");
+    assert_eq!(
+        files(),
+        1,
+        "one witness over inline_max went to the object store"
+    );
+    let rows = pg.query(
+        "SELECT idx, witness IS NULL, witness_object IS NULL FROM zkpipe_partitions ORDER BY idx",
+    );
     assert_eq!(rows, ["0|t|f", "1|f|t"]);
     let got = b.claim(&[key("k", false)], 5, LEASE).unwrap();
     assert_eq!(got[0].witness, big, "claimed back whole, by another daemon");
     for c in &got {
-        b.partition_done(c.job, c.index, &proof("p"), false).unwrap();
+        b.partition_done(c.job, c.index, &proof("p"), false)
+            .unwrap();
     }
     assert_eq!(b.job(job).unwrap().unwrap().state, JobState::Done);
     assert_eq!(files(), 0, "the witness object left with its partition");
@@ -243,7 +290,9 @@ fn a_restarted_daemon_gives_back_what_it_held() {
     drop(a); // killed, holding its claim for 30 s
     let again = store(&pg, "a");
     assert!(again.recover().unwrap().is_empty());
-    let rows = pg.query(&format!("SELECT state, owner IS NULL FROM zkpipe_partitions WHERE job_id = {job}"));
+    let rows = pg.query(&format!(
+        "SELECT state, owner IS NULL FROM zkpipe_partitions WHERE job_id = {job}"
+    ));
     assert_eq!(rows, ["queued|t"], "back in the queue at once");
     assert!(matches!(
         PgStore::connect(&PgOptions {

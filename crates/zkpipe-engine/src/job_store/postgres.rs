@@ -154,10 +154,13 @@ impl PgStore {
                     path: redact(&url),
                     message: e.to_string(),
                 })?;
-            MIGRATOR.run(&pool).await.map_err(|e| StoreError::Database {
-                path: redact(&url),
-                message: format!("applying the schema: {e}"),
-            })?;
+            MIGRATOR
+                .run(&pool)
+                .await
+                .map_err(|e| StoreError::Database {
+                    path: redact(&url),
+                    message: format!("applying the schema: {e}"),
+                })?;
             Ok(pool)
         });
         let pool = match pool {
@@ -470,7 +473,11 @@ impl JobStore for PgStore {
     ) -> Result<(), StoreError> {
         let Some(claim) = self.held().get(&(job, index)).copied() else {
             self.refused.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(job, partition = index, "result dropped: this daemon no longer holds the partition");
+            tracing::warn!(
+                job,
+                partition = index,
+                "result dropped: this daemon no longer holds the partition"
+            );
             return Ok(());
         };
         let pool = self.pool.clone();
@@ -535,7 +542,11 @@ impl JobStore for PgStore {
         match recorded {
             Ok(Some(done)) => {
                 // One line per partition that finished (the fleet test counts them).
-                tracing::info!(job, partition = index, "partition recorded in the shared store");
+                tracing::info!(
+                    job,
+                    partition = index,
+                    "partition recorded in the shared store"
+                );
                 if done {
                     tracing::info!(job, "job done (the shared store's last partition)");
                 }
@@ -543,7 +554,11 @@ impl JobStore for PgStore {
             }
             Ok(None) => {
                 self.refused.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(job, partition = index, "result dropped: the partition's lease lapsed or its job ended");
+                tracing::warn!(
+                    job,
+                    partition = index,
+                    "result dropped: the partition's lease lapsed or its job ended"
+                );
                 Ok(())
             }
             Err(e) => Err(e),
@@ -961,9 +976,6 @@ mod tests {
             redact("postgres://zk:secret@db:5432/zkpipe"),
             "postgres://zk:***@db:5432/zkpipe"
         );
-        assert_eq!(
-            redact("postgres://zk@db/zkpipe"),
-            "postgres://zk@db/zkpipe"
-        );
+        assert_eq!(redact("postgres://zk@db/zkpipe"), "postgres://zk@db/zkpipe");
     }
 }

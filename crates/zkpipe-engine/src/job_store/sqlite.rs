@@ -12,8 +12,8 @@
 //! `AUTOINCREMENT` makes ids monotonic even after every row was deleted.
 
 use super::{
-    from_unix_ms, timings_from, timings_text, unix_ms, Accepted, Fingerprint, JobStore, NewJob, StoreError, StoredJob,
-    StoredPartition,
+    from_unix_ms, timings_from, timings_text, unix_ms, Accepted, Fingerprint, JobStore, NewJob,
+    StoreError, StoredJob, StoredPartition,
 };
 use crate::job::{JobId, JobState, PartitionProof, Priority};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};

@@ -10,14 +10,14 @@
 //! ```
 
 use crate::config::FleetConfig;
-use crate::job::JobId;
+use crate::job::{JobId, Priority};
 use crate::job_store::{shape_tag, Claim, JobStore, ServedKey, SharedQueue};
 use crate::keys::store::KeyStore;
 use crate::keys::Residency;
 use crate::live_job::Job;
 use crate::metrics::Metrics;
 use crate::submit::Submission;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -64,6 +64,7 @@ impl ClaimStage {
         let mut served = Vec::new();
         let mut listed: Option<Instant> = None;
         let mut renewed = Instant::now();
+        let mut depths_seen = HashSet::new();
         while !self.stop.load(Ordering::Acquire) {
             self.drop_ended(&mut events);
             self.held
@@ -71,7 +72,7 @@ impl ClaimStage {
                 .retain(|_, j| j.finished_at().is_none() && !j.is_abandoned());
             if renewed.elapsed() >= self.config.lease / 3 {
                 renewed = Instant::now();
-                self.maintain();
+                self.maintain(&mut depths_seen);
             }
             if listed.is_none_or(|t| t.elapsed() >= KEYS_EVERY) {
                 served = self.served();
@@ -103,7 +104,9 @@ impl ClaimStage {
                 tracing::info!(partitions = n, "partitions given back to the job store")
             }
             Ok(_) => {}
-            Err(e) => tracing::warn!("giving partitions back to the job store: {e} (their leases will lapse)"),
+            Err(e) => tracing::warn!(
+                "giving partitions back to the job store: {e} (their leases will lapse)"
+            ),
         }
     }
 
@@ -125,8 +128,9 @@ impl ClaimStage {
     }
 
     /// Renews the leases held here (dropping what is no longer held), puts lapsed leases
-    /// back in the queue, and reads the queue's depths for the metrics.
-    fn maintain(&self) {
+    /// back in the queue, and reads the queue's depths for the metrics (a key and priority
+    /// seen once stays in them, at zero when nothing is queued).
+    fn maintain(&self, depths_seen: &mut HashSet<(String, Priority)>) {
         match self.queue.renew(self.config.lease) {
             Ok(lost) => {
                 for k in &lost {
@@ -141,7 +145,10 @@ impl ClaimStage {
         }
         match self.queue.reap() {
             Ok(n) if n > 0 => {
-                tracing::info!(partitions = n, "lapsed leases: partitions back in the queue");
+                tracing::info!(
+                    partitions = n,
+                    "lapsed leases: partitions back in the queue"
+                );
                 self.metrics.fleet_lease_expiries.inc_by(n as u64);
             }
             Ok(_) => {}
@@ -150,13 +157,18 @@ impl ClaimStage {
         match self.queue.depths() {
             Ok(depths) => {
                 let m = &self.metrics.fleet_queue_depth;
-                m.reset();
+                for (key, p) in depths_seen.iter() {
+                    for state in ["queued", "claimed"] {
+                        m.with_label_values(&[key, p.name(), state]).set(0);
+                    }
+                }
                 for d in depths {
                     let p = d.priority.name();
                     m.with_label_values(&[&d.key_id, p, "queued"])
                         .set(d.queued as i64);
                     m.with_label_values(&[&d.key_id, p, "claimed"])
                         .set(d.claimed as i64);
+                    depths_seen.insert((d.key_id, d.priority));
                 }
             }
             Err(e) => tracing::warn!("reading the queue's depth: {e}"),

@@ -79,7 +79,16 @@ impl TempPostgres {
             assert!(ok, "chown of the test database's folder to postgres failed");
         }
         let out = command(&bin, "initdb", root)
-            .args(["-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync", "-D"])
+            .args([
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "-D",
+            ])
             .arg(&data)
             .output()
             .unwrap();
