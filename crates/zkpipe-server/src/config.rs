@@ -650,6 +650,9 @@ mod tests {
         assert_eq!(c.server.state_dir, Path::new("/srv/zkpipe-state"));
         // Unknown fields and non-loopback addresses are refused.
         assert!(c.server.token.is_none() && c.server.tls.is_none());
+        // No store URL: the embedded store, with the fleet's defaults spelled out.
+        assert!(c.server.store.is_none());
+        assert_eq!(c.engine.fleet, zkpipe_engine::FleetConfig::default());
         // Unknown fields and non-loopback addresses without a token are refused.
         assert!(toml::from_str::<FileConfig>("[server]\nport = 1").is_err());
         let remote: FileConfig = toml::from_str("[server]\ngrpc_listen = \"0.0.0.0:1\"").unwrap();
@@ -854,5 +857,44 @@ mod tests {
         let text = std::fs::read_to_string(path).unwrap();
         assert!(text.contains("\ndealloc = \"worker\"\n"));
         assert!(text.contains("\nreturns = \"drain-all\"\n"));
+    }
+
+    #[test]
+    fn a_store_url_makes_a_fleet_daemon_and_fleet_settings_need_it() {
+        let cfg = |text: &str, o: &Overrides| {
+            toml::from_str::<FileConfig>(text)
+                .unwrap()
+                .validate_with(Path::new("."), o)
+        };
+        let none = Overrides::default();
+        let c = cfg(
+            "[server]\ngrpc_listen = \"127.0.0.1:7000\"\n[store]\nurl = \"postgres://db/z\"\nlease = \"9s\"\nclaim_ahead = 5",
+            &none,
+        )
+        .unwrap();
+        let s = c.server.store.unwrap();
+        assert_eq!(s.url, "postgres://db/z");
+        assert!(s.daemon.ends_with(":7000"), "{}", s.daemon);
+        assert_eq!((s.inline_max, s.connections), (1 << 20, 8));
+        assert_eq!(c.engine.fleet.lease, Duration::from_secs(9));
+        assert_eq!(c.engine.fleet.claim_ahead, 5);
+        // The environment's URL replaces the file's.
+        let env = Overrides {
+            store_url: Some("postgres://other/z".into()),
+            ..Overrides::default()
+        };
+        let c = cfg("[store]\ndaemon = \"n1\"", &env).unwrap();
+        let s = c.server.store.unwrap();
+        assert_eq!(
+            (s.url.as_str(), s.daemon.as_str()),
+            ("postgres://other/z", "n1")
+        );
+        // Fleet settings without a URL, and bad values, are named.
+        let e = cfg("[store]\ndaemon = \"n1\"", &none).unwrap_err();
+        assert_eq!(e, "store.daemon is set but store.url is not");
+        let e = cfg("[store]\nurl = \"postgres://db/z\"\nclaim_ahead = 0", &none).unwrap_err();
+        assert!(e.contains("store.claim_ahead"), "{e}");
+        let e = cfg("[store]\nurl = \"postgres://db/z\"\nlease = \"10\"", &none).unwrap_err();
+        assert!(e.starts_with("store.lease"), "{e}");
     }
 }

@@ -301,6 +301,19 @@ fn redact(url: &str) -> String {
     }
 }
 
+/// Lets this transaction commit without waiting for its WAL to reach disk. Only for
+/// claims, lease renewals and returns of lapsed leases: if a crash loses one, the
+/// partition is simply queued again (or its lease ends sooner) and whatever was proved
+/// under a lost claim is refused and proved again. Results, accepted jobs and job ends
+/// are always durable before they are answered.
+async fn lazy_commit(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>) -> Result<(), StoreError> {
+    sqlx::query("SET LOCAL synchronous_commit = off")
+        .execute(&mut **tx)
+        .await
+        .map(drop)
+        .map_err(db)
+}
+
 async fn notify(
     tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
     payload: &str,
@@ -711,6 +724,8 @@ impl SharedQueue for PgStore {
             .collect();
         let daemon = self.daemon.clone();
         let claims = self.run(async move {
+            let mut tx = pool.begin().await.map_err(db)?;
+            lazy_commit(&mut tx).await?;
             let rows = sqlx::query(
                 "WITH served AS (
                      SELECT * FROM UNNEST($1::text[], $2::text[]) AS s(key_id, key_shape)
@@ -736,24 +751,36 @@ impl SharedQueue for PgStore {
             .bind(max as i64)
             .bind(&daemon)
             .bind(secs(lease))
-            .fetch_all(&pool)
+            .fetch_all(&mut *tx)
             .await
             .map_err(db)?;
             if rows.is_empty() {
                 return Ok(Vec::new());
             }
             let jobs: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
-            // A separate statement: it locks job rows after the partitions' are released.
-            let info = sqlx::query(
-                "UPDATE zkpipe_jobs SET state = CASE WHEN state = 'queued' THEN 'running' ELSE state END
-                  WHERE id = ANY($1)
-              RETURNING id, partitions, key_id, priority, request_id,
-                        (extract(epoch FROM submitted_at) * 1000)::int8",
+            // Partition rows are locked here and job rows after them: the other order
+            // from completions and cancellations, so the job rows are only taken where
+            // free (a job row that is locked is being completed or ended, which sets
+            // its state anyway).
+            sqlx::query(
+                "UPDATE zkpipe_jobs SET state = 'running'
+                  WHERE id IN (SELECT id FROM zkpipe_jobs WHERE id = ANY($1) AND state = 'queued'
+                                  FOR UPDATE SKIP LOCKED)",
             )
             .bind(&jobs)
-            .fetch_all(&pool)
+            .execute(&mut *tx)
             .await
             .map_err(db)?;
+            let info = sqlx::query(
+                "SELECT id, partitions, key_id, priority, request_id,
+                        (extract(epoch FROM submitted_at) * 1000)::int8
+                   FROM zkpipe_jobs WHERE id = ANY($1)",
+            )
+            .bind(&jobs)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db)?;
+            tx.commit().await.map_err(db)?;
             let info: HashMap<i64, &sqlx::postgres::PgRow> =
                 info.iter().map(|r| (r.get::<i64, _>(0), r)).collect();
             let mut claims = Vec::with_capacity(rows.len());
@@ -805,16 +832,20 @@ impl SharedQueue for PgStore {
         }
         let pool = self.pool.clone();
         let kept: Vec<i64> = self.run(async move {
-            sqlx::query_scalar(
+            let mut tx = pool.begin().await.map_err(db)?;
+            lazy_commit(&mut tx).await?;
+            let kept = sqlx::query_scalar(
                 "UPDATE zkpipe_partitions SET lease_until = now() + make_interval(secs => $2)
                   WHERE claim = ANY($1) AND state = 'claimed'
               RETURNING claim",
             )
             .bind(&claims)
             .bind(secs(lease))
-            .fetch_all(&pool)
+            .fetch_all(&mut *tx)
             .await
-            .map_err(db)
+            .map_err(db)?;
+            tx.commit().await.map_err(db)?;
+            Ok(kept)
         })?;
         let kept: std::collections::HashSet<i64> = kept.into_iter().collect();
         let mut held = self.held();
@@ -833,6 +864,7 @@ impl SharedQueue for PgStore {
         let pool = self.pool.clone();
         self.run(async move {
             let mut tx = pool.begin().await.map_err(db)?;
+            lazy_commit(&mut tx).await?;
             let n = sqlx::query(
                 "UPDATE zkpipe_partitions p
                     SET state = 'queued', claim = NULL, owner = NULL, lease_until = NULL

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Issue 18's measurements (experiment 020): the fleet's shared Postgres job store.
+#
+#   bench/exp020/run.sh STEP OUT_DIR
+#
+# Postgres: a throwaway server per call (bench/exp020/pg.sh; $PG_BIN or Debian's
+# /usr/lib/postgresql/*/bin; on the GPU machine, .carry/pg.tar.xz unpacked). Binaries:
+# $ZKPIPE (default target/release/zkpipe, else .carry/zkpipe.xz) and $FLEET_CLAIMS
+# (default target/release/examples/fleet_claims). STEP:
+#   claims  fleet_claims: claims/s with DAEMONS simulated daemons (default 1,4,16,64), claim
+#           batches of 1 and 8, no-op backend; then one job's store time, embedded vs
+#           Postgres.
+#   sweep   `zkpipe sweep` of KEY (default: the 2^14 dev key) at C (default 64) with the
+#           embedded store and with Postgres, interleaved, ROUNDS rounds (default 3);
+#           BACKEND cpu|cuda (default cuda), JOBS per client (default 16).
+set -euo pipefail
+step=${1:?step}; out=${2:?out}
+here=$(cd "$(dirname "$0")" && pwd)
+work=${WORK:-bench/work/fleet}
+mkdir -p "$out" "$work/keys" "$work/bin"
+work=$(cd "$work" && pwd); out=$(cd "$out" && pwd)
+log() { echo "[$(date +%T)] $*" | tee -a "$out/steps.log"; }
+
+if [ -z "${PG_BIN:-}" ] && [ -e .carry/pg.tar.xz ]; then
+  [ -x "$work/pg/usr/lib/postgresql/15/bin/postgres" ] || { mkdir -p "$work/pg"; tar -xJf .carry/pg.tar.xz -C "$work/pg"; }
+  export PG_BIN=$work/pg/usr/lib/postgresql/15/bin LD_LIBRARY_PATH=$work/pg/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  # The server must not run as root; the GPU machine may have no postgres user.
+  id postgres >/dev/null 2>&1 || useradd --system --no-create-home postgres 2>/dev/null || true
+  chmod -R a+rX "$work/pg"
+fi
+bin=${ZKPIPE:-target/release/zkpipe}
+if [ ! -x "$bin" ] && [ -e .carry/zkpipe.xz ]; then xz -dc .carry/zkpipe.xz > "$work/bin/zkpipe"; chmod +x "$work/bin/zkpipe"; bin=$work/bin/zkpipe; fi
+claims_bin=${FLEET_CLAIMS:-target/release/examples/fleet_claims}
+if [ ! -x "$claims_bin" ] && [ -e .carry/fleet_claims.xz ]; then xz -dc .carry/fleet_claims.xz > "$work/bin/fleet_claims"; chmod +x "$work/bin/fleet_claims"; claims_bin=$work/bin/fleet_claims; fi
+# shellcheck source=pg.sh
+. "$here/pg.sh"
+pg_start "$work/pg-run-$$"
+trap pg_stop EXIT
+log "postgres at $PG_URL ($("$(pg_bin)/postgres" --version))"
+log "machine: $(nproc) cores, $(uname -r)"
+
+case $step in
+claims)
+  log "fleet_claims daemons=${DAEMONS:-1,4,16,64}"
+  "$claims_bin" --url "$PG_URL" --daemons "${DAEMONS:-1,4,16,64}" --batch 1,8 \
+    --jobs "${JOBS:-4000}" --witness "${WITNESS:-65536}" --rounds "${ROUNDS:-3}" | tee "$out/claims.tsv"
+  ;;
+sweep)
+  key=${KEY:-bn14}
+  if [ ! -e "$work/keys/$key.zkey" ]; then
+    log "synth + setup --dev $key (bn254 2^14)"
+    "$bin" synth --curve bn254 --domain "2^14" --public 4 --seed 1 "$work/$key.r1cs" "$work/keys/$key.wtns" 2>>"$out/steps.log"
+    "$bin" setup --dev --seed 1 "$work/$key.r1cs" "$work/keys/$key.zkey" 2>>"$out/steps.log"
+  fi
+  cat > "$work/zkpipe.toml" <<TOML
+[keys]
+dir = "$work/keys"
+checks = "trusted"
+[pipeline]
+queue_depth = 64
+TOML
+  c=${C:-64}
+  log "sweep $key c=$c embedded vs postgres (claim_ahead = 2c)"
+  timeout 540 "$bin" sweep --config "$work/zkpipe.toml" --backend "${BACKEND:-cuda}" --out "$out/sweep" \
+    --rounds "${ROUNDS:-3}" --variant 'embedded:' \
+    --variant "postgres: store.url=$PG_URL; store.daemon=sweep; store.claim_ahead=$((2 * c)); store.poll=100ms" \
+    "$key" "$work/keys/$key.wtns" -c "$c" -j "${JOBS:-16}" -p 1 > "$out/sweep.txt" 2>&1 || log "sweep failed"
+  tail -25 "$out/sweep.txt" | tee -a "$out/steps.log"
+  ;;
+*) echo "unknown step $step" >&2; exit 2 ;;
+esac
