@@ -270,6 +270,18 @@ fn large_witnesses_go_to_the_object_store_and_leave_with_their_job() {
     }
     assert_eq!(b.job(job).unwrap().unwrap().state, JobState::Done);
     assert_eq!(files(), 0, "the witness object left with its partition");
+    // A witness object that is gone fails its job, naming it, and does not block the queue.
+    let lost = new_id(accept(&a, "k", Priority::High, "", &[&big]).unwrap());
+    let next = new_id(accept(&a, "k", Priority::Normal, "", &[b"small"]).unwrap());
+    std::fs::remove_dir_all(objects.path().join("zkpipe")).unwrap();
+    let got = b.claim(&[key("k", false)], 5, LEASE).unwrap();
+    assert_eq!(got.iter().map(|c| c.job).collect::<Vec<_>>(), [next]);
+    let s = b.job(lost).unwrap().unwrap();
+    assert_eq!(s.state, JobState::Failed);
+    assert!(s
+        .error
+        .unwrap()
+        .contains(&format!("zkpipe/jobs/{lost}/0.witness")));
     // An unusable object store URL is refused when the store opens.
     let bad = PgStore::connect(&PgOptions {
         url: pg.url.clone(),

@@ -212,63 +212,71 @@ impl PgStore {
     ) -> Result<Option<JobState>, StoreError> {
         let pool = self.pool.clone();
         let objects = self.objects.clone();
-        self.run(async move {
-            let mut tx = pool.begin().await.map_err(db)?;
-            let id = job_id(id);
-            let Some(row) = sqlx::query("SELECT state FROM zkpipe_jobs WHERE id = $1 FOR UPDATE")
-                .bind(id)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(db)?
-            else {
-                return Ok(None);
-            };
-            let before = state_of(row.get::<&str, _>(0));
-            if before.is_final() {
-                return Ok(Some(before));
-            }
-            if let Some(claim) = claim {
-                let holds = sqlx::query(
-                    "SELECT 1 FROM zkpipe_partitions WHERE job_id = $1 AND claim = $2 AND state = 'claimed'",
-                )
-                .bind(id)
-                .bind(claim)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(db)?;
-                if holds.is_none() {
-                    // Not ours any more: whoever holds it now decides.
-                    return Ok(Some(before));
-                }
-            }
-            sqlx::query(
-                "UPDATE zkpipe_jobs SET state = $2, error = $3, finished_at = now() WHERE id = $1",
-            )
-            .bind(id)
-            .bind(state.name())
-            .bind(error)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-            let dropped = sqlx::query(
-                "UPDATE zkpipe_partitions
-                    SET state = 'dropped', witness = NULL, claim = NULL, lease_until = NULL
-                  WHERE job_id = $1 AND state IN ('queued', 'claimed')
-              RETURNING witness_object",
-            )
-            .bind(id)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db)?;
-            notify(&mut tx, &format!("job:{id}")).await?;
-            tx.commit().await.map_err(db)?;
-            if let Some(o) = objects {
-                let names: Vec<String> = dropped.iter().filter_map(|r| r.get(0)).collect();
-                o.delete(&names).await;
-            }
-            Ok(Some(before))
-        })
+        self.run(async move { end_job(&pool, objects.as_ref(), id, state, error, claim).await })
     }
+}
+
+/// See [`PgStore::end_job`].
+async fn end_job(
+    pool: &PgPool,
+    objects: Option<&Objects>,
+    id: JobId,
+    state: JobState,
+    error: Option<String>,
+    claim: Option<i64>,
+) -> Result<Option<JobState>, StoreError> {
+    let mut tx = pool.begin().await.map_err(db)?;
+    let id = job_id(id);
+    let Some(row) = sqlx::query("SELECT state FROM zkpipe_jobs WHERE id = $1 FOR UPDATE")
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?
+    else {
+        return Ok(None);
+    };
+    let before = state_of(row.get::<&str, _>(0));
+    if before.is_final() {
+        return Ok(Some(before));
+    }
+    if let Some(claim) = claim {
+        let holds = sqlx::query(
+                "SELECT 1 FROM zkpipe_partitions WHERE job_id = $1 AND claim = $2 AND state = 'claimed'",
+            )
+            .bind(id)
+            .bind(claim)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?;
+        if holds.is_none() {
+            // Not ours any more: whoever holds it now decides.
+            return Ok(Some(before));
+        }
+    }
+    sqlx::query("UPDATE zkpipe_jobs SET state = $2, error = $3, finished_at = now() WHERE id = $1")
+        .bind(id)
+        .bind(state.name())
+        .bind(error)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    let dropped = sqlx::query(
+        "UPDATE zkpipe_partitions
+                SET state = 'dropped', witness = NULL, claim = NULL, lease_until = NULL
+              WHERE job_id = $1 AND state IN ('queued', 'claimed')
+          RETURNING witness_object",
+    )
+    .bind(id)
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(db)?;
+    notify(&mut tx, &format!("job:{id}")).await?;
+    tx.commit().await.map_err(db)?;
+    if let Some(o) = objects {
+        let names: Vec<String> = dropped.iter().filter_map(|r| r.get(0)).collect();
+        o.delete(&names).await;
+    }
+    Ok(Some(before))
 }
 
 /// Runs `f` on `rt` from a thread that may itself be a runtime's worker (the daemon's
@@ -787,20 +795,28 @@ impl SharedQueue for PgStore {
             for r in &rows {
                 let job: i64 = r.get(0);
                 let Some(j) = info.get(&job) else { continue };
+                let claim: i64 = r.get(2);
                 let witness = match (r.get::<Option<Vec<u8>>, _>(3), r.get::<Option<String>, _>(4)) {
-                    (Some(w), _) => w,
+                    (Some(w), _) => Ok(w),
                     (None, Some(name)) => match &objects {
-                        Some(o) => o.get(&name).await?,
-                        None => {
-                            return Err(StoreError::Config(format!(
-                                "job {job}: its witness is in an object store ({name}) and store.objects is not set"
-                            )))
-                        }
+                        Some(o) => o.get(&name).await.map_err(|e| e.to_string()),
+                        None => Err(format!("its witness is in an object store ({name}) and this daemon has no store.objects")),
                     },
-                    (None, None) => Vec::new(),
+                    (None, None) => Ok(Vec::new()),
+                };
+                // A witness that cannot be read fails its job, naming why, instead of
+                // blocking the queue's head.
+                let witness = match witness {
+                    Ok(w) => w,
+                    Err(e) => {
+                        let msg = format!("partition {}: reading its witness: {e}", r.get::<i32, _>(1));
+                        tracing::warn!(job, "{msg}");
+                        end_job(&pool, objects.as_ref(), job as JobId, JobState::Failed, Some(msg), Some(claim)).await?;
+                        continue;
+                    }
                 };
                 claims.push((
-                    r.get::<i64, _>(2),
+                    claim,
                     Claim {
                         job: job as JobId,
                         index: r.get::<i32, _>(1) as usize,
