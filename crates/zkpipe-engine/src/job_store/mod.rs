@@ -277,7 +277,8 @@ pub trait SharedQueue: Send + Sync {
     /// A job's state, whichever daemon accepted or runs it.
     fn job(&self, id: JobId) -> Result<Option<JobSnapshot>, StoreError>;
 
-    /// The newest `limit` jobs and every unfinished one, newest first.
+    /// The newest `limit` unfinished jobs and the newest `limit` jobs, newest first,
+    /// without their proofs (a listing).
     fn jobs(&self, limit: usize) -> Result<Vec<JobSnapshot>, StoreError>;
 
     /// Cancels a job: its queued and claimed partitions are dropped (a daemon running one

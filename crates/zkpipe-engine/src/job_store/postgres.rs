@@ -666,11 +666,15 @@ async fn find_request(
     }))
 }
 
-/// A job row (and its proofs, when done) as callers see it.
-async fn snapshot(pool: &PgPool, row: &sqlx::postgres::PgRow) -> Result<JobSnapshot, StoreError> {
+/// A job row as callers see it, with its proofs when it is done and `proofs` is set.
+async fn snapshot(
+    pool: &PgPool,
+    row: &sqlx::postgres::PgRow,
+    proofs: bool,
+) -> Result<JobSnapshot, StoreError> {
     let id: i64 = row.get("id");
     let state = state_of(row.get::<&str, _>("state"));
-    let proofs = if state == JobState::Done {
+    let proofs = if proofs && state == JobState::Done {
         sqlx::query(
             "SELECT proof_json, public_json, timings FROM zkpipe_partitions
               WHERE job_id = $1 ORDER BY idx",
@@ -937,7 +941,7 @@ impl SharedQueue for PgStore {
             .await
             .map_err(db)?;
             match row {
-                Some(r) => Ok(Some(snapshot(&pool, &r).await?)),
+                Some(r) => Ok(Some(snapshot(&pool, &r, true).await?)),
                 None => Ok(None),
             }
         })
@@ -947,7 +951,8 @@ impl SharedQueue for PgStore {
         let pool = self.pool.clone();
         self.run(async move {
             let rows = sqlx::query(&format!(
-                "(SELECT {JOB_COLUMNS} FROM zkpipe_jobs WHERE finished_at IS NULL)
+                "(SELECT {JOB_COLUMNS} FROM zkpipe_jobs WHERE finished_at IS NULL
+                   ORDER BY id DESC LIMIT $1)
                  UNION
                  (SELECT {JOB_COLUMNS} FROM zkpipe_jobs ORDER BY id DESC LIMIT $1)
                  ORDER BY id DESC"
@@ -958,7 +963,7 @@ impl SharedQueue for PgStore {
             .map_err(db)?;
             let mut out = Vec::with_capacity(rows.len());
             for r in &rows {
-                out.push(snapshot(&pool, r).await?);
+                out.push(snapshot(&pool, r, false).await?);
             }
             Ok(out)
         })
