@@ -20,10 +20,12 @@ pg_start() {
     [ -x "$bin/initdb" ] || { echo "pg.sh: no initdb (set PG_BIN)" >&2; return 1; }
     mkdir -p "$dir"
     [ "$(id -u)" = 0 ] && chown -R "${PG_USER:-postgres}" "$dir"
-    pg_as "$bin/initdb" -A trust -U postgres -E UTF8 -D "$dir/data" >"$dir/initdb.log" 2>&1
+    pg_as "$bin/initdb" -A trust -U postgres -E UTF8 -D "$dir/data" >"$dir/initdb.log" 2>&1 \
+        || { echo "pg.sh: initdb failed:" >&2; cat "$dir/initdb.log" >&2; return 1; }
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     pg_as "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w \
-        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=400 -c shared_buffers=512MB" start >/dev/null
+        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=400 -c shared_buffers=512MB" start >/dev/null \
+        || { echo "pg.sh: postgres did not start:" >&2; cat "$dir/postgres.log" >&2; return 1; }
     PG_URL="postgres://postgres@127.0.0.1:$port/postgres"
     PG_DIR=$dir
     export PG_URL PG_DIR

@@ -20,6 +20,7 @@ work=${WORK:-bench/work/fleet}
 mkdir -p "$out" "$work/keys" "$work/bin"
 work=$(cd "$work" && pwd); out=$(cd "$out" && pwd)
 log() { echo "[$(date +%T)] $*" | tee -a "$out/steps.log"; }
+trap 'echo "run.sh: line $LINENO failed: $BASH_COMMAND" >&2' ERR
 
 # .carry/pg.tar.xz: Debian's PostgreSQL 15 tree with the libraries it links (the GPU
 # machine has none), unpacked under /tmp, where the postgres user can reach it.
