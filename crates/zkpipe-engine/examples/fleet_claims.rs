@@ -142,6 +142,9 @@ fn drain(
             .collect();
         hs.into_iter().map(|h| h.join().unwrap()).sum()
     });
+    for st in &stores[..daemons] {
+        assert!(st.flush_results(Duration::from_secs(60)));
+    }
     assert_eq!(done, jobs, "every partition drained once");
     done as f64 / start.elapsed().as_secs_f64()
 }
@@ -202,6 +205,7 @@ fn main() {
         pg.accept(&new_job(&witness)).unwrap();
         let c = pg.claim(&keys, 1, Duration::from_secs(60)).unwrap();
         pg.partition_done(c[0].job, 0, &p, true).unwrap();
+        assert!(pg.flush_results(Duration::from_secs(10)));
         let s = pg.job(c[0].job).unwrap().unwrap();
         assert_eq!(s.proofs.len(), 1);
         shared.push(t.elapsed().as_secs_f64() * 1e6);

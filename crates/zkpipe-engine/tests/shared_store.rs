@@ -154,6 +154,7 @@ fn a_lapsed_lease_moves_the_partition_and_the_old_result_is_refused() {
         )
         .unwrap();
     }
+    assert!(b.flush_results(Duration::from_secs(10)));
     let s = a.job(job).unwrap().unwrap();
     assert_eq!((s.state, s.partitions_done), (JobState::Done, 2));
     assert_eq!(s.proofs[0].proof_json, "from b 0");
@@ -163,6 +164,7 @@ fn a_lapsed_lease_moves_the_partition_and_the_old_result_is_refused() {
     assert_eq!(rows, ["0|b|2", "1|b|1"]);
     // Recording again under the same claim changes nothing.
     b.partition_done(job, 1, &proof("again"), true).unwrap();
+    assert!(b.flush_results(Duration::from_secs(10)));
     assert_eq!(b.results_refused(), 1);
 }
 
@@ -268,6 +270,7 @@ fn large_witnesses_go_to_the_object_store_and_leave_with_their_job() {
         b.partition_done(c.job, c.index, &proof("p"), false)
             .unwrap();
     }
+    assert!(b.flush_results(Duration::from_secs(10)));
     assert_eq!(b.job(job).unwrap().unwrap().state, JobState::Done);
     assert_eq!(files(), 0, "the witness object left with its partition");
     // A witness object that is gone fails its job, naming it, and does not block the queue.

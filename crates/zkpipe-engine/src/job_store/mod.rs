@@ -292,9 +292,13 @@ pub trait SharedQueue: Send + Sync {
     /// miss some (a dropped connection): waiters also poll.
     fn job_events(&self) -> tokio::sync::broadcast::Receiver<JobId>;
 
-    /// Blocks up to `timeout` or until work may have been queued, a job ended, or a
-    /// partition held here was recorded.
-    fn wait_for_work(&self, timeout: Duration);
+    /// A token for [`SharedQueue::wait_for_work`], taken before looking at the queue, so
+    /// that what happens between the look and the wait is not missed.
+    fn work_seen(&self) -> u64;
+
+    /// Blocks up to `timeout` or until, since `seen` was taken, work may have been
+    /// queued, a job ended, or a result of this daemon was written.
+    fn wait_for_work(&self, seen: u64, timeout: Duration);
 
     /// Wakes [`SharedQueue::wait_for_work`] now (the engine stops).
     fn interrupt(&self);

@@ -23,7 +23,7 @@ use sqlx::postgres::{PgListener, PgPoolOptions};
 use sqlx::{PgPool, Row};
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::broadcast;
@@ -60,12 +60,31 @@ pub struct PgStore {
     daemon: String,
     objects: Option<Objects>,
     inline_max: u64,
-    /// The claim holding each partition this daemon runs.
-    held: Mutex<HashMap<(JobId, usize), i64>>,
+    /// The claim holding each partition this daemon runs (or whose result is being
+    /// written).
+    held: Held,
     events: broadcast::Sender<JobId>,
     wake: Arc<Wake>,
-    refused: AtomicU64,
+    refused: Arc<AtomicU64>,
+    /// Results on their way to the result writer ([`record_results`]).
+    records: tokio::sync::mpsc::UnboundedSender<Record>,
+    pending_records: Arc<AtomicUsize>,
 }
+
+type Held = Arc<Mutex<HashMap<(JobId, usize), i64>>>;
+
+/// A proved partition for the result writer.
+struct Record {
+    job: JobId,
+    index: usize,
+    claim: i64,
+    proof_json: String,
+    public_json: String,
+    timings: String,
+}
+
+/// Most results one write commits together.
+const RECORD_BATCH: usize = 64;
 
 /// A wake-up the claimer waits on: a generation counter under a condition variable.
 #[derive(Default)]
@@ -80,9 +99,13 @@ impl Wake {
         self.cond.notify_all();
     }
 
-    fn wait(&self, timeout: Duration) {
+    fn generation(&self) -> u64 {
+        *self.generation.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until the generation moves past `seen` (at once if it already has).
+    fn wait_past(&self, seen: u64, timeout: Duration) {
         let g = self.generation.lock().unwrap_or_else(|e| e.into_inner());
-        let seen = *g;
         drop(self.cond.wait_timeout_while(g, timeout, |g| *g == seen));
     }
 }
@@ -173,21 +196,56 @@ impl PgStore {
         let (events, _) = broadcast::channel(1024);
         let wake = Arc::new(Wake::default());
         rt.spawn(listen(pool.clone(), events.clone(), Arc::clone(&wake)));
-        Ok(Self {
+        let (records, rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut store = Self {
             pool,
-            rt: Some(rt),
+            rt: None,
             daemon: o.daemon.clone(),
             objects,
             inline_max: o.inline_max,
-            held: Mutex::new(HashMap::new()),
+            held: Held::default(),
             events,
             wake,
-            refused: AtomicU64::new(0),
-        })
+            refused: Arc::default(),
+            records,
+            pending_records: Arc::default(),
+        };
+        rt.spawn(record_results(
+            rx,
+            ResultWriter {
+                pool: store.pool.clone(),
+                objects: store.objects.clone(),
+                daemon: store.daemon.clone(),
+                held: Arc::clone(&store.held),
+                refused: Arc::clone(&store.refused),
+                wake: Arc::clone(&store.wake),
+                pending: Arc::clone(&store.pending_records),
+            },
+        ));
+        store.rt = Some(rt);
+        Ok(store)
     }
 
     fn held(&self) -> MutexGuard<'_, HashMap<(JobId, usize), i64>> {
-        self.held.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.held)
+    }
+
+    /// Waits up to `timeout` until every result handed to the store is written (or
+    /// refused); returns whether they all were.
+    pub fn flush_results(&self, timeout: Duration) -> bool {
+        let end = std::time::Instant::now() + timeout;
+        loop {
+            let seen = self.wake.generation();
+            if self.pending_records.load(Ordering::Acquire) == 0 {
+                return true;
+            }
+            let left = end.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            self.wake
+                .wait_past(seen, left.min(Duration::from_millis(50)));
+        }
     }
 
     /// Runs `f` on the store's runtime and waits for it.
@@ -214,6 +272,147 @@ impl PgStore {
         let objects = self.objects.clone();
         self.run(async move { end_job(&pool, objects.as_ref(), id, state, error, claim).await })
     }
+}
+
+fn lock(held: &Held) -> MutexGuard<'_, HashMap<(JobId, usize), i64>> {
+    held.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What the result writer needs of the store.
+struct ResultWriter {
+    pool: PgPool,
+    objects: Option<Objects>,
+    daemon: String,
+    held: Held,
+    refused: Arc<AtomicU64>,
+    wake: Arc<Wake>,
+    pending: Arc<AtomicUsize>,
+}
+
+/// The result writer: takes the results the tail hands over and records each batch of
+/// up to [`RECORD_BATCH`] in one transaction, so that many proofs share one durable
+/// commit and the tail's threads never wait for the database.
+async fn record_results(mut rx: tokio::sync::mpsc::UnboundedReceiver<Record>, w: ResultWriter) {
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < RECORD_BATCH {
+            match rx.try_recv() {
+                Ok(r) => batch.push(r),
+                Err(_) => break,
+            }
+        }
+        // Job rows are locked in id order: two writers never wait on each other in a cycle.
+        batch.sort_by_key(|r| (r.job, r.index));
+        match write_results(&w, &batch).await {
+            Ok((outcomes, objects)) => {
+                for (r, outcome) in batch.iter().zip(outcomes) {
+                    match outcome {
+                        // One line per partition that finished (the fleet test counts them).
+                        Some(done) => {
+                            tracing::info!(
+                                job = r.job,
+                                partition = r.index,
+                                "partition recorded in the shared store"
+                            );
+                            if done {
+                                tracing::info!(
+                                    job = r.job,
+                                    "job done (the shared store's last partition)"
+                                );
+                            }
+                        }
+                        None => {
+                            w.refused.fetch_add(1, Ordering::Relaxed);
+                            tracing::warn!(
+                                job = r.job,
+                                partition = r.index,
+                                "result dropped: the partition's lease lapsed or its job ended"
+                            );
+                        }
+                    }
+                }
+                if let Some(o) = &w.objects {
+                    o.delete(&objects).await;
+                }
+            }
+            Err(e) => tracing::error!(
+                partitions = batch.len(),
+                "recording results: {e}; their leases will lapse and they run again"
+            ),
+        }
+        {
+            let mut held = lock(&w.held);
+            for r in &batch {
+                if held.get(&(r.job, r.index)) == Some(&r.claim) {
+                    held.remove(&(r.job, r.index));
+                }
+            }
+        }
+        w.pending.fetch_sub(batch.len(), Ordering::AcqRel);
+        w.wake.notify();
+    }
+}
+
+/// Writes a batch of results in one transaction; returns, per result, whether its job is
+/// now done (`None`: refused, its claim no longer holds the partition), and the witness
+/// objects to delete.
+async fn write_results(
+    w: &ResultWriter,
+    batch: &[Record],
+) -> Result<(Vec<Option<bool>>, Vec<String>), StoreError> {
+    let mut tx = w.pool.begin().await.map_err(db)?;
+    let mut outcomes = Vec::with_capacity(batch.len());
+    let mut objects = Vec::new();
+    for r in batch {
+        let id = job_id(r.job);
+        // The job row first (see the module doc on lock order).
+        sqlx::query("SELECT 1 FROM zkpipe_jobs WHERE id = $1 FOR UPDATE")
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        let row = sqlx::query(
+            "UPDATE zkpipe_partitions
+                SET state = 'done', done_by = $4, proof_json = $5, public_json = $6,
+                    timings = $7, witness = NULL, lease_until = NULL
+              WHERE job_id = $1 AND idx = $2 AND claim = $3 AND state = 'claimed'
+          RETURNING witness_object",
+        )
+        .bind(id)
+        .bind(r.index as i32)
+        .bind(r.claim)
+        .bind(&w.daemon)
+        .bind(&r.proof_json)
+        .bind(&r.public_json)
+        .bind(&r.timings)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?;
+        let Some(row) = row else {
+            outcomes.push(None);
+            continue;
+        };
+        objects.extend(row.get::<Option<String>, _>(0));
+        let state: String = sqlx::query_scalar(
+            "UPDATE zkpipe_jobs
+                SET partitions_done = partitions_done + 1,
+                    state = CASE WHEN partitions_done + 1 = partitions THEN 'done' ELSE 'running' END,
+                    finished_at = CASE WHEN partitions_done + 1 = partitions THEN now() END
+              WHERE id = $1
+          RETURNING state",
+        )
+        .bind(id)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db)?;
+        let done = state == "done";
+        if done {
+            notify(&mut tx, &format!("job:{id}")).await?;
+        }
+        outcomes.push(Some(done));
+    }
+    tx.commit().await.map_err(db)?;
+    Ok((outcomes, objects))
 }
 
 /// See [`PgStore::end_job`].
@@ -482,9 +681,12 @@ impl JobStore for PgStore {
         self.run(async move { find_request(&pool, &request).await })
     }
 
-    /// Records the proof of a partition this daemon claimed, if its claim still holds it
-    /// (else the result is dropped and counted: another daemon owns the partition now, or
-    /// its job ended). `last` is the fleet's to decide, not this daemon's.
+    /// Queues the proof of a partition this daemon claimed for the result writer, which
+    /// records it if the claim still holds the partition (else the result is dropped and
+    /// counted: another daemon owns the partition now, or its job ended). `last` is the
+    /// fleet's to decide, not this daemon's. The claim stays held, its lease renewed,
+    /// until the write commits; a write that fails lets the lease lapse, so the partition
+    /// runs again: nothing a client saw is lost, since the store is what clients read.
     fn partition_done(
         &self,
         job: JobId,
@@ -501,89 +703,20 @@ impl JobStore for PgStore {
             );
             return Ok(());
         };
-        let pool = self.pool.clone();
-        let objects = self.objects.clone();
-        let daemon = self.daemon.clone();
-        let (proof_json, public_json) = (proof.proof_json.clone(), proof.public_json.clone());
-        let timings = timings_text(&proof.timings);
-        let recorded = self.run(async move {
-            let mut tx = pool.begin().await.map_err(db)?;
-            let id = job_id(job);
-            // The job row first (see the module doc on lock order).
-            sqlx::query("SELECT 1 FROM zkpipe_jobs WHERE id = $1 FOR UPDATE")
-                .bind(id)
-                .execute(&mut *tx)
-                .await
-                .map_err(db)?;
-            let row = sqlx::query(
-                "UPDATE zkpipe_partitions
-                    SET state = 'done', done_by = $4, proof_json = $5, public_json = $6,
-                        timings = $7, witness = NULL, lease_until = NULL
-                  WHERE job_id = $1 AND idx = $2 AND claim = $3 AND state = 'claimed'
-              RETURNING witness_object",
-            )
-            .bind(id)
-            .bind(index as i32)
-            .bind(claim)
-            .bind(&daemon)
-            .bind(proof_json)
-            .bind(public_json)
-            .bind(timings)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db)?;
-            let Some(row) = row else {
-                return Ok(None);
-            };
-            let object: Option<String> = row.get(0);
-            let state: String = sqlx::query_scalar(
-                "UPDATE zkpipe_jobs
-                    SET partitions_done = partitions_done + 1,
-                        state = CASE WHEN partitions_done + 1 = partitions THEN 'done' ELSE 'running' END,
-                        finished_at = CASE WHEN partitions_done + 1 = partitions THEN now() END
-                  WHERE id = $1
-              RETURNING state",
-            )
-            .bind(id)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db)?;
-            let done = state == "done";
-            if done {
-                notify(&mut tx, &format!("job:{id}")).await?;
-            }
-            tx.commit().await.map_err(db)?;
-            if let (Some(o), Some(name)) = (objects, object) {
-                o.delete(&[name]).await;
-            }
-            Ok(Some(done))
-        });
-        self.held().remove(&(job, index));
-        self.wake.notify();
-        match recorded {
-            Ok(Some(done)) => {
-                // One line per partition that finished (the fleet test counts them).
-                tracing::info!(
-                    job,
-                    partition = index,
-                    "partition recorded in the shared store"
-                );
-                if done {
-                    tracing::info!(job, "job done (the shared store's last partition)");
-                }
-                Ok(())
-            }
-            Ok(None) => {
-                self.refused.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(
-                    job,
-                    partition = index,
-                    "result dropped: the partition's lease lapsed or its job ended"
-                );
-                Ok(())
-            }
-            Err(e) => Err(e),
+        self.pending_records.fetch_add(1, Ordering::AcqRel);
+        let record = Record {
+            job,
+            index,
+            claim,
+            proof_json: proof.proof_json.clone(),
+            public_json: proof.public_json.clone(),
+            timings: timings_text(&proof.timings),
+        };
+        if self.records.send(record).is_err() {
+            self.pending_records.fetch_sub(1, Ordering::AcqRel);
+            return Err(db("the store's result writer stopped"));
         }
+        Ok(())
     }
 
     /// Fails the job of a partition this daemon holds (a cancellation here only follows
@@ -906,6 +1039,10 @@ impl SharedQueue for PgStore {
     }
 
     fn release(&self) -> Result<usize, StoreError> {
+        // Results proved here are written before their partitions are given back.
+        if !self.flush_results(Duration::from_secs(10)) {
+            tracing::warn!("results still being written after 10 s: their partitions run again");
+        }
         let pool = self.pool.clone();
         let daemon = self.daemon.clone();
         let n = self.run(async move {
@@ -1006,8 +1143,12 @@ impl SharedQueue for PgStore {
         self.events.subscribe()
     }
 
-    fn wait_for_work(&self, timeout: Duration) {
-        self.wake.wait(timeout);
+    fn work_seen(&self) -> u64 {
+        self.wake.generation()
+    }
+
+    fn wait_for_work(&self, seen: u64, timeout: Duration) {
+        self.wake.wait_past(seen, timeout);
     }
 
     fn interrupt(&self) {

@@ -78,6 +78,7 @@ impl ClaimStage {
                 served = self.served();
                 listed = Some(Instant::now());
             }
+            let seen = self.queue.work_seen();
             let room = self
                 .config
                 .claim_ahead
@@ -95,7 +96,7 @@ impl ClaimStage {
                 self.start(c);
             }
             if !full {
-                self.queue.wait_for_work(self.config.poll);
+                self.queue.wait_for_work(seen, self.config.poll);
             }
         }
         self.held.abandon_all();
