@@ -12,7 +12,8 @@
 #           Postgres.
 #   sweep   `zkpipe sweep` of KEY (default: the 2^14 dev key) at C (default 64) with the
 #           embedded store and with Postgres, interleaved, ROUNDS rounds (default 3);
-#           BACKEND cpu|cuda (default cuda), JOBS per client (default 16).
+#           BACKEND cpu|cuda (default cuda), JOBS per client (default 16); PG_ENV adds
+#           settings to the Postgres variant (e.g. env.ZKPIPE_LOG=...).
 set -euo pipefail
 step=${1:?step}; out=${2:?out}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -67,7 +68,7 @@ TOML
   log "sweep $key c=$c embedded vs postgres (claim_ahead = 2c)"
   timeout 540 "$bin" sweep --config "$work/zkpipe.toml" --backend "${BACKEND:-cuda}" --out "$out/sweep" \
     --rounds "${ROUNDS:-3}" --variant 'embedded:' \
-    --variant "postgres: store.url=$PG_URL; store.daemon=sweep; store.claim_ahead=$((2 * c)); store.poll=100ms" \
+    --variant "postgres: ${PG_ENV:+$PG_ENV; }store.url=$PG_URL; store.daemon=sweep; store.claim_ahead=$((2 * c)); store.poll=100ms" \
     "$key" "$work/keys/$key.wtns" -c "$c" -j "${JOBS:-16}" -p 1 > "$out/sweep.txt" 2>&1 || log "sweep failed"
   tail -25 "$out/sweep.txt" | tee -a "$out/steps.log"
   ;;

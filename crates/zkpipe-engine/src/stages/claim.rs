@@ -17,6 +17,7 @@ use crate::keys::Residency;
 use crate::live_job::Job;
 use crate::metrics::Metrics;
 use crate::submit::Submission;
+use crate::trace::log_ms;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -83,6 +84,7 @@ impl ClaimStage {
                 .config
                 .claim_ahead
                 .saturating_sub(self.submission.jobs.pending());
+            let t0 = Instant::now();
             let claimed = match self.queue.claim(&served, room, self.config.lease) {
                 Ok(c) => c,
                 Err(e) => {
@@ -92,8 +94,18 @@ impl ClaimStage {
             };
             let full = room > 0 && claimed.len() == room;
             self.metrics.fleet_claims.inc_by(claimed.len() as u64);
+            let (n, t1) = (claimed.len(), Instant::now());
             for c in claimed {
                 self.start(c);
+            }
+            if n > 0 {
+                tracing::debug!(
+                    partitions = n,
+                    room,
+                    claim_ms = log_ms(t1 - t0),
+                    start_ms = log_ms(t1.elapsed()),
+                    "claimed"
+                );
             }
             if !full {
                 self.queue.wait_for_work(seen, self.config.poll);
