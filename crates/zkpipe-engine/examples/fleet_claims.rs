@@ -10,7 +10,8 @@
 //!
 //! Each daemon is a thread with its own `PgStore` (its own pool of 2 connections), as a
 //! real daemon has. A cell queues `--jobs` one-partition jobs, then every daemon claims up
-//! to `--batch` partitions at a time and records each at once, until the queue is empty;
+//! to `--batch` partitions at a time, reads each one's witness and records a result for it
+//! at once, until the queue is empty;
 //! claims/s is partitions over the wall time of that drain. The per-job cost is one job's
 //! whole life through the store (accept, claim, record, read back), one at a time, for
 //! the embedded SQLite store (accept, record) and the shared store. Prints TSV.
@@ -133,6 +134,7 @@ fn drain(
                             return n;
                         }
                         for c in &got {
+                            assert_eq!(st.witness(c).unwrap().len(), witness.len());
                             st.partition_done(c.job, c.index, &p, true).unwrap();
                         }
                         n += got.len();
@@ -204,6 +206,7 @@ fn main() {
         let t = Instant::now();
         pg.accept(&new_job(&witness)).unwrap();
         let c = pg.claim(&keys, 1, Duration::from_secs(60)).unwrap();
+        assert_eq!(pg.witness(&c[0]).unwrap().len(), witness.len());
         pg.partition_done(c[0].job, 0, &p, true).unwrap();
         assert!(pg.flush_results(Duration::from_secs(10)));
         let s = pg.job(c[0].job).unwrap().unwrap();

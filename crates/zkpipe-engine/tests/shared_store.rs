@@ -130,7 +130,8 @@ fn a_lapsed_lease_moves_the_partition_and_the_old_result_is_refused() {
     let job = new_id(accept(&a, "k", Priority::Normal, "", &[b"w0", b"w1"]).unwrap());
     let short = Duration::from_millis(300);
     let held = a.claim(&keys, 1, short).unwrap();
-    assert_eq!((held.len(), held[0].witness.as_slice()), (1, &b"w0"[..]));
+    assert_eq!(held.len(), 1);
+    assert_eq!(a.witness(&held[0]).unwrap(), b"w0");
     assert_eq!(a.reap().unwrap(), 0, "a live lease is not reaped");
     std::thread::sleep(Duration::from_millis(600));
     assert_eq!(b.reap().unwrap(), 1, "the lapsed lease is returned");
@@ -265,7 +266,12 @@ fn large_witnesses_go_to_the_object_store_and_leave_with_their_job() {
     );
     assert_eq!(rows, ["0|t|f", "1|f|t"]);
     let got = b.claim(&[key("k", false)], 5, LEASE).unwrap();
-    assert_eq!(got[0].witness, big, "claimed back whole, by another daemon");
+    assert_eq!(
+        b.witness(&got[0]).unwrap(),
+        big,
+        "read back whole, by another daemon"
+    );
+    assert_eq!(b.witness(&got[1]).unwrap(), b"small");
     for c in &got {
         b.partition_done(c.job, c.index, &proof("p"), false)
             .unwrap();
@@ -273,18 +279,20 @@ fn large_witnesses_go_to_the_object_store_and_leave_with_their_job() {
     assert!(b.flush_results(Duration::from_secs(10)));
     assert_eq!(b.job(job).unwrap().unwrap().state, JobState::Done);
     assert_eq!(files(), 0, "the witness object left with its partition");
-    // A witness object that is gone fails its job, naming it, and does not block the queue.
+    // A witness object that is gone is an error naming it (the claim stage fails the job
+    // with it, under the claim that holds the partition).
     let lost = new_id(accept(&a, "k", Priority::High, "", &[&big]).unwrap());
-    let next = new_id(accept(&a, "k", Priority::Normal, "", &[b"small"]).unwrap());
     std::fs::remove_dir_all(objects.path().join("zkpipe")).unwrap();
     let got = b.claim(&[key("k", false)], 5, LEASE).unwrap();
-    assert_eq!(got.iter().map(|c| c.job).collect::<Vec<_>>(), [next]);
+    assert_eq!(got.iter().map(|c| c.job).collect::<Vec<_>>(), [lost]);
+    let e = b.witness(&got[0]).unwrap_err().to_string();
+    assert!(e.contains(&format!("zkpipe/jobs/{lost}/0.witness")), "{e}");
+    b.finish(lost, JobState::Failed, Some(&e)).unwrap();
     let s = b.job(lost).unwrap().unwrap();
-    assert_eq!(s.state, JobState::Failed);
-    assert!(s
-        .error
-        .unwrap()
-        .contains(&format!("zkpipe/jobs/{lost}/0.witness")));
+    assert_eq!(
+        (s.state, s.error.as_deref()),
+        (JobState::Failed, Some(e.as_str()))
+    );
     // An unusable object store URL is refused when the store opens.
     let bad = PgStore::connect(&PgOptions {
         url: pg.url.clone(),

@@ -217,8 +217,9 @@ pub struct Claim {
     pub request_id: String,
     /// When the job was accepted (by whichever daemon).
     pub submitted: SystemTime,
-    /// The witness or circuit inputs, as submitted.
-    pub witness: Vec<u8>,
+    /// Where its witness (or circuit inputs) is, for [`SharedQueue::witness`]: the
+    /// object's name in the object store, or `None` for the database.
+    pub witness_object: Option<String>,
 }
 
 /// How [`SharedQueue::cancel`] went.
@@ -261,6 +262,10 @@ pub trait SharedQueue: Send + Sync {
         max: usize,
         lease: Duration,
     ) -> Result<Vec<Claim>, StoreError>;
+
+    /// The witness or circuit inputs of a claimed partition, as submitted (read apart
+    /// from the claim, so that many are read at once).
+    fn witness(&self, claim: &Claim) -> Result<Vec<u8>, StoreError>;
 
     /// Extends the leases of the partitions this daemon holds to `lease` from now;
     /// returns those it no longer holds (their job ended, or their lease lapsed and

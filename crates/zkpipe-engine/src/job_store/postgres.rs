@@ -859,7 +859,6 @@ impl SharedQueue for PgStore {
             return Ok(Vec::new());
         }
         let pool = self.pool.clone();
-        let objects = self.objects.clone();
         let ids: Vec<String> = keys.iter().map(|k| k.id.clone()).collect();
         let shapes: Vec<String> = keys.iter().map(|k| k.shape.clone()).collect();
         let hot: Vec<String> = keys
@@ -888,7 +887,7 @@ impl SharedQueue for PgStore {
                         attempts = p.attempts + 1
                    FROM picked
                   WHERE p.job_id = picked.job_id AND p.idx = picked.idx
-              RETURNING p.job_id, p.idx, p.claim, p.witness, p.witness_object",
+              RETURNING p.job_id, p.idx, p.claim, p.witness_object",
             )
             .bind(&ids)
             .bind(&shapes)
@@ -933,25 +932,6 @@ impl SharedQueue for PgStore {
                 let job: i64 = r.get(0);
                 let Some(j) = info.get(&job) else { continue };
                 let claim: i64 = r.get(2);
-                let witness = match (r.get::<Option<Vec<u8>>, _>(3), r.get::<Option<String>, _>(4)) {
-                    (Some(w), _) => Ok(w),
-                    (None, Some(name)) => match &objects {
-                        Some(o) => o.get(&name).await.map_err(|e| e.to_string()),
-                        None => Err(format!("its witness is in an object store ({name}) and this daemon has no store.objects")),
-                    },
-                    (None, None) => Ok(Vec::new()),
-                };
-                // A witness that cannot be read fails its job, naming why, instead of
-                // blocking the queue's head.
-                let witness = match witness {
-                    Ok(w) => w,
-                    Err(e) => {
-                        let msg = format!("partition {}: reading its witness: {e}", r.get::<i32, _>(1));
-                        tracing::warn!(job, "{msg}");
-                        end_job(&pool, objects.as_ref(), job as JobId, JobState::Failed, Some(msg), Some(claim)).await?;
-                        continue;
-                    }
-                };
                 claims.push((
                     claim,
                     Claim {
@@ -962,7 +942,7 @@ impl SharedQueue for PgStore {
                         priority: priority_of(j.get(3)),
                         request_id: j.get::<Option<String>, _>(4).unwrap_or_default(),
                         submitted: super::from_unix_ms(j.get(5)),
-                        witness,
+                        witness_object: r.get(3),
                     },
                 ));
             }
@@ -976,6 +956,36 @@ impl SharedQueue for PgStore {
                 c
             })
             .collect())
+    }
+
+    fn witness(&self, claim: &Claim) -> Result<Vec<u8>, StoreError> {
+        if let Some(name) = &claim.witness_object {
+            let Some(o) = self.objects.clone() else {
+                return Err(StoreError::Config(format!(
+                    "the witness is in an object store ({name}) and this daemon has no store.objects"
+                )));
+            };
+            let name = name.clone();
+            return self.run(async move { o.get(&name).await });
+        }
+        let Some(held) = self.held().get(&(claim.job, claim.index)).copied() else {
+            return Err(db("the partition is no longer held here"));
+        };
+        let pool = self.pool.clone();
+        let (job, index) = (job_id(claim.job), claim.index as i32);
+        self.run(async move {
+            sqlx::query_scalar::<_, Option<Vec<u8>>>(
+                "SELECT witness FROM zkpipe_partitions WHERE job_id = $1 AND idx = $2 AND claim = $3",
+            )
+            .bind(job)
+            .bind(index)
+            .bind(held)
+            .fetch_optional(&pool)
+            .await
+            .map_err(db)?
+            .flatten()
+            .ok_or_else(|| db("the partition is no longer held here"))
+        })
     }
 
     fn renew(&self, lease: Duration) -> Result<Vec<(JobId, usize)>, StoreError> {

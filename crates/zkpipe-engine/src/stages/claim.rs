@@ -96,8 +96,9 @@ impl ClaimStage {
             let full = room > 0 && claimed.len() == room;
             self.metrics.fleet_claims.inc_by(claimed.len() as u64);
             let (n, t1) = (claimed.len(), Instant::now());
-            // Checking a witness against its key is most of a start (experiment 020: 3 ms
-            // for a 2^14 one, which made this thread the daemon's limit): on every core.
+            // Reading a witness and checking it against its key is most of a start
+            // (experiment 020: 3 ms for a 2^14 one, which made this thread the daemon's
+            // limit): on every core, over the store's connections.
             claimed.into_par_iter().for_each(|c| self.start(c));
             if n > 0 {
                 tracing::debug!(
@@ -205,7 +206,8 @@ impl ClaimStage {
             .collect()
     }
 
-    /// Queues a claimed partition here; a partition that cannot run here fails its job.
+    /// Reads a claimed partition's witness and queues it here; a partition that cannot
+    /// run here (its witness unreadable, or not matching the key) fails its job.
     fn start(&self, c: Claim) {
         let job = Arc::new(Job::claimed(&c, Arc::clone(&self.store)));
         self.held.lock().insert((c.job, c.index), Arc::clone(&job));
@@ -215,7 +217,16 @@ impl ClaimStage {
             return;
         }
         tracing::debug!(job = c.job, partition = c.index, key = %c.key_id, "partition claimed");
-        if let Err(e) = self.submission.claimed(&job, c.index, &c.witness) {
+        let queued = self
+            .queue
+            .witness(&c)
+            .map_err(|e| format!("reading its witness: {e}"))
+            .and_then(|w| {
+                self.submission
+                    .claimed(&job, c.index, &w)
+                    .map_err(|e| e.to_string())
+            });
+        if let Err(e) = queued {
             let msg = format!("partition {}: {e}", c.index);
             tracing::warn!(job = c.job, error = %msg, "claimed partition cannot run");
             job.fail(msg);
