@@ -257,7 +257,9 @@ impl Engine {
                 config: config.fleet,
                 metrics: Arc::clone(&outcomes.metrics),
                 stop: Arc::clone(&stop),
+                starting: Default::default(),
             };
+            let stage = Arc::new(stage);
             threads.push(spawn("zkpipe-claim".into(), move || stage.run())?);
         }
         let inner = Inner {

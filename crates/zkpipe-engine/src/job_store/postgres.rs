@@ -508,8 +508,35 @@ fn redact(url: &str) -> String {
     }
 }
 
+/// Puts the claimed partitions that `condition` selects (`$1`: `owner`, if given) back in
+/// the queue, and says so to the fleet; returns how many. A lost requeue (see
+/// [`lazy_commit`]) only leaves a lease to lapse.
+async fn requeue(
+    pool: &PgPool,
+    condition: &str,
+    owner: Option<String>,
+) -> Result<usize, StoreError> {
+    let mut tx = pool.begin().await.map_err(db)?;
+    lazy_commit(&mut tx).await?;
+    let sql = format!(
+        "UPDATE zkpipe_partitions
+            SET state = 'queued', claim = NULL, owner = NULL, lease_until = NULL
+          WHERE {condition}"
+    );
+    let mut q = sqlx::query(&sql);
+    if let Some(owner) = owner {
+        q = q.bind(owner);
+    }
+    let n = q.execute(&mut *tx).await.map_err(db)?.rows_affected() as usize;
+    if n > 0 {
+        notify(&mut tx, "work").await?;
+    }
+    tx.commit().await.map_err(db)?;
+    Ok(n)
+}
+
 /// Lets this transaction commit without waiting for its WAL to reach disk. Only for
-/// claims, lease renewals and returns of lapsed leases: if a crash loses one, the
+/// claims, lease renewals and partitions put back in the queue: if a crash loses one, the
 /// partition is simply queued again (or its lease ends sooner) and whatever was proved
 /// under a lost claim is refused and proved again. Results, accepted jobs and job ends
 /// are always durable before they are answered.
@@ -1026,25 +1053,15 @@ impl SharedQueue for PgStore {
     fn reap(&self) -> Result<usize, StoreError> {
         let pool = self.pool.clone();
         self.run(async move {
-            let mut tx = pool.begin().await.map_err(db)?;
-            lazy_commit(&mut tx).await?;
-            let n = sqlx::query(
-                "UPDATE zkpipe_partitions p
-                    SET state = 'queued', claim = NULL, owner = NULL, lease_until = NULL
-                  WHERE (p.job_id, p.idx) IN (
-                        SELECT job_id, idx FROM zkpipe_partitions
-                         WHERE state = 'claimed' AND lease_until < now()
-                           FOR UPDATE SKIP LOCKED)",
+            requeue(
+                &pool,
+                "(job_id, idx) IN (
+                     SELECT job_id, idx FROM zkpipe_partitions
+                      WHERE state = 'claimed' AND lease_until < now()
+                        FOR UPDATE SKIP LOCKED)",
+                None,
             )
-            .execute(&mut *tx)
             .await
-            .map_err(db)?
-            .rows_affected() as usize;
-            if n > 0 {
-                notify(&mut tx, "work").await?;
-            }
-            tx.commit().await.map_err(db)?;
-            Ok(n)
         })
     }
 
@@ -1056,22 +1073,7 @@ impl SharedQueue for PgStore {
         let pool = self.pool.clone();
         let daemon = self.daemon.clone();
         let n = self.run(async move {
-            let mut tx = pool.begin().await.map_err(db)?;
-            let n = sqlx::query(
-                "UPDATE zkpipe_partitions
-                    SET state = 'queued', claim = NULL, owner = NULL, lease_until = NULL
-                  WHERE owner = $1 AND state = 'claimed'",
-            )
-            .bind(daemon)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?
-            .rows_affected() as usize;
-            if n > 0 {
-                notify(&mut tx, "work").await?;
-            }
-            tx.commit().await.map_err(db)?;
-            Ok(n)
+            requeue(&pool, "owner = $1 AND state = 'claimed'", Some(daemon)).await
         })?;
         self.held().clear();
         Ok(n)

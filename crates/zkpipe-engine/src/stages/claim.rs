@@ -18,9 +18,8 @@ use crate::live_job::Job;
 use crate::metrics::Metrics;
 use crate::submit::Submission;
 use crate::trace::log_ms;
-use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::broadcast::error::TryRecvError;
@@ -57,11 +56,14 @@ pub(crate) struct ClaimStage {
     pub metrics: Arc<Metrics>,
     pub held: Arc<Held>,
     pub stop: Arc<AtomicBool>,
+    /// Claimed partitions being started (their witness read and checked) on the rayon
+    /// pool, not yet counted in the engine's pending partitions.
+    pub starting: AtomicUsize,
 }
 
 impl ClaimStage {
     /// Runs until the engine stops; then gives back what it holds.
-    pub fn run(&self) {
+    pub fn run(self: Arc<Self>) {
         let mut events = self.queue.job_events();
         let mut served = Vec::new();
         let mut listed: Option<Instant> = None;
@@ -81,10 +83,9 @@ impl ClaimStage {
                 listed = Some(Instant::now());
             }
             let seen = self.queue.work_seen();
-            let room = self
-                .config
-                .claim_ahead
-                .saturating_sub(self.submission.jobs.pending());
+            let room = self.config.claim_ahead.saturating_sub(
+                self.submission.jobs.pending() + self.starting.load(Ordering::Acquire),
+            );
             let t0 = Instant::now();
             let claimed = match self.queue.claim(&served, room, self.config.lease) {
                 Ok(c) => c,
@@ -95,23 +96,34 @@ impl ClaimStage {
             };
             let full = room > 0 && claimed.len() == room;
             self.metrics.fleet_claims.inc_by(claimed.len() as u64);
-            let (n, t1) = (claimed.len(), Instant::now());
-            // Reading a witness and checking it against its key is most of a start
-            // (experiment 020: 3 ms for a 2^14 one, which made this thread the daemon's
-            // limit): on every core, over the store's connections.
-            claimed.into_par_iter().for_each(|c| self.start(c));
-            if n > 0 {
+            if !claimed.is_empty() {
                 tracing::debug!(
-                    partitions = n,
+                    partitions = claimed.len(),
                     room,
-                    claim_ms = log_ms(t1 - t0),
-                    start_ms = log_ms(t1.elapsed()),
+                    claim_ms = log_ms(t0.elapsed()),
                     "claimed"
                 );
+            }
+            // Reading a witness and checking it against its key is most of a start
+            // (experiment 020: 3 ms for a 2^14 one, which made this thread the daemon's
+            // limit): on the rayon pool, over the store's connections, while this thread
+            // claims again.
+            for c in claimed {
+                self.starting.fetch_add(1, Ordering::AcqRel);
+                let stage = Arc::clone(&self);
+                rayon::spawn(move || {
+                    stage.start(c);
+                    stage.starting.fetch_sub(1, Ordering::AcqRel);
+                    stage.queue.interrupt();
+                });
             }
             if !full {
                 self.queue.wait_for_work(seen, self.config.poll);
             }
+        }
+        let end = Instant::now() + Duration::from_secs(5);
+        while self.starting.load(Ordering::Acquire) > 0 && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(5));
         }
         self.held.abandon_all();
         match self.queue.release() {
