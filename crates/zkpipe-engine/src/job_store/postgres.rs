@@ -159,8 +159,12 @@ impl PgStore {
             return Err(StoreError::Config("store.daemon is empty".into()));
         }
         let objects = o.objects.as_deref().map(Objects::open).transpose()?;
+        // Every call of the daemon's threads runs here, witnesses (hundreds of KiB each)
+        // encoded and decoded on these threads: two were the claim stage's limit at 2^14
+        // (experiment 020, run 6).
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+            .worker_threads((cores / 2).clamp(2, 8))
             .thread_name("zkpipe-pg")
             .enable_all()
             .build()
