@@ -339,6 +339,9 @@ fn store(s: &StoreSection, grpc: SocketAddr) -> Result<Option<zkpipe_engine::PgO
             (s.objects.is_some(), "objects"),
             (s.lease.is_some(), "lease"),
             (s.claim_ahead.is_some(), "claim_ahead"),
+            (s.inline_max.is_some(), "inline_max"),
+            (s.connections.is_some(), "connections"),
+            (s.poll.is_some(), "poll"),
         ] {
             if set {
                 return Err(format!("store.{field} is set but store.url is not"));
