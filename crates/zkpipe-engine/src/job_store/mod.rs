@@ -312,6 +312,22 @@ pub trait SharedQueue: Send + Sync {
     fn results_refused(&self) -> u64;
 }
 
+/// A job state from its name as the stores keep it ([`JobState::name`]).
+pub(crate) fn state_from(s: &str) -> Option<JobState> {
+    JobState::ALL.into_iter().find(|x| x.name() == s)
+}
+
+/// A priority from its number as the stores keep it (`Priority as u8`); an unknown
+/// number reads as normal.
+pub(crate) fn priority_from(p: i64) -> Priority {
+    match p {
+        0 => Priority::Low,
+        2 => Priority::High,
+        3 => Priority::Critical,
+        _ => Priority::Normal,
+    }
+}
+
 /// A proof's timings as the stores keep them: milliseconds, in a JSON array.
 pub(crate) fn timings_text(t: &ProofTimings) -> String {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;

@@ -15,8 +15,8 @@
 
 use super::objects::Objects;
 use super::{
-    timings_from, timings_text, Accepted, CancelOutcome, Claim, Fingerprint, JobStore, NewJob,
-    QueueDepth, ServedKey, SharedQueue, StoreError, StoredJob,
+    priority_from, state_from, timings_from, timings_text, Accepted, CancelOutcome, Claim,
+    Fingerprint, JobStore, NewJob, QueueDepth, ServedKey, SharedQueue, StoreError, StoredJob,
 };
 use crate::job::{JobId, JobSnapshot, JobState, PartitionProof, Priority};
 use sqlx::postgres::{PgListener, PgPoolOptions};
@@ -117,23 +117,14 @@ fn db(e: impl std::fmt::Display) -> StoreError {
     }
 }
 
+/// A job state column; the schema allows no other values than the states' names.
 fn state_of(s: &str) -> JobState {
-    match s {
-        "running" => JobState::Running,
-        "done" => JobState::Done,
-        "failed" => JobState::Failed,
-        "cancelled" => JobState::Cancelled,
-        _ => JobState::Queued,
-    }
+    state_from(s).unwrap_or(JobState::Queued)
 }
 
+/// A priority column (`SMALLINT`).
 fn priority_of(p: i16) -> Priority {
-    match p {
-        0 => Priority::Low,
-        2 => Priority::High,
-        3 => Priority::Critical,
-        _ => Priority::Normal,
-    }
+    priority_from(p.into())
 }
 
 fn job_id(id: JobId) -> i64 {

@@ -12,10 +12,10 @@
 //! `AUTOINCREMENT` makes ids monotonic even after every row was deleted.
 
 use super::{
-    from_unix_ms, timings_from, timings_text, unix_ms, Accepted, Fingerprint, JobStore, NewJob,
-    StoreError, StoredJob, StoredPartition,
+    from_unix_ms, priority_from, state_from, timings_from, timings_text, unix_ms, Accepted,
+    Fingerprint, JobStore, NewJob, StoreError, StoredJob, StoredPartition,
 };
-use crate::job::{JobId, JobState, PartitionProof, Priority};
+use crate::job::{JobId, JobState, PartitionProof};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -292,19 +292,6 @@ impl SqliteStore {
     }
 }
 
-fn state_from(s: &str) -> Option<JobState> {
-    JobState::ALL.into_iter().find(|x| x.name() == s)
-}
-
-fn priority_from(p: i64) -> Priority {
-    match p {
-        0 => Priority::Low,
-        2 => Priority::High,
-        3 => Priority::Critical,
-        _ => Priority::Normal,
-    }
-}
-
 fn request_column(r: &str) -> Option<&str> {
     (!r.is_empty()).then_some(r)
 }
@@ -537,6 +524,7 @@ fn end(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::job::Priority;
 
     fn new_job<'a>(request_id: &'a str, witnesses: Vec<&'a [u8]>) -> NewJob<'a> {
         NewJob {
