@@ -26,8 +26,8 @@ pub(crate) struct JobTable {
     pub pending: Arc<AtomicUsize>,
     /// When the store last forgot finished jobs.
     store_forgot: Mutex<Option<Instant>>,
-    /// Whether the store is shared by a fleet.
-    shared: bool,
+    /// Whether the store is shared by a fleet (jobs go there, not to this engine).
+    pub shared: bool,
 }
 
 /// How often a shared store is asked to forget finished jobs: every daemon of the fleet

@@ -71,8 +71,6 @@ pub(crate) struct Submission {
     pub metrics: Arc<Metrics>,
     pub max_partitions_per_job: usize,
     pub max_pending_partitions: usize,
-    /// Jobs go to a shared store (a fleet), not to this engine's queues.
-    shared: bool,
     next_seq: AtomicU64,
 }
 
@@ -97,14 +95,13 @@ impl Submission {
             devices,
             kind,
             buffers,
+            jobs,
             generators,
             admission,
             signal,
             metrics,
             max_partitions_per_job: limits.0,
             max_pending_partitions: limits.1,
-            shared: Arc::clone(&jobs.store).shared().is_some(),
-            jobs,
             next_seq: AtomicU64::new(0),
         }
     }
@@ -161,7 +158,8 @@ impl Submission {
             key_shape: shape_tag(&entry.meta.shape),
             witnesses,
         };
-        if self.shared {
+        // A shared store (a fleet) takes the job instead of this engine's queues.
+        if self.jobs.shared {
             return self.share(&new);
         }
         let job = match self.jobs.register(&new, self.max_pending_partitions)? {
