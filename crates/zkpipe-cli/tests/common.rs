@@ -301,3 +301,26 @@ pub fn http_get(addr: &str, path: &str) -> String {
     );
     out.split_once("\r\n\r\n").unwrap().1.to_string()
 }
+
+/// A gRPC client of the daemon, without message size limits.
+pub async fn client(d: &Daemon) -> Client {
+    ProverClient::connect(d.grpc.clone())
+        .await
+        .unwrap()
+        .max_decoding_message_size(usize::MAX)
+        .max_encoding_message_size(usize::MAX)
+}
+
+/// Parses Prometheus text: every sample line is `name{labels} value`.
+pub fn parse_metrics(text: &str) -> Vec<(String, f64)> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let (k, v) = l
+                .rsplit_once(' ')
+                .unwrap_or_else(|| panic!("bad line {l:?}"));
+            let v: f64 = v.parse().unwrap_or_else(|_| panic!("bad value in {l:?}"));
+            (k.to_string(), v)
+        })
+        .collect()
+}

@@ -7,25 +7,16 @@
 mod common;
 
 use common::{
-    await_job, check_done, http_get, key_fixture, snarkjs_verifies, start_daemon, Client, Daemon,
-    KEYS,
+    await_job, check_done, client, http_get, key_fixture, parse_metrics, snarkjs_verifies,
+    start_daemon, KEYS,
 };
 use std::process::{Command, Stdio};
 use std::time::Duration;
 use tonic::Code;
 use zkpipe_server::pb::{self, JobState, Priority};
-use zkpipe_server::ProverClient;
 
 fn witness(id: &str) -> Vec<u8> {
     std::fs::read(key_fixture(id).join("witness.wtns")).unwrap()
-}
-
-async fn client(d: &Daemon) -> Client {
-    ProverClient::connect(d.grpc.clone())
-        .await
-        .unwrap()
-        .max_decoding_message_size(usize::MAX)
-        .max_encoding_message_size(usize::MAX)
 }
 
 fn submit_req(id: &str, partitions: usize, priority: Priority) -> pb::SubmitProofRequest {
@@ -40,20 +31,6 @@ fn submit_req(id: &str, partitions: usize, priority: Priority) -> pb::SubmitProo
 fn code<T: std::fmt::Debug>(r: Result<T, tonic::Status>) -> (Code, String) {
     let s = r.unwrap_err();
     (s.code(), s.message().to_string())
-}
-
-/// Parses Prometheus text: every sample line is `name{labels} value`.
-fn parse_metrics(text: &str) -> Vec<(String, f64)> {
-    text.lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .map(|l| {
-            let (k, v) = l
-                .rsplit_once(' ')
-                .unwrap_or_else(|| panic!("bad line {l:?}"));
-            let v: f64 = v.parse().unwrap_or_else(|_| panic!("bad value in {l:?}"));
-            (k.to_string(), v)
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

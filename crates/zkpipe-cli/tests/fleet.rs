@@ -10,13 +10,12 @@ mod common;
 #[path = "../../zkpipe-engine/tests/support/postgres.rs"]
 mod postgres;
 
-use common::{check_done, http_get, key_fixture, start_daemon, Client, Daemon};
+use common::{check_done, client, http_get, key_fixture, parse_metrics, start_daemon, Daemon};
 use postgres::TempPostgres;
 use std::collections::HashMap;
 use std::process::Command;
 use std::time::{Duration, Instant};
 use zkpipe_server::pb::{self, Priority};
-use zkpipe_server::ProverClient;
 
 const FLEET_KEYS: [&str; 3] = ["bn254-poseidon", "bn254-multi", "bls-multi"];
 
@@ -28,13 +27,6 @@ fn fleet_daemon(pg: &TempPostgres, name: &str) -> Daemon {
             pg.url
         ),
     )
-}
-
-async fn client(d: &Daemon) -> Client {
-    ProverClient::connect(d.grpc.clone())
-        .await
-        .unwrap()
-        .max_decoding_message_size(usize::MAX)
 }
 
 fn signal(d: &Daemon, sig: &str) {
@@ -77,8 +69,9 @@ fn logs_of(mut d: Daemon) -> Vec<String> {
 }
 
 fn metric(text: &str, name: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+    parse_metrics(text)
+        .into_iter()
+        .find_map(|(k, v)| (k == name).then_some(v))
         .unwrap_or_else(|| panic!("no {name} in the scrape"))
 }
 
