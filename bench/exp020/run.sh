@@ -13,7 +13,9 @@
 #   sweep   `zkpipe sweep` of KEY (default: the 2^14 dev key) at C (default 64) with the
 #           embedded store and with Postgres, interleaved, ROUNDS rounds (default 3);
 #           BACKEND cpu|cuda (default cuda), JOBS per client (default 16); PG_ENV adds
-#           settings to the Postgres variant (e.g. env.ZKPIPE_LOG=...).
+#           settings to the Postgres variants, ALL_ENV to every variant (e.g.
+#           env.ZKPIPE_LOG=...); OBJECTS=1 adds a third variant, `pg-objects`, whose
+#           witnesses go to a file:// object store instead of Postgres rows.
 set -euo pipefail
 step=${1:?step}; out=${2:?out}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -65,10 +67,23 @@ checks = "trusted"
 queue_depth = 64
 TOML
   c=${C:-64}
-  log "sweep $key c=$c embedded vs postgres (claim_ahead = 2c)"
-  timeout 540 "$bin" sweep --config "$work/zkpipe.toml" --backend "${BACKEND:-cuda}" --out "$out/sweep" \
-    --rounds "${ROUNDS:-3}" --variant 'embedded:' \
-    --variant "postgres: ${PG_ENV:+$PG_ENV; }store.url=$PG_URL; store.daemon=sweep; store.claim_ahead=$((2 * c)); store.poll=100ms" \
+  all=${ALL_ENV:+$ALL_ENV; }
+  pg="$all${PG_ENV:+$PG_ENV; }store.url=$PG_URL; store.daemon=sweep; store.claim_ahead=$((2 * c)); store.poll=100ms"
+  variants=(--variant "embedded: $all" --variant "postgres: $pg")
+  if [ "${OBJECTS:-0}" = 1 ]; then
+    # A server of its own: the daemons of all variants run at once, and one that shared
+    # the other's queue would claim its jobs.
+    first_url=$PG_URL first_dir=$PG_DIR
+    pg_start "/tmp/zkpipe-pg-run-$$-objects"
+    pg2="${pg/$first_url/$PG_URL}" second_dir=$PG_DIR
+    trap 'pg_stop; PG_DIR=$second_dir pg_stop' EXIT
+    PG_URL=$first_url PG_DIR=$first_dir
+    rm -rf "$work/objects"
+    variants+=(--variant "pg-objects: $pg2; store.inline_max=65536; store.objects=file://$work/objects")
+  fi
+  log "sweep $key c=$c ${variants[*]}"
+  timeout "${SWEEP_TIMEOUT:-540}" "$bin" sweep --config "$work/zkpipe.toml" --backend "${BACKEND:-cuda}" --out "$out/sweep" \
+    --rounds "${ROUNDS:-3}" "${variants[@]}" \
     "$key" "$work/keys/$key.wtns" -c "$c" -j "${JOBS:-16}" -p 1 > "$out/sweep.txt" 2>&1 || log "sweep failed"
   tail -25 "$out/sweep.txt" | tee -a "$out/steps.log"
   ;;

@@ -54,12 +54,18 @@ impl Engine {
         id: JobId,
         timeout: Duration,
     ) -> Result<JobSnapshot, EngineError> {
-        if let Some(q) = self.shared() {
-            return wait_shared(q, id, timeout).await;
+        let s = match self.shared() {
+            Some(q) => wait_shared(q, id, timeout).await,
+            None => {
+                let job = self.inner.jobs.get(id)?;
+                let s = job.wait_async(timeout).await;
+                unless_abandoned(&job, s)
+            }
+        };
+        if let Ok(s) = &s {
+            tracing::debug!(job = id, state = s.state.name(), "job awaited");
         }
-        let job = self.inner.jobs.get(id)?;
-        let s = job.wait_async(timeout).await;
-        unless_abandoned(&job, s)
+        s
     }
 
     /// Cancels a job: queued partitions are dropped now, running ones at their next stage
@@ -121,7 +127,13 @@ async fn wait_shared(
     // Subscribed before the first look, so that an end between the two is not missed.
     let mut events = q.job_events();
     loop {
-        let s = shared_job(q, id)?;
+        // The store blocks its caller: off the async threads, which serve every request.
+        let store = Arc::clone(q);
+        let s = match tokio::task::spawn_blocking(move || shared_job(&store, id)).await {
+            Ok(s) => s?,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => return Err(EngineError::ShuttingDown),
+        };
         if s.state.is_final() || tokio::time::Instant::now() >= end {
             return Ok(s);
         }

@@ -24,8 +24,10 @@ use crate::memory::{MemoryBudget, Signal};
 use crate::messages::{CircuitInputs, PartitionInput, Queued, Ticket};
 use crate::metrics::Metrics;
 use crate::queue::{Order, PriorityQueue};
+use crate::trace::log_ms;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 use zkpipe_core::Devices;
 use zkpipe_formats::wtns::Wtns;
 
@@ -119,6 +121,7 @@ impl Submission {
         &self,
         req: SubmitRequest<W>,
     ) -> Result<Submitted, EngineError> {
+        let t0 = Instant::now();
         if self.admission.is_closed() {
             return Err(EngineError::ShuttingDown);
         }
@@ -160,7 +163,7 @@ impl Submission {
         };
         // A shared store (a fleet) takes the job instead of this engine's queues.
         if self.jobs.shared {
-            return self.share(&new);
+            return self.share(&new, t0);
         }
         let job = match self.jobs.register(&new, self.max_pending_partitions)? {
             Registered::Existing(id) => {
@@ -173,7 +176,7 @@ impl Submission {
         };
         self.metrics.jobs_submitted.inc();
         self.enqueue(&job, &entry, data);
-        tracing::info!(job = job.id, key = %entry.meta.id, partitions = n, "job accepted");
+        tracing::info!(job = job.id, key = %entry.meta.id, partitions = n, ms = log_ms(t0.elapsed()), "job accepted");
         Ok(Submitted {
             job_id: job.id,
             existing: false,
@@ -181,14 +184,15 @@ impl Submission {
     }
 
     /// Records a checked job in the shared store, for the fleet to claim.
-    fn share(&self, new: &NewJob<'_>) -> Result<Submitted, EngineError> {
+    /// `t0`: when the request came in, for the log.
+    fn share(&self, new: &NewJob<'_>, t0: Instant) -> Result<Submitted, EngineError> {
         let (job_id, existing) = match self.jobs.store.accept(new).map_err(store_error)? {
             Accepted::New(id) => (id, false),
             Accepted::Existing(id) => (id, true),
         };
         if !existing {
             self.metrics.jobs_submitted.inc();
-            tracing::info!(job = job_id, key = %new.key_id, partitions = new.witnesses.len(), "job accepted into the shared store");
+            tracing::info!(job = job_id, key = %new.key_id, partitions = new.witnesses.len(), ms = log_ms(t0.elapsed()), "job accepted into the shared store");
         }
         Ok(Submitted { job_id, existing })
     }

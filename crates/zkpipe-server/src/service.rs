@@ -6,12 +6,13 @@
 use crate::decode;
 use crate::wire as pb;
 use crate::wire::prover_server::Prover;
+use prost::bytes::Bytes;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tonic::{Request, Response, Status};
 use zkpipe_engine::{
-    Engine, EngineError, EngineStatus, JobSnapshot, JobState, Priority, ProofTimings,
+    Engine, EngineError, EngineStatus, JobSnapshot, JobState, Priority, ProofTimings, SubmitRequest,
 };
 
 /// The service over one engine.
@@ -179,14 +180,21 @@ fn status_response(s: EngineStatus) -> pb::StatusResponse {
 }
 
 impl ProverService {
-    fn submit(&self, r: pb::SubmitProofRequest) -> Result<zkpipe_engine::Submitted, Status> {
+    /// Accepting a job checks every witness and commits it to the job store, which blocks:
+    /// that runs off the async threads, so that other requests (awaits, status) go on.
+    async fn submit(
+        &self,
+        submit: SubmitRequest<Bytes>,
+    ) -> Result<zkpipe_engine::Submitted, Status> {
         if !self.accepting.load(Ordering::Acquire) {
             return Err(Status::unavailable(
                 "the daemon is shutting down and accepts no new jobs",
             ));
         }
-        self.engine
-            .submit(decode::submit_request(r)?)
+        let engine = self.engine.clone();
+        tokio::task::spawn_blocking(move || engine.submit(submit))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
             .map_err(status)
     }
 
@@ -203,7 +211,9 @@ impl Prover for ProverService {
         &self,
         req: Request<pb::SubmitProofRequest>,
     ) -> Result<Response<pb::SubmitProofResponse>, Status> {
-        let s = self.submit(req.into_inner())?;
+        let s = self
+            .submit(decode::submit_request(req.into_inner())?)
+            .await?;
         Ok(Response::new(pb::SubmitProofResponse {
             job_id: s.job_id,
             existing: s.existing,
@@ -223,7 +233,7 @@ impl Prover for ProverService {
         req: Request<pb::ProveRequest>,
     ) -> Result<Response<pb::JobResult>, Status> {
         let (submit, timeout_ms) = decode::prove_request(req.into_inner())?;
-        let s = self.engine.submit(submit).map_err(status)?;
+        let s = self.submit(submit).await?;
         Ok(Response::new(self.wait(s.job_id, timeout_ms).await?))
     }
 

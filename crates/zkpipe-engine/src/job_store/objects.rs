@@ -5,12 +5,17 @@
 
 use super::StoreError;
 use object_store::{path::Path as ObjectPath, ObjectStore, PutPayload};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// An object store with the prefix objects are named under.
 #[derive(Clone)]
 pub(crate) struct Objects {
     store: Arc<dyn ObjectStore>,
+    /// The directory of a `file://` store: its writes are synced here, since
+    /// `object_store` renames a written file into place without syncing it, and a job row
+    /// that commits must not name a witness a power cut can take back.
+    local: Option<(Arc<object_store::local::LocalFileSystem>, PathBuf)>,
     prefix: String,
     url: String,
 }
@@ -24,10 +29,14 @@ impl Objects {
                 return Err(bad("a file:// URL needs an absolute path".into()));
             }
             std::fs::create_dir_all(dir).map_err(|e| bad(e.to_string()))?;
-            let fs = object_store::local::LocalFileSystem::new_with_prefix(dir)
-                .map_err(|e| bad(e.to_string()))?;
+            let root = std::fs::canonicalize(dir).map_err(|e| bad(e.to_string()))?;
+            let fs = Arc::new(
+                object_store::local::LocalFileSystem::new_with_prefix(&root)
+                    .map_err(|e| bad(e.to_string()))?,
+            );
             return Ok(Self {
-                store: Arc::new(fs),
+                store: fs.clone(),
+                local: Some((fs, root)),
                 prefix: String::new(),
                 url: url.into(),
             });
@@ -43,6 +52,7 @@ impl Objects {
                 .map_err(|e| bad(e.to_string()))?;
             return Ok(Self {
                 store: Arc::new(s3),
+                local: None,
                 prefix: prefix.trim_matches('/').to_string(),
                 url: url.into(),
             });
@@ -67,13 +77,27 @@ impl Objects {
         }
     }
 
-    /// Writes `bytes` as `name`.
+    /// Writes `bytes` as `name`, on disk (or in the bucket) when this returns.
     pub async fn put(&self, name: &str, bytes: Vec<u8>) -> Result<(), StoreError> {
+        let path = ObjectPath::from(name);
         self.store
-            .put(&ObjectPath::from(name), PutPayload::from(bytes))
+            .put(&path, PutPayload::from(bytes))
             .await
-            .map(drop)
-            .map_err(|e| self.err(name, e))
+            .map_err(|e| self.err(name, e))?;
+        let Some((fs, root)) = &self.local else {
+            return Ok(());
+        };
+        let file = fs
+            .path_to_filesystem(&path)
+            .map_err(|e| self.err(name, e))?;
+        let root = root.clone();
+        tokio::task::spawn_blocking(move || sync_up(&file, &root))
+            .await
+            .unwrap_or_else(|e| Err(std::io::Error::other(e)))
+            .map_err(|e| StoreError::Database {
+                path: format!("{}/{name}", self.url.trim_end_matches('/')),
+                message: format!("syncing: {e}"),
+            })
     }
 
     /// Reads `name`.
@@ -97,4 +121,19 @@ impl Objects {
             }
         }
     }
+}
+
+/// Syncs `file`, then every directory from its own up to `root`: the directories a write
+/// created (a job's) hold the entries that make it reachable.
+fn sync_up(file: &std::path::Path, root: &std::path::Path) -> std::io::Result<()> {
+    std::fs::File::open(file)?.sync_all()?;
+    let mut dir = file.parent();
+    while let Some(d) = dir {
+        std::fs::File::open(d)?.sync_all()?;
+        if d == root || !d.starts_with(root) {
+            break;
+        }
+        dir = d.parent();
+    }
+    Ok(())
 }

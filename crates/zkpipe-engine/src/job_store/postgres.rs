@@ -48,13 +48,20 @@ pub struct PgOptions {
     pub objects: Option<String>,
     /// The largest witness kept in the database when `objects` is set.
     pub inline_max: u64,
-    /// Connections in this daemon's pool.
+    /// Connections in each of this daemon's two pools: one for its proving (claims,
+    /// witnesses, leases, results), one for its clients' requests (submissions, status,
+    /// awaits).
     pub connections: u32,
 }
 
 /// See the module doc.
 pub struct PgStore {
+    /// The proving path's connections.
     pool: PgPool,
+    /// The clients' requests' connections: a burst of submissions (each writing its
+    /// witnesses) must not hold up claims and results (experiment 020, run 8: one pool of
+    /// 8 shared by both cost the daemon a fifth of its proofs per second).
+    requests: PgPool,
     /// Taken out when the store is dropped (see its `Drop`).
     rt: Option<tokio::runtime::Runtime>,
     daemon: String,
@@ -162,16 +169,19 @@ impl PgStore {
             .map_err(db)?;
         let url = o.url.clone();
         let connections = o.connections.max(2);
-        let pool = block(&rt, async move {
-            let pool = PgPoolOptions::new()
+        let pools = block(&rt, async move {
+            let options = PgPoolOptions::new()
                 .max_connections(connections)
-                .acquire_timeout(Duration::from_secs(10))
+                .acquire_timeout(Duration::from_secs(10));
+            let pool = options
+                .clone()
                 .connect(&url)
                 .await
                 .map_err(|e| StoreError::Database {
                     path: redact(&url),
                     message: e.to_string(),
                 })?;
+            let requests = options.connect_lazy_with((*pool.connect_options()).clone());
             MIGRATOR
                 .run(&pool)
                 .await
@@ -179,9 +189,9 @@ impl PgStore {
                     path: redact(&url),
                     message: format!("applying the schema: {e}"),
                 })?;
-            Ok(pool)
+            Ok((pool, requests))
         });
-        let pool = match pool {
+        let (pool, requests) = match pools {
             Ok(p) => p,
             Err(e) => {
                 rt.shutdown_background();
@@ -194,6 +204,7 @@ impl PgStore {
         let (records, rx) = tokio::sync::mpsc::unbounded_channel();
         let mut store = Self {
             pool,
+            requests,
             rt: None,
             daemon: o.daemon.clone(),
             objects,
@@ -348,65 +359,96 @@ async fn record_results(mut rx: tokio::sync::mpsc::UnboundedReceiver<Record>, w:
     }
 }
 
-/// Writes a batch of results in one transaction; returns, per result, whether its job is
-/// now done (`None`: refused, its claim no longer holds the partition), and the witness
-/// objects to delete.
+/// Writes a batch of results in one transaction; returns, per result, whether it ended
+/// its job (`None`: refused, its claim no longer holds the partition), and the witness
+/// objects to delete. A fixed number of statements whatever the batch's size (one per
+/// result cost ~4 round trips each, and the write's latency is part of every job's).
 async fn write_results(
     w: &ResultWriter,
     batch: &[Record],
 ) -> Result<(Vec<Option<bool>>, Vec<String>), StoreError> {
+    let jobs: Vec<i64> = batch.iter().map(|r| job_id(r.job)).collect();
     let mut tx = w.pool.begin().await.map_err(db)?;
-    let mut outcomes = Vec::with_capacity(batch.len());
+    // The job rows first, in id order (see the module doc on lock order).
+    sqlx::query("SELECT 1 FROM zkpipe_jobs WHERE id = ANY($1) ORDER BY id FOR UPDATE")
+        .bind(&jobs)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    // Each result lands only where its claim still holds its partition; each job counts
+    // the partitions that landed, and ends with its last.
+    let rows = sqlx::query(
+        "WITH r AS (
+             SELECT * FROM UNNEST($1::int8[], $2::int4[], $3::int8[], $4::text[], $5::text[], $6::text[])
+                 AS r(job_id, idx, claim, proof, public, timings)
+         ), landed AS (
+             UPDATE zkpipe_partitions p
+                SET state = 'done', done_by = $7, proof_json = r.proof, public_json = r.public,
+                    timings = r.timings, witness = NULL, lease_until = NULL
+               FROM r
+              WHERE p.job_id = r.job_id AND p.idx = r.idx AND p.claim = r.claim
+                AND p.state = 'claimed'
+          RETURNING p.job_id, p.idx, p.witness_object
+         ), counted AS (
+             SELECT job_id, count(*)::int4 AS n FROM landed GROUP BY job_id
+         ), jobs AS (
+             UPDATE zkpipe_jobs j
+                SET partitions_done = j.partitions_done + c.n,
+                    state = CASE WHEN j.partitions_done + c.n = j.partitions THEN 'done' ELSE 'running' END,
+                    finished_at = CASE WHEN j.partitions_done + c.n = j.partitions THEN now() END
+               FROM counted c
+              WHERE j.id = c.job_id
+          RETURNING j.id, j.state
+         )
+         SELECT landed.job_id, landed.idx, landed.witness_object, jobs.state
+           FROM landed JOIN jobs ON jobs.id = landed.job_id",
+    )
+    .bind(&jobs)
+    .bind(batch.iter().map(|r| r.index as i32).collect::<Vec<_>>())
+    .bind(batch.iter().map(|r| r.claim).collect::<Vec<_>>())
+    .bind(batch.iter().map(|r| r.proof_json.as_str()).collect::<Vec<_>>())
+    .bind(batch.iter().map(|r| r.public_json.as_str()).collect::<Vec<_>>())
+    .bind(batch.iter().map(|r| r.timings.as_str()).collect::<Vec<_>>())
+    .bind(&w.daemon)
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(db)?;
+    let mut landed: HashMap<(i64, i32), bool> = HashMap::with_capacity(rows.len());
     let mut objects = Vec::new();
-    for r in batch {
-        let id = job_id(r.job);
-        // The job row first (see the module doc on lock order).
-        sqlx::query("SELECT 1 FROM zkpipe_jobs WHERE id = $1 FOR UPDATE")
-            .bind(id)
+    let mut ended = Vec::new();
+    for row in &rows {
+        let (job, idx): (i64, i32) = (row.get(0), row.get(1));
+        objects.extend(row.get::<Option<String>, _>(2));
+        let done = row.get::<&str, _>(3) == "done";
+        if done && !ended.contains(&job) {
+            ended.push(job);
+        }
+        landed.insert((job, idx), done);
+    }
+    if !ended.is_empty() {
+        sqlx::query("SELECT pg_notify($1, 'job:' || id) FROM UNNEST($2::int8[]) AS id")
+            .bind(CHANNEL)
+            .bind(&ended)
             .execute(&mut *tx)
             .await
             .map_err(db)?;
-        let row = sqlx::query(
-            "UPDATE zkpipe_partitions
-                SET state = 'done', done_by = $4, proof_json = $5, public_json = $6,
-                    timings = $7, witness = NULL, lease_until = NULL
-              WHERE job_id = $1 AND idx = $2 AND claim = $3 AND state = 'claimed'
-          RETURNING witness_object",
-        )
-        .bind(id)
-        .bind(r.index as i32)
-        .bind(r.claim)
-        .bind(&w.daemon)
-        .bind(&r.proof_json)
-        .bind(&r.public_json)
-        .bind(&r.timings)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?;
-        let Some(row) = row else {
-            outcomes.push(None);
-            continue;
-        };
-        objects.extend(row.get::<Option<String>, _>(0));
-        let state: String = sqlx::query_scalar(
-            "UPDATE zkpipe_jobs
-                SET partitions_done = partitions_done + 1,
-                    state = CASE WHEN partitions_done + 1 = partitions THEN 'done' ELSE 'running' END,
-                    finished_at = CASE WHEN partitions_done + 1 = partitions THEN now() END
-              WHERE id = $1
-          RETURNING state",
-        )
-        .bind(id)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(db)?;
-        let done = state == "done";
-        if done {
-            notify(&mut tx, &format!("job:{id}")).await?;
-        }
-        outcomes.push(Some(done));
     }
     tx.commit().await.map_err(db)?;
+    // A job that ended is reported once, at its last result in the batch.
+    let mut outcomes: Vec<Option<bool>> = batch
+        .iter()
+        .map(|r| landed.get(&(job_id(r.job), r.index as i32)).copied())
+        .collect();
+    let mut reported = Vec::new();
+    for (r, o) in batch.iter().zip(outcomes.iter_mut()).rev() {
+        if *o == Some(true) {
+            if reported.contains(&r.job) {
+                *o = Some(false);
+            } else {
+                reported.push(r.job);
+            }
+        }
+    }
     Ok((outcomes, objects))
 }
 
@@ -598,7 +640,7 @@ impl JobStore for PgStore {
     }
 
     fn accept(&self, job: &NewJob<'_>) -> Result<Accepted, StoreError> {
-        let pool = self.pool.clone();
+        let pool = self.requests.clone();
         let objects = self.objects.clone();
         let inline_max = self.inline_max;
         let key_id = job.key_id.to_string();
@@ -698,7 +740,7 @@ impl JobStore for PgStore {
     }
 
     fn find_request(&self, request_id: &str) -> Result<Option<(JobId, Fingerprint)>, StoreError> {
-        let pool = self.pool.clone();
+        let pool = self.requests.clone();
         let request = request_id.to_string();
         self.run(async move { find_request(&pool, &request).await })
     }
@@ -1075,7 +1117,7 @@ impl SharedQueue for PgStore {
     }
 
     fn job(&self, id: JobId) -> Result<Option<JobSnapshot>, StoreError> {
-        let pool = self.pool.clone();
+        let pool = self.requests.clone();
         self.run(async move {
             let row = sqlx::query(&format!(
                 "SELECT {JOB_COLUMNS} FROM zkpipe_jobs WHERE id = $1"
@@ -1092,7 +1134,7 @@ impl SharedQueue for PgStore {
     }
 
     fn jobs(&self, limit: usize) -> Result<Vec<JobSnapshot>, StoreError> {
-        let pool = self.pool.clone();
+        let pool = self.requests.clone();
         self.run(async move {
             let rows = sqlx::query(&format!(
                 "(SELECT {JOB_COLUMNS} FROM zkpipe_jobs WHERE finished_at IS NULL

@@ -45,6 +45,9 @@ impl Held {
 /// How often the keys this daemon serves are listed again.
 const KEYS_EVERY: Duration = Duration::from_secs(5);
 
+/// How often a daemon with `claim_ahead` partitions in hand looks for room again.
+const ROOM_POLL: Duration = Duration::from_millis(5);
+
 /// See the module doc.
 pub(crate) struct ClaimStage {
     pub queue: Arc<dyn SharedQueue>,
@@ -114,10 +117,16 @@ impl ClaimStage {
                 rayon::spawn(move || {
                     stage.start(c);
                     stage.starting.fetch_sub(1, Ordering::AcqRel);
-                    stage.queue.interrupt();
                 });
             }
-            if !full {
+            if room == 0 {
+                // Hands full: room comes back as partitions finish here, which no event
+                // announces. Looking again soon costs no query (nothing is claimed
+                // without room); waking on every start, as this did, cost an empty claim
+                // query for every few partitions (experiment 020, run 7).
+                self.queue
+                    .wait_for_work(seen, ROOM_POLL.min(self.config.poll));
+            } else if !full {
                 self.queue.wait_for_work(seen, self.config.poll);
             }
         }
