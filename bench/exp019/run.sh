@@ -44,15 +44,8 @@ for b in zkpipe zkpipe-gpu-check zkpipe-old snarkrs; do [ -e ".carry/$b.xz" ] &&
 bin=$work/bin/zkpipe
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee -a "$out/steps.log"
 
-key() { # name curve log
-  local name=$1 curve=$2 k=$3
-  if [ ! -e "$work/keys/$name.zkey" ]; then
-    log "synth + setup --dev $name ($curve 2^$k)"
-    "$bin" synth --curve "$curve" --domain "2^$k" --public 4 --seed 1 "$work/$name.r1cs" "$work/keys/$name.wtns" 2>>"$out/steps.log"
-    "$bin" setup --dev --seed 1 "$work/$name.r1cs" "$work/keys/$name.zkey" 2>>"$out/steps.log"
-    rm -f "$work/$name.r1cs"
-  fi
-}
+# shellcheck source=../lib/dev_keys.sh
+. "$(dirname "$0")/../lib/dev_keys.sh"
 keys=${KEYS:-bn13 bn14 bn16 bn20 bls13 bls16 bls20}
 variants=${VARIANTS:-old new sppark constant}
 make_keys() {
@@ -60,17 +53,6 @@ make_keys() {
     case $k in bn*) curve=bn254 ;; bls*) curve=bls12-381 ;; esac
     key "$k" "$curve" "${k//[a-z]/}"
   done
-}
-
-small_daemon_config() { # the 2^14 key, trusted, and a queue deep enough for full batches
-  key bn14 bn254 14
-  cat > "$work/zkpipe.toml" <<TOML
-[keys]
-dir = "$work/keys"
-checks = "trusted"
-[pipeline]
-queue_depth = 64
-TOML
 }
 
 case $step in

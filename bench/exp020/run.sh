@@ -10,8 +10,9 @@
 #   claims  fleet_claims: claims/s with DAEMONS simulated daemons (default 1,4,16,64), claim
 #           batches of 1 and 8, no-op backend; then one job's store time, embedded vs
 #           Postgres.
-#   sweep   `zkpipe sweep` of KEY (default: the 2^14 dev key) at C (default 64) with the
-#           embedded store and with Postgres, interleaved, ROUNDS rounds (default 3);
+#   sweep   `zkpipe sweep` of KEY (default: the 2^14 dev key, made if missing; another must
+#           be in $WORK/keys) at C (default 64) with the embedded store and with Postgres,
+#           interleaved, ROUNDS rounds (default 3);
 #           BACKEND cpu|cuda (default cuda), JOBS per client (default 16); PG_ENV adds
 #           settings to the Postgres variants, ALL_ENV to every variant (e.g.
 #           env.ZKPIPE_LOG=...); OBJECTS=1 adds a third variant, `pg-objects`, whose
@@ -41,6 +42,8 @@ claims_bin=${FLEET_CLAIMS:-target/release/examples/fleet_claims}
 if [ ! -x "$claims_bin" ] && [ -e .carry/fleet_claims.xz ]; then xz -dc .carry/fleet_claims.xz > "$work/bin/fleet_claims"; chmod +x "$work/bin/fleet_claims"; claims_bin=$work/bin/fleet_claims; fi
 # shellcheck source=pg.sh
 . "$here/pg.sh"
+# shellcheck source=../lib/dev_keys.sh
+. "$here/../lib/dev_keys.sh"
 pg_start "/tmp/zkpipe-pg-run-$$"
 trap pg_stop EXIT
 log "postgres at $PG_URL ($("$(pg_bin)/postgres" --version))"
@@ -53,19 +56,9 @@ claims)
     --jobs "${JOBS:-4000}" --witness "${WITNESS:-65536}" --rounds "${ROUNDS:-3}" | tee "$out/claims.tsv"
   ;;
 sweep)
+  small_daemon_config
   key=${KEY:-bn14}
-  if [ ! -e "$work/keys/$key.zkey" ]; then
-    log "synth + setup --dev $key (bn254 2^14)"
-    "$bin" synth --curve bn254 --domain "2^14" --public 4 --seed 1 "$work/$key.r1cs" "$work/keys/$key.wtns" 2>>"$out/steps.log"
-    "$bin" setup --dev --seed 1 "$work/$key.r1cs" "$work/keys/$key.zkey" 2>>"$out/steps.log"
-  fi
-  cat > "$work/zkpipe.toml" <<TOML
-[keys]
-dir = "$work/keys"
-checks = "trusted"
-[pipeline]
-queue_depth = 64
-TOML
+  [ -e "$work/keys/$key.zkey" ] || { echo "run.sh: no key $work/keys/$key.zkey (KEY names one there)" >&2; exit 2; }
   c=${C:-64}
   all=${ALL_ENV:+$ALL_ENV; }
   pg="$all${PG_ENV:+$PG_ENV; }store.url=$PG_URL; store.daemon=sweep; store.claim_ahead=$((2 * c)); store.poll=100ms"

@@ -70,7 +70,7 @@ impl Objects {
         }
     }
 
-    fn err(&self, name: &str, e: object_store::Error) -> StoreError {
+    fn err(&self, name: &str, e: impl std::fmt::Display) -> StoreError {
         StoreError::Database {
             path: format!("{}/{name}", self.url.trim_end_matches('/')),
             message: e.to_string(),
@@ -94,10 +94,7 @@ impl Objects {
         tokio::task::spawn_blocking(move || sync_up(&file, &root))
             .await
             .unwrap_or_else(|e| Err(std::io::Error::other(e)))
-            .map_err(|e| StoreError::Database {
-                path: format!("{}/{name}", self.url.trim_end_matches('/')),
-                message: format!("syncing: {e}"),
-            })
+            .map_err(|e| self.err(name, format_args!("syncing: {e}")))
     }
 
     /// Reads `name`.
