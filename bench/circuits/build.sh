@@ -1,42 +1,74 @@
 #!/usr/bin/env bash
-# Compile the ~60k-constraint benchmark circuit and compute its witness.
+# Compile a ~60k-constraint (Groth16 domain 2^16) benchmark circuit and compute its witness.
 #
-#   bash bench/circuits/build.sh [bn128|bls12381] [OUT_DIR]
+#   [CIRCUIT=name] [INPUT=file.json] bash bench/circuits/build.sh [bn128|bls12381] [OUT_DIR]
 #
-# CURVE defaults to bn128; OUT_DIR defaults to bench/work/<curve>/ (git-ignored).
+# CIRCUIT picks bench/circuits/<name>.circom (default poseidon_chain_64k):
+#   poseidon_chain_64k   Poseidon(2) hash chain, 60,000 constraints, witness of full-size field elements
+#   sha256_512           circomlib Sha256(512), two compression blocks, witness mostly 0s and 1s
+# INPUT defaults to bench/circuits/<name>.input.json when that exists, else to
+# bench/circuits/input.json (the Poseidon chains' shared input).
+# CURVE defaults to bn128; OUT_DIR defaults to bench/work/<curve>/ for the default circuit (as
+# before this script took CIRCUIT) and to bench/work/<name>/<curve>/ for any other (git-ignored),
+# so building one circuit never overwrites another's files.
 # Writes OUT_DIR/circuit.r1cs and OUT_DIR/witness.wtns (plus r1cs-info.txt).
 # No trusted setup is run: the proving key is made by zkpipe's own dev setup.
 #
 # Uses the pinned toolchain in tests/fixtures/node_modules (npm ci there if missing).
 set -euo pipefail
 
-CIRCUIT=poseidon_chain_64k
+DEFAULT_CIRCUIT=poseidon_chain_64k
+CIRCUIT="${CIRCUIT:-$DEFAULT_CIRCUIT}"
 CURVE="${1:-bn128}"
+usage() {
+    echo "usage: [CIRCUIT=name] [INPUT=file.json] $0 [bn128|bls12381] [OUT_DIR]" >&2
+    echo "       name: bench/circuits/<name>.circom with a main component (poseidon_chain_64k, sha256_512, ...)" >&2
+    exit 2
+}
 case "$CURVE" in
     bn128 | bls12381) ;;
-    *)
-        echo "usage: $0 [bn128|bls12381] [OUT_DIR]" >&2
-        exit 2
-        ;;
+    *) usage ;;
 esac
+# A bare name: circom2 (WASI) only sees plain relative paths under the repo root, see below.
+[[ "$CIRCUIT" =~ ^[A-Za-z0-9_]+$ ]] || usage
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
+[[ -f "$HERE/$CIRCUIT.circom" ]] || { echo "no bench/circuits/$CIRCUIT.circom" >&2; usage; }
 
 # Resolve OUT_DIR relative to the caller's cwd before we cd anywhere.
 if [[ $# -ge 2 ]]; then
     mkdir -p "$2"
     OUT="$(cd "$2" && pwd)"
 else
-    OUT="$ROOT/bench/work/$CURVE"
+    if [[ "$CIRCUIT" == "$DEFAULT_CIRCUIT" ]]; then
+        OUT="$ROOT/bench/work/$CURVE"
+    else
+        OUT="$ROOT/bench/work/$CIRCUIT/$CURVE"
+    fi
     mkdir -p "$OUT"
+fi
+# INPUT may be given relative to the caller's cwd too; it is only read by snarkjs (plain node),
+# so an absolute path is fine.
+if [[ -n "${INPUT:-}" ]]; then
+    [[ -f "$INPUT" ]] || { echo "no input file $INPUT" >&2; exit 2; }
+    INPUT="$(cd "$(dirname "$INPUT")" && pwd)/$(basename "$INPUT")"
 fi
 
 # circom2 is a WASI build: run it from the repo root with plain relative paths
 # (no "..", no absolute paths), compiling into a git-ignored build dir.
 cd "$ROOT"
 FIX=tests/fixtures
-BUILD="bench/work/.build/$CURVE"
+if [[ -z "${INPUT:-}" ]]; then
+    INPUT=bench/circuits/input.json
+    [[ ! -f "bench/circuits/$CIRCUIT.input.json" ]] || INPUT="bench/circuits/$CIRCUIT.input.json"
+fi
+# One build dir per circuit and curve (the default circuit keeps its old one).
+if [[ "$CIRCUIT" == "$DEFAULT_CIRCUIT" ]]; then
+    BUILD="bench/work/.build/$CURVE"
+else
+    BUILD="bench/work/.build/$CIRCUIT-$CURVE"
+fi
 
 deps_ok() {
     (cd "$FIX" && node -e '
@@ -70,9 +102,9 @@ echo "== compile $CIRCUIT.circom (prime $CURVE)"
 timed compile "${CIRCOM[@]}" "bench/circuits/$CIRCUIT.circom" --r1cs --wasm --O2 --prime "$CURVE" \
     -o "$BUILD" -l "$FIX/node_modules"
 
-echo "== witness"
+echo "== witness (input $INPUT)"
 timed "wtns calculate" "${SNARKJS[@]}" wtns calculate "$BUILD/${CIRCUIT}_js/$CIRCUIT.wasm" \
-    bench/circuits/input.json "$BUILD/witness.wtns"
+    "$INPUT" "$BUILD/witness.wtns"
 if [[ "${SKIP_CHECK:-0}" != 1 ]]; then
     # snarkjs colours its log lines even when not on a tty: strip ANSI codes.
     t0=$SECONDS

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Issue 17's device steps (experiment 019), one step per call, on the GPU machine.
+# Issue 17's device steps (experiments 019 and 021), one step per call, on the GPU machine.
 #
 #   bench/exp019/run.sh STEP OUT_DIR
 #
 # Binaries: .carry/zkpipe.xz and .carry/zkpipe-gpu-check.xz (this build), and
 # .carry/zkpipe-old.xz (the build before, for the side-by-side). WORK (default
-# bench/work/dev) keeps keys between calls while the machine is warm. STEP:
+# bench/work/dev) keeps keys between calls while the machine is warm. Keys named sha-bn
+# and sha-bls are the SHA-256 circuit (bench/circuits/sha256_512.circom, 59,281
+# constraints, domain 2^16, a witness of 0s and 1s): its r1cs and witness travel as
+# .carry/sha-bn.r1cs.xz and .carry/sha-bn.wtns.xz (from `CIRCUIT=sha256_512
+# bench/circuits/build.sh`), and setup --dev makes the key here. STEP:
 #   check   zkpipe-gpu-check: the batched MSM against the CPU for every witness
 #           distribution (all zeros, all ones, mixed, random, all r − 1), with and without
 #           constant work; its timings against sppark at 2^13..2^20; then the seam (dev keys
@@ -13,14 +17,16 @@
 #   keys    synth + setup --dev: KEYS (default BN254 and BLS12-381 at 2^13, 2^16, 2^20, and
 #           BN254 2^14).
 #   latency `zkpipe bench --backend cuda --trusted-key --no-verify` per key, interleaved:
-#           old build, this build, this build with ZKPIPE_CUDA_LONE_MSM=sppark, and this
-#           build with --constant-work (VARIANTS picks); ROUNDS rounds (default 2).
+#           old build, this build, this build with ZKPIPE_CUDA_LONE_MSM=sppark, this
+#           build with --constant-work, this build with ZKPIPE_CUDA_TABLES=off (notables)
+#           (VARIANTS picks); ROUNDS rounds (default 2).
 #   cpu     whole `zkpipe prove --backend cpu` processes (16 cores) of bn16 and bn20, default
 #           key checks: the old build, this build with the checked-key cache off, with it
 #           warm, and --trusted-key; ROUNDS rounds interleaved (/usr/bin/time).
 #   daemon  the 2^14 key at c = 64 (16 jobs per client, 1 partition), `zkpipe sweep` of the
 #           old build then this one, ROUNDS rounds interleaved (default 2); default pipeline
-#           config with queue_depth = 64 (experiment 010), trusted keys.
+#           config with queue_depth = 64 (experiment 010), trusted keys. DAEMON_ENV adds
+#           a third variant: this build with that environment (e.g. ZKPIPE_CUDA_TABLES=off).
 #   tail    this build's daemon at the same cell, variants: the default, 8 and 16 tail workers,
 #           and the self-check off (what holds the daemon once the GPU is 90% busy).
 #   snarkrs whole CPU processes side by side on bn16 and bn20 (BN254; snarkrs has no
@@ -28,6 +34,12 @@
 #           warm; and --trusted-key) and `snarkrs g16p` (.carry/snarkrs.xz: `cargo install
 #           snarkrs` 0.1.0, CPU backend, built on the devbox, not kept in the repo), ROUNDS
 #           rounds interleaved; each snarkrs proof verified by `zkpipe verify`.
+#   rapidsnark whole CPU processes side by side (BN254; rapidsnark has no BLS12-381):
+#           `zkpipe prove --backend cpu` (default checks with the checked-key cache warm,
+#           and --trusted-key) and rapidsnark's `prover` (.carry/rapidsnark.xz: iden3/rapidsnark
+#           built statically on the devbox, outside the repo, not kept in it) on KEYS
+#           (default sha-bn bn16 bn20), ROUNDS rounds interleaved (default 3); every proof
+#           verified by `zkpipe verify`.
 #   fixtures every bundled fixture (both curves) proved on the GPU and self-checked, with
 #           and without --constant-work.
 set -euo pipefail
@@ -40,7 +52,7 @@ unpack() { # name
   local b=$work/bin/$1
   [ -x "$b" ] && cmp -s <(xz -dc ".carry/$1.xz") "$b" || { xz -dc ".carry/$1.xz" > "$b"; chmod +x "$b"; }
 }
-for b in zkpipe zkpipe-gpu-check zkpipe-old snarkrs; do [ -e ".carry/$b.xz" ] && unpack "$b"; done
+for b in zkpipe zkpipe-gpu-check zkpipe-old snarkrs rapidsnark; do [ -e ".carry/$b.xz" ] && unpack "$b"; done
 bin=$work/bin/zkpipe
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee -a "$out/steps.log"
 
@@ -50,9 +62,22 @@ keys=${KEYS:-bn13 bn14 bn16 bn20 bls13 bls16 bls20}
 variants=${VARIANTS:-old new sppark constant}
 make_keys() {
   for k in $keys; do
-    case $k in bn*) curve=bn254 ;; bls*) curve=bls12-381 ;; esac
-    key "$k" "$curve" "${k//[a-z]/}"
+    case $k in
+      sha-*) circuit_key "$k" ;;
+      bn*) key "$k" bn254 "${k//[a-z]/}" ;;
+      bls*) key "$k" bls12-381 "${k//[a-z]/}" ;;
+    esac
   done
+}
+circuit_key() { # name: a dev key for the carried r1cs and witness of that name
+  local name=$1
+  if [ ! -e "$work/keys/$name.zkey" ]; then
+    log "setup --dev $name (carried r1cs)"
+    xz -dc ".carry/$name.r1cs.xz" > "$work/$name.r1cs"
+    xz -dc ".carry/$name.wtns.xz" > "$work/keys/$name.wtns"
+    "$bin" setup --dev --seed 1 "$work/$name.r1cs" "$work/keys/$name.zkey" 2>>"$out/steps.log"
+    rm -f "$work/$name.r1cs"
+  fi
 }
 
 case $step in
@@ -81,6 +106,7 @@ latency)
           new) cmd=("$bin" "${args[@]}") ;;
           sppark) cmd=(env ZKPIPE_CUDA_LONE_MSM=sppark "$bin" "${args[@]}") ;;
           constant) cmd=("$bin" "${args[@]}" --constant-work) ;;
+          notables) cmd=(env ZKPIPE_CUDA_TABLES=off "$bin" "${args[@]}") ;;
         esac
         timeout 120 "${cmd[@]}" > "$out/$k-$v-r$round.md" 2>&1 || log "FAILED $k $v r$round"
         echo "$k $v r$round: $(grep -m1 'prove total' "$out/$k-$v-r$round.md")" | tee -a "$out/steps.log"
@@ -114,27 +140,33 @@ cpu)
 daemon)
   small_daemon_config
   for round in $(seq 1 "${ROUNDS:-2}"); do
-    for v in old new; do
+    for v in old new ${DAEMON_ENV:+env}; do
       b=$bin; [ $v = old ] && b=$work/bin/zkpipe-old
+      [ $v = env ] && b="env $DAEMON_ENV $bin"
       log "sweep $v r$round"
-      timeout 200 "$b" sweep --config "$work/zkpipe.toml" --backend cuda --out "$out/daemon-$v-r$round" \
+      # shellcheck disable=SC2086 # $b is a command with its environment
+      timeout 200 $b sweep --config "$work/zkpipe.toml" --backend cuda --out "$out/daemon-$v-r$round" \
         bn14 "$work/keys/bn14.wtns" -c 64 -j 16 -p 1 > "$out/daemon-$v-r$round.txt" 2>&1 || log "sweep $v r$round failed"
       grep -i "proofs/s" "$out/daemon-$v-r$round.txt" | tail -3 | tee -a "$out/steps.log"
     done
   done
   ;;
-snarkrs)
-  keys="bn16 bn20" make_keys
+snarkrs | rapidsnark)
+  # The other prover's whole process against zkpipe's, both on the CPU.
+  other=("$work/bin/$step"); [ "$step" = snarkrs ] && other+=(g16p)
+  if [ "$step" = snarkrs ]; then keys=${KEYS:-bn16 bn20}; else keys=${KEYS:-sha-bn bn16 bn20}; fi
+  make_keys
   for round in $(seq 1 "${ROUNDS:-3}"); do
-    for k in bn16 bn20; do
+    for k in $keys; do
       cache=$work/key-cache-$k
       [ -d "$cache" ] || ZKPIPE_KEY_CACHE="$cache" "$bin" prove "$work/keys/$k.zkey" "$work/keys/$k.wtns" \
         "$work/p.json" "$work/pub.json" --backend cpu --no-verify > /dev/null 2>&1
-      for v in zkpipe trusted snarkrs; do
+      files=("$work/keys/$k.zkey" "$work/keys/$k.wtns" "$work/p.json" "$work/pub.json")
+      for v in zkpipe trusted "$step"; do
         case $v in
-          zkpipe) cmd=("$bin" prove "$work/keys/$k.zkey" "$work/keys/$k.wtns" "$work/p.json" "$work/pub.json" --backend cpu) ;;
-          trusted) cmd=("$bin" prove "$work/keys/$k.zkey" "$work/keys/$k.wtns" "$work/p.json" "$work/pub.json" --backend cpu --trusted-key) ;;
-          snarkrs) cmd=("$work/bin/snarkrs" g16p "$work/keys/$k.zkey" "$work/keys/$k.wtns" "$work/p.json" "$work/pub.json") ;;
+          zkpipe) cmd=("$bin" prove "${files[@]}" --backend cpu) ;;
+          trusted) cmd=("$bin" prove "${files[@]}" --backend cpu --trusted-key) ;;
+          *) cmd=("${other[@]}" "${files[@]}") ;;
         esac
         rm -f "$work/p.json"
         ZKPIPE_KEY_CACHE="$cache" /usr/bin/time -o "$work/time.txt" -f "%e s %M KiB" "${cmd[@]}" > /dev/null 2>&1 \

@@ -27,6 +27,7 @@ pub mod key_cache;
 pub mod witness;
 
 pub mod assemble;
+pub mod blinding;
 pub mod msm;
 pub mod prover;
 pub mod quotient;

@@ -16,6 +16,15 @@
 //       (so Σ_d d·B_d = Σ_b 2^b·T_b), a block-wide tree sum in shared memory
 //   host: per j, Σ_{w,b} 2^(w·c+b)·T_{j,w,b} by Horner (crate::enabled::msm)
 //
+// Window tables (fixed-base precomputation, for resident keys): a set bound with a table
+// of width c also holds 2^(w·c)·P_i for every window w (row w of the table, computed on
+// the GPU once at upload, zkp_bm_table). A plan made for that width then puts window w's
+// digit of scalar i on table point (w, i), so all windows of proof j share one group of
+// 2^c buckets: the bit sums run once per proof instead of once per window, the host's
+// Horner shrinks to c steps, and the window may be wider for the same bit-sum cost
+// (crate::shape::table_wbits), so there are fewer entries. The cost is memory: ⌈bits/c⌉
+// copies of the points.
+//
 // Zero digits are skipped (their entries sort past the last key) and a scalar of 1 is a
 // single entry in window 0's bucket 1: circom witnesses, mostly 0s and 1s, cost what
 // their other values cost. With `constant_work` every digit is an entry (digit 0 goes to
@@ -42,7 +51,7 @@ template<class scalar_t>
 __global__ void zkp_bm_digits(uint32_t* keys, uint32_t* vals,
                               const scalar_t* const* scalars, uint32_t n, uint32_t k,
                               uint32_t wbits, uint32_t nwins, uint32_t sentinel, bool mont,
-                              bool constant_work)
+                              bool constant_work, bool tabled)
 {
     const uint32_t top_i = (scalar_t::nbits + 31) / 32 - 1;
     const uint32_t mask = (1u << wbits) - 1;
@@ -60,8 +69,11 @@ __global__ void zkp_bm_digits(uint32_t* keys, uint32_t* vals,
                 v |= (uint64_t)s[q + 1] << 32;
             uint32_t d = (uint32_t)(v >> (off % 32)) & mask;
             size_t at = ((size_t)j * nwins + w) * n + i;
-            keys[at] = (d || constant_work) ? (((j * nwins + w) << wbits) | d) : sentinel;
-            vals[at] = i;
+            // With a table, window w's entry is the point 2^(w·c)·P_i (table row w) in
+            // proof j's one group of buckets; without, P_i in window w's own group.
+            uint32_t group = tabled ? j : j * nwins + w;
+            keys[at] = (d || constant_work) ? ((group << wbits) | d) : sentinel;
+            vals[at] = tabled ? w * n + i : i;
         }
     }
 }
@@ -176,7 +188,7 @@ __global__ void zkp_bm_bitsums(typename bucket_t::mem_t* out,
         out[blockIdx.x] = acc;
 }
 
-// Per (window, bit): the sum of its splits.
+// Per (group, bit): the sum of its splits.
 template<class bucket_t>
 __global__ void zkp_bm_fold(typename bucket_t::mem_t* out,
                             const typename bucket_t::mem_t* split_sums, uint32_t count,
@@ -191,6 +203,65 @@ __global__ void zkp_bm_fold(typename bucket_t::mem_t* out,
             acc.add(x);
         }
         out[t] = acc;
+    }
+}
+
+// The fields of sppark's xyzz and affine points, which their classes keep private: the
+// table kernel reads a bucket's Z's and writes an affine point through these mirrors of
+// their memory layout (checked by size below).
+template<class B> struct zkp_xyzz_fields;
+template<class F, class H, const H* A4> struct zkp_xyzz_fields<xyzz_t<F, H, A4>> {
+    typedef F field_t;
+    H X, Y, ZZZ, ZZ;
+};
+template<class F> struct zkp_affine_fields {
+    typename F::mem_t X, Y;
+};
+
+// Rows 1..nwins-1 of a window table whose row 0 (the `len` points) is filled:
+// row w = 2^(w·wbits)·row 0, affine. Every lane of a warp runs every round, since the
+// inversion (sppark's reciprocal) pairs lanes through shuffles; a lane past the end works
+// on the last point and writes nothing.
+template<class bucket_t, class affine_h>
+__global__ void zkp_bm_table(affine_h* table, size_t len, uint32_t wbits, uint32_t nwins)
+{
+    typedef zkp_xyzz_fields<bucket_t> xyzz_f;
+    typedef typename xyzz_f::field_t field_t;
+    typedef zkp_affine_fields<field_t> affine_f;
+    static_assert(sizeof(xyzz_f) == sizeof(typename bucket_t::mem_t), "xyzz layout");
+    static_assert(sizeof(affine_f) == sizeof(affine_h), "affine layout");
+    const uint32_t deg = bucket_t::degree;
+    const size_t stride = (size_t)gridDim.x * blockDim.x / deg;
+    const size_t first = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / deg;
+    const size_t rounds = (len + stride - 1) / stride;
+    for (size_t r = 0; r < rounds; r++) {
+        const size_t i = first + r * stride;
+        const bool live = i < len;
+        const size_t at = live ? i : len - 1;
+        typename bucket_t::affine_t p = table[at];
+        bucket_t acc;
+        acc = p;
+        for (uint32_t w = 1; w < nwins; w++) {
+            for (uint32_t b = 0; b < wbits; b++) {
+                bucket_t twice = acc;
+                acc.add(twice);
+            }
+            // x = X/ZZ, y = Y/ZZZ; at infinity ZZZ = 0, whose reciprocal is 0: (0, 0).
+            typename bucket_t::mem_t m;
+            m = acc;
+            const xyzz_f& f = reinterpret_cast<const xyzz_f&>(m);
+            field_t zzz = f.ZZZ, zz = f.ZZ, x = f.X, y = f.Y;
+            field_t inv = zzz.reciprocal();         // 1/ZZZ = 1/Z³
+            field_t zinv = inv * zz;                // 1/Z
+            zinv = zinv ^ 2;                        // 1/Z² = 1/ZZ
+            x *= zinv;
+            y *= inv;
+            if (live) {
+                affine_f& out = reinterpret_cast<affine_f&>(table[(size_t)w * len + at]);
+                out.X = x;
+                out.Y = y;
+            }
+        }
     }
 }
 
@@ -212,6 +283,8 @@ static void zkp_keep_pool(int dev)
 struct zkp_bm_plan_t {
     int dev;
     uint32_t k, n, wbits, nwins, nkeys;
+    // Bucket groups per proof: one per window, or one in all with a window table.
+    uint32_t groups;
     bool constant_work;
     size_t max_pieces;
     uint32_t npieces = 0;         // pieces actually made (poff[nkeys])
@@ -279,12 +352,15 @@ struct zkp_stream_t {
 static size_t zkp_align(size_t x) { return (x + 255) & ~(size_t)255; }
 
 // `scalars`: host array of k device pointers to n scalars each (standard form, or
-// Montgomery with `mont`); `piece`: entries per piece (L); `shape` receives the window
-// width and count, which the host needs to put the bit sums together.
+// Montgomery with `mont`); `piece`: entries per piece (L); `table_wbits`: the window width
+// of the table of the sets the plan will run against (0: sets' own points, the width
+// chosen here); `shape` receives the window width and the bucket groups per proof, which
+// the host needs to put the bit sums together.
 template<class scalar_t>
 static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* scalars,
                                  uint32_t k, uint32_t n, bool mont, uint32_t piece,
-                                 bool constant_work, uint32_t* shape, int dev)
+                                 bool constant_work, uint32_t table_wbits, uint32_t* shape,
+                                 int dev)
 {
     *out = nullptr;
     zkp_bm_plan_t* plan = nullptr;
@@ -292,10 +368,13 @@ static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* sca
         if (k == 0 || n == 0 || piece == 0)
             return RustError{cudaErrorInvalidValue,
                              "batch MSM of no vectors, no points or empty pieces"};
+        if (table_wbits > 24)
+            return RustError{cudaErrorInvalidValue, "window table wider than 24 bits"};
         uint32_t bits = scalar_t::nbits;
-        uint32_t wbits = zkp_bm_wbits(n, bits);
+        uint32_t wbits = table_wbits ? table_wbits : zkp_bm_wbits(n, bits);
         uint32_t nwins = (bits + wbits - 1) / wbits;
-        uint64_t nkeys64 = (uint64_t)k * nwins << wbits;
+        uint32_t groups = table_wbits ? 1 : nwins;
+        uint64_t nkeys64 = (uint64_t)k * groups << wbits;
         uint64_t len64 = (uint64_t)k * nwins * n;
         if (nkeys64 >= (1ull << 31) || len64 >= (1ull << 31))
             return RustError{cudaErrorInvalidValue, "batch MSM too large for 32-bit keys"};
@@ -305,10 +384,10 @@ static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* sca
         while ((1ull << end_bit) <= nkeys)
             end_bit++;
 
-        plan = new zkp_bm_plan_t{dev, k, n, wbits, nwins, nkeys, constant_work,
+        plan = new zkp_bm_plan_t{dev, k, n, wbits, nwins, nkeys, groups, constant_work,
                                  len / piece + std::min<size_t>(len, nkeys) + 1};
         shape[0] = wbits;
-        shape[1] = nwins;
+        shape[1] = groups;
         CUDA_OK(cudaSetDevice(dev));
         CUDA_OK(cudaStreamCreateWithFlags(&plan->st, cudaStreamNonBlocking));
         cudaStream_t st = plan->st;
@@ -349,7 +428,7 @@ static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* sca
 
         CUDA_OK(cudaMemcpyAsync(ptrs, scalars, k * sizeof(void*), cudaMemcpyHostToDevice, st));
         zkp_bm_digits<scalar_t><<<zkp_grid((size_t)n * k, 256), 256, 0, st>>>(
-            keys, vals, ptrs, n, k, wbits, nwins, nkeys, mont, constant_work);
+            keys, vals, ptrs, n, k, wbits, nwins, nkeys, mont, constant_work, table_wbits != 0);
         CUDA_OK(cudaGetLastError());
         CUDA_OK(cub::DeviceRadixSort::SortPairs(temp, sort_bytes, keys, keys2, vals,
                                                  plan->vals, len, 0, end_bit, st));
@@ -379,9 +458,10 @@ static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* sca
     return RustError{cudaSuccess};
 }
 
-// The plan's k MSMs against `points` (device, the plan's n of them), as bit sums: into
-// host memory `out`, k·nwins·wbits xyzz points, T[(j·nwins + w)·wbits + b], whose
-// Σ 2^(w·wbits + b)·T is proof j's MSM (the host's Horner).
+// The plan's k MSMs against `points` (device: the plan's n of them, followed by the rest
+// of their window table when the plan was made for one), as bit sums: into host memory
+// `out`, k·groups·wbits xyzz points, T[(j·groups + g)·wbits + b], whose
+// Σ 2^(g·wbits + b)·T is proof j's MSM (the host's Horner).
 template<class bucket_t, class affine_h>
 static RustError zkp_bm_run(const zkp_bm_plan_t* plan, const affine_h* points,
                             typename bucket_t::mem_t* out)
@@ -391,7 +471,7 @@ static RustError zkp_bm_run(const zkp_bm_plan_t* plan, const affine_h* points,
         zkp_stream_t stream(plan->dev);
         cudaStream_t st = stream.st;
         const uint32_t deg = bucket_t::degree;
-        const uint32_t nwindows = plan->k * plan->nwins;
+        const uint32_t nwindows = plan->k * plan->groups;
         const uint32_t nsums = nwindows * plan->wbits;
         const uint32_t items = ZKP_BM_BITSUM_THREADS / deg;
         // Splits per (window, bit) so that each item strides over ~8 pieces: a short chain.

@@ -24,12 +24,15 @@ template<typename T> struct is_device_ptr<zkp_dev_span<T>> {
 // One resident point set on device `dev`: the points (affine, Montgomery; `pad` points at
 // infinity first, so a set over a suffix of w — the C query skips the public inputs —
 // lines up with the whole w in a batch plan) and sppark's MSM state sized for them.
-// sppark reads the points from here through a device span, so there is one copy.
+// sppark reads the points from here through a device span, so there is one copy. With a
+// window table (table_wbits > 0) the points are its row 0, followed by table_rows − 1
+// more rows of pad + n points each (batch_msm.cuh, zkp_bm_table).
 template<class M, class A>
 struct zkp_set_t {
     typedef typename A::mem_t affine_h;
     int dev;
     size_t pad, n;
+    uint32_t table_wbits = 0, table_rows = 1;
     affine_h* points = nullptr;
     M* msm = nullptr;
 
@@ -43,21 +46,39 @@ struct zkp_set_t {
     }
 };
 
-template<class M, class A>
+template<class M, class A, class B>
 static RustError zkp_points_new(zkp_set_t<M, A>** out, const A* points, size_t npoints,
-                                size_t affine_sz, size_t pad, int dev)
+                                size_t affine_sz, size_t pad, uint32_t table_wbits, int dev)
 {
     typedef typename zkp_set_t<M, A>::affine_h affine_h;
     *out = nullptr;
+    if (table_wbits > 24)
+        return RustError{cudaErrorInvalidValue, "window table wider than 24 bits"};
     auto* set = new (std::nothrow) zkp_set_t<M, A>{dev, pad, npoints};
     if (set == nullptr)
         return RustError{cudaErrorMemoryAllocation, "host allocation failed"};
     try {
         const gpu_t& gpu = select_gpu(dev);
-        CUDA_OK(cudaMalloc(&set->points, std::max<size_t>(pad + npoints, 1) * sizeof(affine_h)));
+        const size_t len = pad + npoints;
+        if (table_wbits) {
+            set->table_wbits = table_wbits;
+            set->table_rows = (scalar_t::nbits + table_wbits - 1) / table_wbits;
+        }
+        CUDA_OK(cudaMalloc(&set->points,
+                           std::max<size_t>(len * set->table_rows, 1) * sizeof(affine_h)));
         CUDA_OK(cudaMemset(set->points, 0, pad * sizeof(affine_h)));
         gpu.HtoD(set->points + pad, points, npoints, affine_sz);
         gpu.sync();
+        if (set->table_rows > 1 && len > 0) {
+            // On a stream of its own: other keys may be proving on this GPU meanwhile.
+            zkp_stream_t stream(dev);
+            const uint32_t threads = 128;
+            zkp_bm_table<B, affine_h>
+                <<<zkp_grid(len * B::degree, threads), threads, 0, stream.st>>>(
+                    set->points, len, table_wbits, set->table_rows);
+            CUDA_OK(cudaGetLastError());
+            CUDA_OK(cudaStreamSynchronize(stream.st));
+        }
         set->msm = new M(nullptr, npoints, affine_sz, dev);
     } catch (const cuda_error& e) {
         delete set;
@@ -102,6 +123,10 @@ static RustError zkp_set_batch(const zkp_set_t<M, A>* set, const zkp_bm_plan_t* 
     if (plan->dev != set->dev || plan->n != set->pad + set->n)
         return RustError{cudaErrorInvalidValue,
                          "batch plan and point set differ in device or length"};
+    if (plan->groups == 1 && plan->nwins > 1
+        && (plan->wbits != set->table_wbits || plan->nwins > set->table_rows))
+        return RustError{cudaErrorInvalidValue,
+                         "batch plan made for a window table the point set does not have"};
     return zkp_bm_run<B>(plan, set->points, out);
 }
 
@@ -109,8 +134,8 @@ static RustError zkp_set_batch(const zkp_set_t<M, A>* set, const zkp_bm_plan_t* 
 typedef zkp_set_t<M, A> ZKP_FN(zkp_##G##_set_t_, CURVE);                                    \
 extern "C" RustError ZKP_FN(zkp_##G##_points_new_, CURVE)(                                  \
     ZKP_FN(zkp_##G##_set_t_, CURVE)** out, const A* points, size_t npoints,                 \
-    size_t affine_sz, size_t pad, int dev)                                                  \
-{   return zkp_points_new<M, A>(out, points, npoints, affine_sz, pad, dev);   }             \
+    size_t affine_sz, size_t pad, uint32_t table_wbits, int dev)                            \
+{   return zkp_points_new<M, A, B>(out, points, npoints, affine_sz, pad, table_wbits, dev); } \
 extern "C" void ZKP_FN(zkp_##G##_points_drop_, CURVE)(ZKP_FN(zkp_##G##_set_t_, CURVE)* set) \
 {   delete set;   }                                                                         \
 extern "C" RustError ZKP_FN(zkp_##G##_msm_, CURVE)(ZKP_FN(zkp_##G##_set_t_, CURVE)* set,    \
@@ -126,13 +151,18 @@ ZKP_MSM_ENTRIES(g1, zkp_g1_msm_t, point_t, affine_t, bucket_t)
 ZKP_MSM_ENTRIES(g2, zkp_g2_msm_t, point_fp2_t, affine_fp2_t, bucket_fp2_t)
 
 // A batch plan for k scalar vectors of n scalars each, all in device memory
-// (`scalars`: a host array of k device pointers); `shape` receives [wbits, nwins].
+// (`scalars`: a host array of k device pointers), for sets with a window table of width
+// `table_wbits` (0: without); `shape` receives [wbits, groups].
 extern "C" RustError ZKP_FN(zkp_bm_plan_new_, CURVE)(zkp_bm_plan_t** out,
                                                     const scalar_t* const* scalars,
                                                     uint32_t k, uint32_t n, bool mont,
                                                     uint32_t piece, bool constant_work,
-                                                    uint32_t* shape, int dev)
-{   return zkp_bm_plan_new<scalar_t>(out, scalars, k, n, mont, piece, constant_work, shape, dev);   }
+                                                    uint32_t table_wbits, uint32_t* shape,
+                                                    int dev)
+{
+    return zkp_bm_plan_new<scalar_t>(out, scalars, k, n, mont, piece, constant_work,
+                                     table_wbits, shape, dev);
+}
 
 extern "C" void ZKP_FN(zkp_bm_plan_drop_, CURVE)(zkp_bm_plan_t* plan)
 {   delete plan;   }

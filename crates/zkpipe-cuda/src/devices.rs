@@ -2,7 +2,9 @@
 //! and may do there ([`crate::shape`]), and binding a key to one ([`crate::CudaBound`]).
 //! Restrict the GPUs with `CUDA_VISIBLE_DEVICES`.
 
-use crate::shape::{caps, device_bytes_for_shape, device_bytes_per_pass, BATCH_MAX_PROOFS};
+use crate::shape::{
+    binds_tables, caps, device_bytes_for_shape, device_bytes_per_pass, BATCH_MAX_PROOFS,
+};
 use crate::{device_count, device_info, CudaBound, CudaError, GpuCurve, GpuInfo};
 use std::sync::Arc;
 use zkpipe_core::{
@@ -70,8 +72,10 @@ impl Devices for CudaDevices {
         2
     }
 
+    /// The daemon's keys, which this estimate is for, are resident (its key loading
+    /// calls `CompiledKey::prepare_resident`), so their window tables count.
     fn key_device_bytes(&self, shape: &KeyShape) -> u64 {
-        device_bytes_for_shape(shape)
+        device_bytes_for_shape(shape, binds_tables(true, shape.domain_size))
     }
 
     fn partition_device_bytes(&self, shape: &KeyShape) -> u64 {

@@ -31,11 +31,83 @@ pub(crate) fn lone_on_batch(domain: usize) -> bool {
     zkpipe_core::msm::constant_work::enabled() || forced.unwrap_or(domain <= LONE_BATCH_MAX_DOMAIN)
 }
 
+/// Whether a key of `domain` proves on the batched kernels: in batches, or alone
+/// ([`lone_on_batch`]).
+fn on_batch_kernels(domain: usize) -> bool {
+    domain <= BATCH_MAX_DOMAIN || lone_on_batch(domain)
+}
+
+/// Whether a key binds with window tables (fixed-base precomputation: [`table_wbits`]):
+/// `resident` ones (`CompiledKey::is_resident`) that prove on the batched kernels. On by
+/// default; `ZKPIPE_CUDA_TABLES=off` turns them off (a diagnostic switch for comparing the
+/// two in one build, read once).
+pub(crate) fn binds_tables(resident: bool, domain: usize) -> bool {
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let off = *OFF.get_or_init(|| std::env::var("ZKPIPE_CUDA_TABLES").is_ok_and(|v| v == "off"));
+    resident && !off && on_batch_kernels(domain)
+}
+
+/// The window width of a table for a set of `n` points (padding included) and scalars
+/// of `bits` bits: the c minimizing a plan's additions for one proof with the table, E +
+/// (c/2)·(E/L + min(2^c, E)), where E = n·⌈bits/c⌉ entries (one addition each) and the
+/// bit sums add each piece (L entries, or one bucket's) c/2 times on average. With one
+/// group of buckets per proof instead of one per window, the bucket side costs ~⌈bits/c⌉
+/// times less, so the width is wider than a plan without a table takes (batch_msm.cuh,
+/// zkp_bm_wbits): 12 at 2^13, 15 at 2^16, 17 at 2^20 points, for 22, 17, 15 rows.
+pub(crate) fn table_wbits(n: usize, bits: u32) -> u32 {
+    let n = n.max(1) as f64;
+    let piece = default_piece_len(1, n as usize) as f64;
+    let cost = |c: u32| {
+        let entries = n * table_rows(c, bits) as f64;
+        entries + 0.5 * c as f64 * (entries / piece + entries.min((1u64 << c) as f64))
+    };
+    (4..=20)
+        .min_by(|&a, &b| cost(a).total_cmp(&cost(b)))
+        .unwrap_or(16)
+}
+
+/// Rows of a window table of width `wbits` (0: no table, one row) for `bits`-bit scalars.
+pub(crate) fn table_rows(wbits: u32, bits: u32) -> usize {
+    if wbits == 0 {
+        1
+    } else {
+        bits.div_ceil(wbits) as usize
+    }
+}
+
 /// Entries one GPU thread sums per piece of a bucket: about √(k·n / 64), a power of two
 /// in 8..=64. The piece sums' serial chain is L additions and the bit sums' is about
 /// (k·n / L) / (128 threads × splits), so this balances the two; a batch of many proofs
 /// takes longer pieces (fewer partial sums in memory, where latency matters less).
+///
+/// `ZKPIPE_CUDA_PIECE=L` (8..=1024) forces L, a diagnostic switch for measuring the
+/// trade-off (read once).
 pub(crate) fn piece_len(k: usize, n: usize) -> u32 {
+    static FORCED: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    let forced = *FORCED.get_or_init(|| {
+        let l = std::env::var("ZKPIPE_CUDA_PIECE")
+            .ok()?
+            .parse::<u32>()
+            .ok()?;
+        (8..=1024).contains(&l).then_some(l)
+    });
+    forced.unwrap_or_else(|| default_piece_len(k, n))
+}
+
+/// The piece length of a plan of k vectors of n scalars, for sets with a window table
+/// (`tabled`) or without: with one, pieces twice as long as [`piece_len`] gives (the
+/// L of 4k vectors). A proof's entries then fall into one group of buckets, ~⌈bits/c⌉
+/// times fuller, and longer pieces mean fewer partial sums for the bit sums to add. On an
+/// H100 (experiment 021, lone MSMs with the table) L = 64 instead of 32 at 2^16 took
+/// 1.18 → 1.06 ms (BN254 G1), 2.56 → 2.11 (G2), 2.38 → 2.02 (BLS12-381 G1); at 2^13,
+/// L = 16 was faster than 8 and 64.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn plan_piece_len(k: usize, n: usize, tabled: bool) -> u32 {
+    piece_len(if tabled { 4 * k } else { k }, n)
+}
+
+/// [`piece_len`] unless forced: what the table width and memory estimates assume.
+fn default_piece_len(k: usize, n: usize) -> u32 {
     let target = ((k.max(1) * n.max(1)) as f64 / 64.0).sqrt();
     let mut len = 8u32;
     while len < 64 && (2 * len) as f64 <= target {
@@ -72,11 +144,12 @@ pub(crate) fn reduces_on_gpu() -> bool {
 }
 
 /// Device memory one key needs on the GPU, in bytes (an upper estimate): its resident
-/// points and matrices, sppark's buckets per point set, the quotient buffers, and the
-/// scratch of the largest MSM. A, B₁, B₂ have `n_vars` points, C has
-/// `n_vars − n_public − 1`, H has `domain_size`; A and B have `n_coefficients` entries.
-/// Binding refuses a key whose need exceeds the GPU's free memory.
-pub(crate) fn device_bytes_for_shape(shape: &KeyShape) -> u64 {
+/// points (with their window tables where `tables`, see [`binds_tables`]) and matrices,
+/// sppark's buckets per point set, the quotient buffers, and the scratch of the largest
+/// MSM. A, B₁, B₂ have `n_vars` points, C has `n_vars − n_public − 1`, H has
+/// `domain_size`; A and B have `n_coefficients` entries. Binding refuses a key whose need
+/// exceeds the GPU's free memory.
+pub(crate) fn device_bytes_for_shape(shape: &KeyShape, tables: bool) -> u64 {
     let KeyShape {
         n_vars,
         n_public,
@@ -87,8 +160,8 @@ pub(crate) fn device_bytes_for_shape(shape: &KeyShape) -> u64 {
     let c = n_vars.saturating_sub(n_public + 1);
     let sets = [n_vars, n_vars, c, domain];
     let points = match shape.curve {
-        CurveId::Bn254 => bytes_for::<Bn254>(sets, n_vars, domain),
-        CurveId::Bls12_381 => bytes_for::<Bls12_381>(sets, n_vars, domain),
+        CurveId::Bn254 => bytes_for::<Bn254>(sets, n_vars, domain, tables),
+        CurveId::Bls12_381 => bytes_for::<Bls12_381>(sets, n_vars, domain, tables),
     };
     (points + matrices_bytes(coefficients, domain)) as u64
 }
@@ -110,15 +183,27 @@ fn matrices_bytes(coefficients: usize, rows: usize) -> usize {
     }
 }
 
-fn bytes_for<E: Curve>(g1_sets: [usize; 4], g2_points: usize, n: usize) -> usize {
+fn bytes_for<E: Curve>(g1_sets: [usize; 4], g2_points: usize, n: usize, tables: bool) -> usize {
+    use ark_ff::PrimeField;
     let g1 = std::mem::size_of::<E::G1Affine>();
     let g2 = std::mem::size_of::<E::G2Affine>();
     let sets = g1_sets.map(|len| (len, g1));
+    let bits = E::ScalarField::MODULUS_BIT_SIZE;
     let mut bytes: usize = sets
         .iter()
         .chain(std::iter::once(&(g2_points, g2)))
         .map(|&(len, affine)| len * affine + buckets_bytes(len, affine))
         .sum();
+    // The window tables' rows past the first (on the device an affine point is its two
+    // coordinates, no larger than arkworks' layout). C's table covers its padding too, so
+    // every set but H spans w.
+    if tables {
+        let w = g1_sets[0];
+        let extra = |len: usize, affine: usize| {
+            (table_rows(table_wbits(len, bits), bits) - 1) * len * affine
+        };
+        bytes += 3 * extra(w, g1) + extra(n, g1) + extra(w, g2);
+    }
     bytes += pass_bytes(
         g1_sets[0],
         n,
@@ -131,7 +216,7 @@ fn bytes_for<E: Curve>(g1_sets: [usize; 4], g2_points: usize, n: usize) -> usize
 /// powers), the witness uploaded once for its MSMs, and the scalars and digits of its five
 /// MSMs, which run at once.
 fn pass_bytes(n_vars: usize, n: usize, largest: usize) -> usize {
-    let batched = if n <= BATCH_MAX_DOMAIN || lone_on_batch(n) {
+    let batched = if on_batch_kernels(n) {
         batch_bytes(n_vars, n)
     } else {
         0
@@ -149,7 +234,7 @@ fn batch_bytes(n_vars: usize, n: usize) -> usize {
     // 2^12 scalars on, and c ≥ 4 always.
     let windows = if n_vars.max(n) >= 1 << 12 { 32 } else { 64 };
     let items = windows * (n_vars + n);
-    let piece = piece_len(1, n_vars.max(n)) as usize;
+    let piece = default_piece_len(1, n_vars.max(n)) as usize;
     let pieces = items / piece + 2 * n_vars.max(n);
     items * 28 + 5 * pieces * 256
 }
@@ -199,12 +284,25 @@ mod tests {
     #[test]
     fn memory_estimates_grow_with_the_key() {
         let (a, b) = (shape(1 << 12), shape(1 << 16));
-        assert!(device_bytes_for_shape(&a) < device_bytes_for_shape(&b));
-        assert!(device_bytes_per_pass(&a) < device_bytes_per_pass(&b));
         let bls = KeyShape {
             curve: CurveId::Bls12_381,
             ..b
         };
-        assert!(device_bytes_for_shape(&b) < device_bytes_for_shape(&bls));
+        for tables in [false, true] {
+            assert!(device_bytes_for_shape(&a, tables) < device_bytes_for_shape(&b, tables));
+            assert!(device_bytes_for_shape(&b, tables) < device_bytes_for_shape(&bls, tables));
+        }
+        assert!(device_bytes_per_pass(&a) < device_bytes_per_pass(&b));
+    }
+
+    /// Window tables are for resident keys, and cost ⌈bits/c⌉ copies of the points: a
+    /// 2^16 key's estimate grows by more than its points' size with them.
+    #[test]
+    fn window_tables_are_for_resident_keys_and_counted() {
+        let b = shape(1 << 16);
+        assert!(!binds_tables(false, b.domain_size));
+        let with = device_bytes_for_shape(&b, true);
+        let without = device_bytes_for_shape(&b, false);
+        assert!(with > without + 5 * b.n_vars as u64 * 64);
     }
 }

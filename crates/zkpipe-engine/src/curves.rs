@@ -80,6 +80,8 @@ impl<E: BindCurve> CurveKind for Kind<E> {
         // same key under another id, loads without the point checks.
         let cache = CheckedKeys::user();
         let (key, outcome) = compile_checked::<E>(zkey, checks, cache.as_ref())?;
+        // A resident key proves many times: its assembly uses fixed-base tables.
+        key.prepare_resident();
         tracing::info!(key = %zkey.path().display(), ?outcome, "key compiled");
         Ok(Arc::new(Loaded(Arc::new(key))))
     }

@@ -8,7 +8,7 @@ use crate::enabled::curve::GpuCurve;
 use crate::enabled::msm::{ResidentG1, ResidentG2};
 use crate::enabled::reduce::GpuMatrices;
 use crate::enabled::runtime::device_info;
-use crate::shape::{caps, device_bytes_for_shape, lone_on_batch};
+use crate::shape::{binds_tables, caps, device_bytes_for_shape, lone_on_batch};
 use crate::{CudaError, GpuInfo};
 use std::sync::Arc;
 use zkpipe_core::msm::{DeviceSums, ScalarInt};
@@ -48,7 +48,11 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
     pub fn new(key: Arc<CompiledKey<E>>, gpu: usize) -> Result<Self, CudaError> {
         let info = device_info(gpu)?;
         let shape = KeyShape::of_key(&key);
-        let needed = device_bytes_for_shape(&shape) as usize;
+        // Resident keys whose proofs run on the batched kernels get window tables: their
+        // MSMs then add fewer points. The tables cost memory (counted in `needed`) and
+        // build time at binding (~0.5 s at 2^20), which a one-shot proof would not win back.
+        let tables = binds_tables(key.is_resident(), key.domain_size());
+        let needed = device_bytes_for_shape(&shape, tables) as usize;
         if needed > info.free_bytes {
             return Err(CudaError::OutOfMemory {
                 what: format!(
@@ -71,11 +75,11 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             gpu,
         };
         Ok(Self {
-            a: ResidentG1::upload(&p.a, gpu)?,
-            b1: ResidentG1::upload(&p.b1, gpu)?,
-            c: ResidentG1::upload_padded(&p.c, key.n_public + 1, gpu)?,
-            h: ResidentG1::upload(&p.h, gpu)?,
-            b2: ResidentG2::upload(&p.b2, gpu)?,
+            a: ResidentG1::upload_tabled(&p.a, 0, tables, gpu)?,
+            b1: ResidentG1::upload_tabled(&p.b1, 0, tables, gpu)?,
+            c: ResidentG1::upload_tabled(&p.c, key.n_public + 1, tables, gpu)?,
+            h: ResidentG1::upload_tabled(&p.h, 0, tables, gpu)?,
+            b2: ResidentG2::upload_tabled(&p.b2, 0, tables, gpu)?,
             matrices: if caps.reduces {
                 Some(GpuMatrices::upload(&key.a, &key.b, gpu)?)
             } else {

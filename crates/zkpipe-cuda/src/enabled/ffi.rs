@@ -29,13 +29,15 @@ pub type CsrNewFn = unsafe extern "C" fn(
 
 /// The entry points of one group (G1 or G2) of one curve.
 pub struct GroupFns {
-    /// Uploads points (arkworks layout, `affine_sz` apart) after `pad` points at infinity.
+    /// Uploads points (arkworks layout, `affine_sz` apart) after `pad` points at infinity,
+    /// and builds their window table of width `table_wbits` there (0: none).
     pub new: unsafe extern "C" fn(
         out: *mut SetHandle,
         points: *const c_void,
         n: usize,
         affine_sz: usize,
         pad: usize,
+        table_wbits: u32,
         dev: c_int,
     ) -> sppark::Error,
     pub drop: unsafe extern "C" fn(set: SetHandle),
@@ -48,7 +50,7 @@ pub struct GroupFns {
         mont: bool,
         on_device: bool,
     ) -> sppark::Error,
-    /// A plan's k MSMs as bit sums: k·nwins·wbits xyzz points into `out`.
+    /// A plan's k MSMs as bit sums: k·groups·wbits xyzz points into `out`.
     pub batch:
         unsafe extern "C" fn(set: SetHandle, plan: PlanHandle, out: *mut c_void) -> sppark::Error,
 }
@@ -72,6 +74,7 @@ pub struct CurveFns {
         mont: bool,
         piece: u32,
         constant_work: bool,
+        table_wbits: u32,
         shape: *mut u32,
         dev: c_int,
     ) -> sppark::Error,
@@ -114,6 +117,7 @@ macro_rules! curve_fns {
                 n: usize,
                 sz: usize,
                 pad: usize,
+                table_wbits: u32,
                 dev: c_int,
             ) -> sppark::Error;
             fn $g1_drop(set: SetHandle);
@@ -132,6 +136,7 @@ macro_rules! curve_fns {
                 n: usize,
                 sz: usize,
                 pad: usize,
+                table_wbits: u32,
                 dev: c_int,
             ) -> sppark::Error;
             fn $g2_drop(set: SetHandle);
@@ -159,6 +164,7 @@ macro_rules! curve_fns {
                 mont: bool,
                 piece: u32,
                 constant_work: bool,
+                table_wbits: u32,
                 shape: *mut u32,
                 dev: c_int,
             ) -> sppark::Error;

@@ -24,6 +24,8 @@ pub struct Resident<E: GpuCurve, G: GpuGroup<E>> {
     sppark: Mutex<()>,
     len: usize,
     pad: usize,
+    /// Window width of the set's table (0: none), see [`Self::upload_tabled`].
+    table_wbits: u32,
     device: i32,
     _curve: PhantomData<(E, G)>,
 }
@@ -52,6 +54,34 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
         pad: usize,
         device: usize,
     ) -> Result<Self, CudaError> {
+        Self::upload_with(points, pad, 0, device)
+    }
+
+    /// As [`Self::upload_padded`], plus, with `tabled`, the set's window table, built on
+    /// the GPU: for every window w of the width [`crate::shape::table_wbits`] picks, the
+    /// points times 2^(w·width) (fixed-base precomputation). Batch plans made for that
+    /// width ([`BatchPlan::new`] with [`Self::table_wbits`]) then sum all windows of a
+    /// proof in one group of buckets. Costs ⌈scalar bits / width⌉ times the points'
+    /// memory ([`Self::device_bytes`]).
+    pub fn upload_tabled(
+        points: &[G::Affine],
+        pad: usize,
+        tabled: bool,
+        device: usize,
+    ) -> Result<Self, CudaError> {
+        let wbits = match tabled {
+            true => crate::shape::table_wbits(pad + points.len(), scalar_bits::<E>()),
+            false => 0,
+        };
+        Self::upload_with(points, pad, wbits, device)
+    }
+
+    fn upload_with(
+        points: &[G::Affine],
+        pad: usize,
+        table_wbits: u32,
+        device: usize,
+    ) -> Result<Self, CudaError> {
         check_device(device)?;
         let dev = device as i32;
         let mut handle: ffi::SetHandle = std::ptr::null_mut();
@@ -65,6 +95,7 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
                 points.len(),
                 std::mem::size_of::<G::Affine>(),
                 pad,
+                table_wbits,
                 dev,
             )
         })?;
@@ -73,6 +104,7 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
             sppark: Mutex::new(()),
             len: points.len(),
             pad,
+            table_wbits,
             device: dev,
             _curve: PhantomData,
         })
@@ -86,6 +118,18 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
     /// True when no points are resident.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The window width of the set's table, 0 without one: what [`BatchPlan::new`] takes
+    /// to run against it.
+    pub fn table_wbits(&self) -> u32 {
+        self.table_wbits
+    }
+
+    /// Device memory of the points and their table (sppark's MSM state not counted).
+    pub fn device_bytes(&self) -> usize {
+        let rows = crate::shape::table_rows(self.table_wbits, scalar_bits::<E>());
+        (self.pad + self.len) * rows * 2 * G::coord_words() * 8
     }
 
     /// Σ scalarsᵢ·pointsᵢ over the first `n` points. `scalars` are 4-word little-endian
@@ -157,19 +201,26 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
                 self.device
             )));
         }
+        if plan.table_wbits != 0 && plan.table_wbits != self.table_wbits {
+            return Err(CudaError::Length(format!(
+                "a batch plan for a window table of {} bits on a set with {}",
+                plan.table_wbits, self.table_wbits
+            )));
+        }
         let words = 4 * G::coord_words();
-        let per_proof = plan.nwins * plan.wbits;
+        let per_proof = plan.groups * plan.wbits;
         let mut out = vec![0u64; plan.k * per_proof * words];
-        // SAFETY: `out` has room for the plan's k·nwins·wbits xyzz bit sums; the plan and
-        // the set are live and on the same GPU (checked); the call only reads the
-        // resident points.
+        // SAFETY: `out` has room for the plan's k·groups·wbits xyzz bit sums; the plan and
+        // the set are live and on the same GPU (checked), the plan's table is the set's
+        // (checked again there); the call only reads the resident points.
         check(unsafe {
             (G::fns().batch)(self.handle, plan.handle, out.as_mut_ptr() as *mut c_void)
         })?;
-        // Proof j's MSM is Σ_{w,b} 2^(w·wbits + b)·T[j][w][b]: Horner from the top bit.
-        // On the host, because this chain of ~255 doublings is one thread's serial work
-        // either way, and a CPU core does each step several times faster than a GPU
-        // thread; a batch's proofs on the pool's cores.
+        // Proof j's MSM is Σ_{g,b} 2^(g·wbits + b)·T[j][g][b]: Horner from the top bit
+        // (with a table, one group: wbits steps). On the host, because this chain of up
+        // to ~255 doublings is one thread's serial work either way, and a CPU core does
+        // each step several times faster than a GPU thread; a batch's proofs on the pool's
+        // cores.
         use rayon::prelude::*;
         Ok(out
             .par_chunks(per_proof * words)
@@ -193,6 +244,11 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
         check_scalars::<E>(scalars)?;
         self.msm_raw(scalars.as_ptr() as *const [u64; 4], scalars.len(), false)
     }
+}
+
+/// Bits of the curve's scalar field: what the window count is reckoned from.
+fn scalar_bits<E: GpuCurve>() -> u32 {
+    E::ScalarField::MODULUS_BIT_SIZE
 }
 
 fn check_scalars<E: GpuCurve>(
@@ -221,9 +277,12 @@ pub struct BatchPlan<E: GpuCurve> {
     handle: ffi::PlanHandle,
     k: usize,
     n: usize,
-    /// Window width and count the plan chose: the layout of a run's bit sums.
+    /// Window width and bucket groups per proof the plan chose: the layout of a run's
+    /// bit sums.
     wbits: usize,
-    nwins: usize,
+    groups: usize,
+    /// The window table's width the plan was made for (0: none).
+    table_wbits: u32,
     device: i32,
     _curve: PhantomData<E>,
 }
@@ -237,7 +296,8 @@ impl<E: GpuCurve> BatchPlan<E> {
     /// scalars each, standard form or Montgomery with `mont`). With `constant_work`
     /// every digit, zero or not, is an entry and every bucket sum is computed, so the
     /// MSMs' work depends on the scalars' values only through how they fall into buckets
-    /// (`zkpipe_core::msm::constant_work`).
+    /// (`zkpipe_core::msm::constant_work`). `table_wbits`: the [`Resident::table_wbits`]
+    /// of the sets it will run against, or 0 for any set (without its table).
     ///
     /// # Safety
     /// Every address must be device memory on `device` valid for `n` scalars (each < r),
@@ -247,6 +307,7 @@ impl<E: GpuCurve> BatchPlan<E> {
         n: usize,
         mont: bool,
         constant_work: bool,
+        table_wbits: u32,
         device: usize,
     ) -> Result<Self, CudaError> {
         check_device(device)?;
@@ -262,8 +323,9 @@ impl<E: GpuCurve> BatchPlan<E> {
             k,
             n32,
             mont,
-            crate::shape::piece_len(vectors.len(), n),
+            crate::shape::plan_piece_len(vectors.len(), n, table_wbits != 0),
             constant_work,
+            table_wbits,
             shape.as_mut_ptr(),
             device as i32,
         ))?;
@@ -272,7 +334,8 @@ impl<E: GpuCurve> BatchPlan<E> {
             k: vectors.len(),
             n,
             wbits: shape[0] as usize,
-            nwins: shape[1] as usize,
+            groups: shape[1] as usize,
+            table_wbits,
             device: device as i32,
             _curve: PhantomData,
         })

@@ -51,16 +51,19 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             .collect();
         let (nw, gpu) = (self.a.len(), self.gpu);
         let constant = constant_work::enabled();
-        let plan = |v: &[usize], len: usize, mont: bool| {
+        // w's plan serves A, B₁, B₂ and C, whose tables (if any) share one width.
+        let plan = |v: &[usize], len: usize, mont: bool, table: u32| {
             let v: Vec<*const [u64; 4]> = v.iter().map(|&p| p as *const [u64; 4]).collect();
             // SAFETY: each address is this GPU's memory holding `len` scalars (a lent
             // witness buffer or quotient h), not written until the lent sets go back.
-            unsafe { BatchPlan::<E>::new(&v, len, mont, constant, gpu) }
+            unsafe { BatchPlan::<E>::new(&v, len, mont, constant, table, gpu) }
         };
-        let pw = plan(&ws, nw, false)?;
+        let pw = plan(&ws, nw, false, self.a.table_wbits())?;
         let (a, b1, b2, c, h) = std::thread::scope(|s| {
             // h's plan is made while w's MSMs run.
-            let h = s.spawn(|| plan(&hs, n, true).and_then(|p| self.h.batch_msm(&p)));
+            let h = s.spawn(|| {
+                plan(&hs, n, true, self.h.table_wbits()).and_then(|p| self.h.batch_msm(&p))
+            });
             let b2 = g2.then(|| s.spawn(|| self.b2.batch_msm(&pw)));
             let b1 = s.spawn(|| self.b1.batch_msm(&pw));
             let c = s.spawn(|| self.c.batch_msm(&pw));

@@ -1,10 +1,11 @@
 //! The batched MSM (k scalar vectors against one resident point set in one pass), G1 and
-//! G2, at 2^10 and 2^14 with k = 1, 3, 8: witness-like vectors (mostly 0 and 1, so one
-//! bucket holds thousands of entries), random ones, Montgomery-form input, and a set
-//! padded with points at infinity (as [C]₁ is); every witness distribution (all zeros,
-//! all ones, mixed, random, all r − 1) alone, with and without constant-work MSMs; then
-//! its time per proof against sppark's one-vector MSM, and a lone vector's time by
-//! distribution, with and without constant work (the spread that mode removes).
+//! G2, at 2^10 and 2^14 with k = 1, 3, 8, each on a set without and with a window table:
+//! witness-like vectors (mostly 0 and 1, so one bucket holds thousands of entries),
+//! random ones, Montgomery-form input, and a set padded with points at infinity (as [C]₁
+//! is); every witness distribution (all zeros, all ones, mixed, random, all r − 1) alone,
+//! with and without constant-work MSMs; then its time per proof against sppark's
+//! one-vector MSM, with and without the table, and a lone vector's time by distribution,
+//! with and without constant work (the spread that mode narrows).
 
 use crate::common::{edge_scalars, random_scalars, summarize, time_runs, verdict, Cfg};
 use ark_ec::scalar_mul::ScalarMul;
@@ -64,15 +65,37 @@ fn upload_vectors<E: Curve>(vs: &[Vec<ScalarInt<E>>], mont: bool) -> Vec<DeviceB
         .collect()
 }
 
-fn plan_of<E: GpuCurve>(
+/// A plan of `bufs` for the set `r` (its window table, if it has one).
+fn plan_of<E: GpuCurve, G: GpuGroup<E>>(
+    r: &Resident<E, G>,
     bufs: &[DeviceBuf],
     n: usize,
     mont: bool,
     constant_work: bool,
 ) -> Result<BatchPlan<E>, String> {
     let ptrs: Vec<*const [u64; 4]> = bufs.iter().map(|b| b.device_ptr(0) as *const _).collect();
+    let table = r.table_wbits();
     // SAFETY: each buffer holds n scalars below r on GPU 0, unchanged during the call.
-    unsafe { BatchPlan::<E>::new(&ptrs, n, mont, constant_work, 0) }.map_err(|e| e.to_string())
+    unsafe { BatchPlan::<E>::new(&ptrs, n, mont, constant_work, table, 0) }
+        .map_err(|e| e.to_string())
+}
+
+/// `points` after `pad` points at infinity on GPU 0, with a window table or without.
+fn resident<E: GpuCurve, G: GpuGroup<E>>(
+    points: &[G::Affine],
+    pad: usize,
+    tabled: bool,
+) -> Result<Resident<E, G>, String> {
+    Resident::<E, G>::upload_tabled(points, pad, tabled, 0).map_err(|e| e.to_string())
+}
+
+/// ", window table" for a tabled run's lines.
+fn table_note(tabled: bool) -> &'static str {
+    if tabled {
+        ", window table"
+    } else {
+        ""
+    }
 }
 
 /// The witness distributions every path must get right: the names and one vector each.
@@ -120,19 +143,18 @@ where
                 .iter()
                 .map(|v| cpu(&pts, v).expect("lengths").into_affine())
                 .collect();
-            for mont in [false, true] {
+            for (mont, tabled) in [(false, false), (true, false), (false, true), (true, true)] {
                 let bufs = upload_vectors::<E>(&vs, mont);
-                let got = Resident::<E, G>::upload(&pts, 0)
-                    .map_err(|e| e.to_string())
-                    .and_then(|r| {
-                        let plan = plan_of::<E>(&bufs, n, mont, false)?;
-                        r.batch_msm(&plan).map_err(|e| e.to_string())
-                    });
+                let got = resident::<E, G>(&pts, 0, tabled).and_then(|r| {
+                    let plan = plan_of(&r, &bufs, n, mont, false)?;
+                    r.batch_msm(&plan).map_err(|e| e.to_string())
+                });
                 let same = matches!(&got, Ok(g) if g.iter().map(|p| p.into_affine()).eq(want.iter().copied()));
                 ok &= same;
                 println!(
-                    "{name} {group} batch MSM 2^{log} k={k}{}: {}",
+                    "{name} {group} batch MSM 2^{log} k={k}{}{}: {}",
                     if mont { " (Montgomery scalars)" } else { "" },
+                    table_note(tabled),
                     verdict(same)
                 );
                 if let Err(e) = got {
@@ -148,40 +170,58 @@ where
             .map(|v| cpu(&pts[pad..], &v[pad..]).expect("lengths").into_affine())
             .collect();
         let bufs = upload_vectors::<E>(&vs, false);
-        let got = Resident::<E, G>::upload_padded(&pts[pad..], pad, 0)
-            .map_err(|e| e.to_string())
-            .and_then(|r| {
-                let plan = plan_of::<E>(&bufs, n, false, false)?;
+        for tabled in [false, true] {
+            let got = resident::<E, G>(&pts[pad..], pad, tabled).and_then(|r| {
+                let plan = plan_of(&r, &bufs, n, false, false)?;
                 r.batch_msm(&plan).map_err(|e| e.to_string())
             });
-        let same =
-            matches!(&got, Ok(g) if g.iter().map(|p| p.into_affine()).eq(want.iter().copied()));
-        ok &= same;
-        println!(
-            "{name} {group} batch MSM 2^{log} k=3, padded set: {}",
-            verdict(same)
-        );
-        // Each distribution alone (k = 1, a lone proof's path), both modes.
-        let resident = Resident::<E, G>::upload(&pts, 0).map_err(|e| e.to_string());
-        for (dist, v) in distributions::<E>(n, &mut rng) {
-            let want = cpu(&pts, &v).expect("lengths").into_affine();
-            let bufs = upload_vectors::<E>(std::slice::from_ref(&v), false);
-            for constant in [false, true] {
-                let got = resident.as_ref().map_err(Clone::clone).and_then(|r| {
-                    let plan = plan_of::<E>(&bufs, n, false, constant)?;
-                    r.batch_msm(&plan).map_err(|e| e.to_string())
-                });
-                let same = matches!(&got, Ok(g) if g.len() == 1 && g[0].into_affine() == want);
-                ok &= same;
-                println!(
-                    "{name} {group} batch MSM 2^{log} k=1, {dist}{}: {}",
-                    if constant { ", constant work" } else { "" },
-                    verdict(same)
-                );
-                if let Err(e) = got {
-                    println!("  error: {e}");
+            let same =
+                matches!(&got, Ok(g) if g.iter().map(|p| p.into_affine()).eq(want.iter().copied()));
+            ok &= same;
+            println!(
+                "{name} {group} batch MSM 2^{log} k=3, padded set{}: {}",
+                table_note(tabled),
+                verdict(same)
+            );
+        }
+        // Each distribution alone (k = 1, a lone proof's path), both modes, both sets.
+        for tabled in [false, true] {
+            let set = resident::<E, G>(&pts, 0, tabled);
+            for (dist, v) in distributions::<E>(n, &mut rng) {
+                let want = cpu(&pts, &v).expect("lengths").into_affine();
+                let bufs = upload_vectors::<E>(std::slice::from_ref(&v), false);
+                for constant in [false, true] {
+                    let got = set.as_ref().map_err(Clone::clone).and_then(|r| {
+                        let plan = plan_of(r, &bufs, n, false, constant)?;
+                        r.batch_msm(&plan).map_err(|e| e.to_string())
+                    });
+                    let same = matches!(&got, Ok(g) if g.len() == 1 && g[0].into_affine() == want);
+                    ok &= same;
+                    println!(
+                        "{name} {group} batch MSM 2^{log} k=1, {dist}{}{}: {}",
+                        if constant { ", constant work" } else { "" },
+                        table_note(tabled),
+                        verdict(same)
+                    );
+                    if let Err(e) = got {
+                        println!("  error: {e}");
+                    }
                 }
             }
+        }
+        // A plan for a table the set does not have is refused, not run.
+        if let (Ok(plain), Ok(tabled)) = (
+            resident::<E, G>(&pts, 0, false),
+            resident::<E, G>(&pts, 0, true),
+        ) {
+            let bufs = upload_vectors::<E>(&vs[..1], false);
+            let refused = plan_of(&tabled, &bufs, n, false, false)
+                .is_ok_and(|p| plain.batch_msm(&p).is_err());
+            ok &= refused;
+            println!(
+                "{name} {group} batch MSM 2^{log}: a table's plan on a set without it is refused: {}",
+                verdict(refused)
+            );
         }
     }
     // Time per proof: sppark's MSM of one device vector, and batches of k.
@@ -197,6 +237,21 @@ where
                 return false;
             }
         };
+        let started = std::time::Instant::now();
+        let rt = match Resident::<E, G>::upload_tabled(&points[..n], 0, true, 0) {
+            Ok(r) => r,
+            Err(e) => {
+                println!("{name} {group} upload 2^{log} with a window table: {e}");
+                return false;
+            }
+        };
+        println!(
+            "{name} {group} window table 2^{log}: {} bits, {:.1} MiB on the device ({:.1} MiB without), upload and build {:.1} ms",
+            rt.table_wbits(),
+            rt.device_bytes() as f64 / (1u64 << 20) as f64,
+            r.device_bytes() as f64 / (1u64 << 20) as f64,
+            started.elapsed().as_secs_f64() * 1e3
+        );
         let kmax = if log <= 16 { 32 } else { 1 };
         let vs: Vec<Vec<ScalarInt<E>>> = (0..kmax)
             .map(|_| random_scalars::<E>(n, &mut rng))
@@ -211,23 +266,28 @@ where
             );
         }
         for k in [1usize, 4, 16, 32].into_iter().filter(|&k| k <= kmax) {
-            let run = || {
-                plan_of::<E>(&bufs[..k], n, false, false)
-                    .and_then(|p| r.batch_msm(&p).map_err(|e| e.to_string()))
-            };
-            match time_runs(cfg.runs, run) {
-                Ok(mut ms) => {
-                    let per: Vec<f64> = ms.iter().map(|m| m / k as f64).collect();
-                    let mut per = per;
-                    println!(
-                        "{name} {group} batch MSM 2^{log} k={k} (plan + run): {}; per proof median {:.3} ms",
-                        summarize(&mut ms),
-                        { per.sort_by(f64::total_cmp); per[per.len() / 2] }
-                    );
-                }
-                Err(e) => {
-                    println!("{name} {group} batch MSM 2^{log} k={k}: {e}");
-                    ok = false;
+            for (set, tabled) in [(&r, false), (&rt, true)] {
+                let run = || {
+                    plan_of(set, &bufs[..k], n, false, false)
+                        .and_then(|p| set.batch_msm(&p).map_err(|e| e.to_string()))
+                };
+                match time_runs(cfg.runs, run) {
+                    Ok(mut ms) => {
+                        let mut per: Vec<f64> = ms.iter().map(|m| m / k as f64).collect();
+                        println!(
+                            "{name} {group} batch MSM 2^{log} k={k}{} (plan + run): {}; per proof median {:.3} ms",
+                            table_note(tabled),
+                            summarize(&mut ms),
+                            summarize_median(&mut per)
+                        );
+                    }
+                    Err(e) => {
+                        println!(
+                            "{name} {group} batch MSM 2^{log} k={k}{}: {e}",
+                            table_note(tabled)
+                        );
+                        ok = false;
+                    }
                 }
             }
         }
@@ -242,17 +302,20 @@ where
                 if let Ok(mut ms) = sppark {
                     line += &format!(" sppark median {:.3} ms;", summarize_median(&mut ms));
                 }
-                for constant in [false, true] {
-                    let run = || {
-                        plan_of::<E>(&bufs, n, false, constant)
-                            .and_then(|p| r.batch_msm(&p).map_err(|e| e.to_string()))
-                    };
-                    if let Ok(mut ms) = time_runs(cfg.runs, run) {
-                        line += &format!(
-                            " batch{} {};",
-                            if constant { " constant-work" } else { "" },
-                            summarize(&mut ms)
-                        );
+                for (set, tabled) in [(&r, false), (&rt, true)] {
+                    for constant in [false, true] {
+                        let run = || {
+                            plan_of(set, &bufs, n, false, constant)
+                                .and_then(|p| set.batch_msm(&p).map_err(|e| e.to_string()))
+                        };
+                        if let Ok(mut ms) = time_runs(cfg.runs, run) {
+                            line += &format!(
+                                " batch{}{} {};",
+                                if tabled { " tabled" } else { "" },
+                                if constant { " constant-work" } else { "" },
+                                summarize(&mut ms)
+                            );
+                        }
                     }
                 }
                 println!("{line}");

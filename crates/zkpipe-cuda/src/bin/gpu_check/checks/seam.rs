@@ -26,20 +26,32 @@ use zkpipe_formats::zkey::ZkeyFile;
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 type Sums<E> = Vec<Result<DeviceSums<E>, Error>>;
 
-/// The seam at 2^12 (batched passes) and 2^16 (one proof a pass), up to 2^max_log.
+/// The seam at 2^12 (batched passes) and 2^16 (one proof a pass), up to 2^max_log, for
+/// a key bound once (a one-shot proof's) and a resident one (with window tables and
+/// blinding tables, as the daemon binds them).
 pub fn check_seam<E: BindCurve>(name: &str, devices: &CudaDevices, cfg: &Cfg) -> bool {
     let mut ok = true;
     for log in [12u32, 16].into_iter().filter(|&l| l <= cfg.max_log) {
-        ok &= seam_at::<E>(name, devices, log).unwrap_or_else(|e| {
-            println!("{name} seam 2^{log}: {e}");
-            false
-        });
+        for resident in [false, true] {
+            let name = if resident {
+                format!("{name} (resident key)")
+            } else {
+                name.to_string()
+            };
+            ok &= seam_at::<E>(&name, devices, log, resident).unwrap_or_else(|e| {
+                println!("{name} seam 2^{log}: {e}");
+                false
+            });
+        }
     }
     ok
 }
 
-fn seam_at<E: BindCurve>(name: &str, devices: &CudaDevices, log: u32) -> Res<bool> {
+fn seam_at<E: BindCurve>(name: &str, devices: &CudaDevices, log: u32, resident: bool) -> Res<bool> {
     let (key, witness) = dev_key::<E>(log)?;
+    if resident {
+        key.prepare_resident();
+    }
     let gpu = bind(devices, 0, Arc::clone(&key))?;
     let cpu = CpuBound::new(Arc::clone(&key));
     let caps = gpu.caps();
