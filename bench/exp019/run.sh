@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Issue 17's device steps (experiments 019 and 021), one step per call, on the GPU machine.
+# Issue 17's device steps (experiments 019, 021 and 022), one step per call, on the GPU
+# machine.
 #
 #   bench/exp019/run.sh STEP OUT_DIR
 #
@@ -10,23 +11,28 @@
 # constraints, domain 2^16, a witness of 0s and 1s): its r1cs and witness travel as
 # .carry/sha-bn.r1cs.xz and .carry/sha-bn.wtns.xz (from `CIRCUIT=sha256_512
 # bench/circuits/build.sh`), and setup --dev makes the key here. STEP:
-#   check   zkpipe-gpu-check: the batched MSM against the CPU for every witness
-#           distribution (all zeros, all ones, mixed, random, all r − 1), with and without
-#           constant work; its timings against sppark at 2^13..2^20; then the seam (dev keys
-#           bound through CudaDevices, lone and batched passes, proofs self-checked).
+#   check   zkpipe-gpu-check: the kernels against the CPU up to 2^16 (the GPU reduce with w
+#           as scalars and in Montgomery form among them); the batched MSM against the CPU
+#           for every witness distribution (all zeros, all ones, mixed, random, all r − 1),
+#           with and without constant work; its timings against sppark at 2^13..2^20; then
+#           the seam (dev keys bound through CudaDevices, lone and batched passes, w in
+#           both forms, proofs self-checked).
 #   keys    synth + setup --dev: KEYS (default BN254 and BLS12-381 at 2^13, 2^16, 2^20, and
 #           BN254 2^14).
 #   latency `zkpipe bench --backend cuda --trusted-key --no-verify` per key, interleaved:
 #           old build, this build, this build with ZKPIPE_CUDA_LONE_MSM=sppark, this
-#           build with --constant-work, this build with ZKPIPE_CUDA_TABLES=off (notables)
-#           (VARIANTS picks); ROUNDS rounds (default 2).
+#           build with --constant-work, this build with ZKPIPE_CUDA_TABLES=off (notables),
+#           this build with ZKPIPE_CUDA_HOST_SCALARS=1 (hostscalars: the witness converted
+#           on the host, as before experiment 022) (VARIANTS picks); ROUNDS rounds
+#           (default 2).
 #   cpu     whole `zkpipe prove --backend cpu` processes (16 cores) of bn16 and bn20, default
 #           key checks: the old build, this build with the checked-key cache off, with it
 #           warm, and --trusted-key; ROUNDS rounds interleaved (/usr/bin/time).
 #   daemon  the 2^14 key at c = 64 (16 jobs per client, 1 partition), `zkpipe sweep` of the
-#           old build then this one, ROUNDS rounds interleaved (default 2); default pipeline
-#           config with queue_depth = 64 (experiment 010), trusted keys. DAEMON_ENV adds
-#           a third variant: this build with that environment (e.g. ZKPIPE_CUDA_TABLES=off).
+#           old build (when .carry has one) then this one, ROUNDS rounds interleaved
+#           (default 2); default pipeline config with queue_depth = 64 (experiment 010),
+#           trusted keys. DAEMON_ENV adds a variant: this build with that environment
+#           (e.g. ZKPIPE_CUDA_TABLES=off).
 #   tail    this build's daemon at the same cell, variants: the default, 8 and 16 tail workers,
 #           and the self-check off (what holds the daemon once the GPU is 90% busy).
 #   snarkrs whole CPU processes side by side on bn16 and bn20 (BN254; snarkrs has no
@@ -82,6 +88,9 @@ circuit_key() { # name: a dev key for the carried r1cs and witness of that name
 
 case $step in
 check)
+  log "gpu-check kernels"
+  timeout 300 "$work/bin/zkpipe-gpu-check" 16 3 20 kernels > "$out/gpu-check-kernels.txt" 2>&1 || true
+  tail -1 "$out/gpu-check-kernels.txt" | tee -a "$out/steps.log"
   log "gpu-check batch"
   timeout 400 "$work/bin/zkpipe-gpu-check" 14 7 20 batch > "$out/gpu-check-batch.txt" 2>&1 || true
   tail -1 "$out/gpu-check-batch.txt" | tee -a "$out/steps.log"
@@ -107,6 +116,7 @@ latency)
           sppark) cmd=(env ZKPIPE_CUDA_LONE_MSM=sppark "$bin" "${args[@]}") ;;
           constant) cmd=("$bin" "${args[@]}" --constant-work) ;;
           notables) cmd=(env ZKPIPE_CUDA_TABLES=off "$bin" "${args[@]}") ;;
+          hostscalars) cmd=(env ZKPIPE_CUDA_HOST_SCALARS=1 "$bin" "${args[@]}") ;;
         esac
         timeout 120 "${cmd[@]}" > "$out/$k-$v-r$round.md" 2>&1 || log "FAILED $k $v r$round"
         echo "$k $v r$round: $(grep -m1 'prove total' "$out/$k-$v-r$round.md")" | tee -a "$out/steps.log"
@@ -142,6 +152,7 @@ daemon)
   for round in $(seq 1 "${ROUNDS:-2}"); do
     for v in old new ${DAEMON_ENV:+env}; do
       b=$bin; [ $v = old ] && b=$work/bin/zkpipe-old
+      [ $v = old ] && [ ! -x "$b" ] && continue
       [ $v = env ] && b="env $DAEMON_ENV $bin"
       log "sweep $v r$round"
       # shellcheck disable=SC2086 # $b is a command with its environment

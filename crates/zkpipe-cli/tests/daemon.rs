@@ -211,6 +211,8 @@ async fn daemon_serves_concurrent_mixed_jobs_and_refuses_bad_input() {
         matches!(k, Code::ResourceExhausted | Code::OutOfRange),
         "{k:?} {m}"
     );
+    // The words the CLI recognises to name server.max_request_bytes (commands::client::rpc).
+    assert!(m.contains("message length too large"), "{m}");
     // A witness that does not satisfy the circuit fails its job with a message.
     let mut r = submit_req("bn254-multi", 1, Priority::Normal);
     r.witnesses = vec![std::fs::read(key_fixture("bn254-multi").join("bad_witness.wtns")).unwrap()];

@@ -25,6 +25,7 @@ pub const CPU_CAPS: Caps = Caps {
     reduces: false,
     g2: false,
     batch_limit: 1,
+    montgomery_w: false,
 };
 
 impl Devices for CpuDevices {
@@ -144,8 +145,8 @@ impl<E: Curve> BoundKey<E> for CpuBound<E> {
 impl<E: Curve> CpuBound<E> {
     fn pass_one(&self, p: &mut PassInput<'_, E>) -> Result<DeviceSums<E>, Error> {
         let key = &*self.key;
-        let w = p.w;
-        let private = &w[key.n_public + 1..];
+        let w = p.w.scalars();
+        let (w, private) = (&*w, &w[key.n_public + 1..]);
         let g1 = |set: G1Set, scalars: &[ScalarInt<E>]| {
             timed(set.stage(), || msm_g1::<E>(set.points(key), scalars))
         };

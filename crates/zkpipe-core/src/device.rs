@@ -22,6 +22,7 @@ use crate::msm::{scalars_into, DeviceSums, ScalarInt};
 use crate::reduce::QapEvals;
 use crate::timings::{Stage, Timings};
 use crate::{Bls12_381, Bn254};
+use std::borrow::Cow;
 use std::sync::Arc;
 use zkpipe_formats::zkey::ZkeyFile;
 use zkpipe_formats::CurveId;
@@ -72,6 +73,17 @@ pub struct Caps {
     pub g2: bool,
     /// The most proofs one [`BoundKey::pass`] takes (1: no batching).
     pub batch_limit: usize,
+    /// The pass reads the witness's field elements as they are in memory (Montgomery
+    /// form, [`PassWitness::Montgomery`]) and converts them itself, so the reduce stage
+    /// makes no MSM scalars of them.
+    pub montgomery_w: bool,
+}
+
+impl Caps {
+    /// Whether the reduce stage turns the witness into MSM scalars for the pass.
+    pub fn wants_scalars(&self) -> bool {
+        !self.montgomery_w
+    }
 }
 
 /// The shape of a key as its zkey header gives it: enough to size memory and decide
@@ -124,12 +136,71 @@ pub struct DeviceInfo {
     pub memory_total: Option<u64>,
 }
 
+/// The witness (the key's nVars values) as a pass reads it.
+pub enum PassWitness<'a, E: Curve> {
+    /// As MSM scalars (standard-form integers), made by the reduce stage.
+    Scalars(&'a [ScalarInt<E>]),
+    /// As the field elements are in memory (Montgomery form), for a device that converts
+    /// them itself ([`Caps::montgomery_w`]): the host skips a pass over the witness.
+    Montgomery(&'a [E::ScalarField]),
+}
+
+impl<E: Curve> Clone for PassWitness<'_, E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<E: Curve> Copy for PassWitness<'_, E> {}
+
+impl<'a, E: Curve> PassWitness<'a, E> {
+    /// The form a device with `caps` reads: the field elements of `witness`, or `w`, the
+    /// scalars the reduce stage made of them ([`Caps::wants_scalars`]).
+    pub fn for_caps(caps: Caps, witness: &'a [E::ScalarField], w: &'a [ScalarInt<E>]) -> Self {
+        if caps.wants_scalars() {
+            PassWitness::Scalars(w)
+        } else {
+            PassWitness::Montgomery(witness)
+        }
+    }
+
+    /// How many values.
+    pub fn len(&self) -> usize {
+        match self {
+            PassWitness::Scalars(w) => w.len(),
+            PassWitness::Montgomery(w) => w.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the values are in Montgomery form.
+    pub fn is_montgomery(&self) -> bool {
+        matches!(self, PassWitness::Montgomery(_))
+    }
+
+    /// As MSM scalars: borrowed, or converted here.
+    pub fn scalars(&self) -> Cow<'a, [ScalarInt<E>]> {
+        match *self {
+            PassWitness::Scalars(w) => Cow::Borrowed(w),
+            PassWitness::Montgomery(w) => {
+                let mut out = Vec::new();
+                scalars_into(w, &mut out);
+                Cow::Owned(out)
+            }
+        }
+    }
+}
+
 /// One proof's buffers in a device pass.
 pub struct PassInput<'a, E: Curve> {
     /// a, b, c over the domain (empty where the device reduces); h in `a` afterwards.
     pub evals: &'a mut QapEvals<E::ScalarField>,
-    /// The witness as MSM scalars (the key's nVars of them).
-    pub w: &'a [ScalarInt<E>],
+    /// The witness.
+    pub w: PassWitness<'a, E>,
     /// Scratch for h as MSM scalars.
     pub h: &'a mut Vec<ScalarInt<E>>,
     /// This proof's timings.
@@ -177,14 +248,15 @@ pub fn verbs_pass<E: Curve, B: BoundKey<E> + ?Sized>(
     t.time(Stage::Quotient, || bound.quotient(p.evals))?;
     scalars_into(p.evals.h(), p.h);
     let n_public = bound.key().n_public;
+    let w = p.w.scalars();
     let mut g1 =
         |set: G1Set, scalars: &[ScalarInt<E>]| t.time(set.stage(), || bound.msm_g1(set, scalars));
-    let a = g1(G1Set::A, p.w)?;
-    let b1 = g1(G1Set::B1, p.w)?;
-    let c = g1(G1Set::C, &p.w[n_public + 1..])?;
+    let a = g1(G1Set::A, &w)?;
+    let b1 = g1(G1Set::B1, &w)?;
+    let c = g1(G1Set::C, &w[n_public + 1..])?;
     let h = g1(G1Set::H, p.h)?;
     let b2 = if bound.caps().g2 {
-        Some(t.time(Stage::MsmB2, || bound.msm_g2(p.w))?)
+        Some(t.time(Stage::MsmB2, || bound.msm_g2(&w))?)
     } else {
         None
     };

@@ -48,7 +48,9 @@ pub mod synth;
 
 pub use cpu::{CpuBound, CpuDevices};
 pub use curve::Curve;
-pub use device::{BindCurve, BoundKey, Caps, DeviceInfo, Devices, G1Set, KeyShape, PassInput};
+pub use device::{
+    BindCurve, BoundKey, Caps, DeviceInfo, Devices, G1Set, KeyShape, PassInput, PassWitness,
+};
 pub use error::{Error, PointError};
 pub use key::{CompiledKey, PointChecks, VerifyingKey};
 pub use proof::Proof;

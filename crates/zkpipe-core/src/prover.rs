@@ -2,7 +2,7 @@
 //! The CLI runs these back to back; an engine can run each stage on its own pool.
 
 use crate::curve::Curve;
-use crate::device::{BoundKey, PassInput};
+use crate::device::{BoundKey, PassInput, PassWitness};
 use crate::error::Error;
 use crate::proof::Proof;
 use crate::reduce::{QapEvals, RowSchedule, DEFAULT_SCHEDULE};
@@ -43,11 +43,20 @@ pub fn prove<E: Curve>(
     check_witness(key, witness)?;
     let mut evals = QapEvals::zeroed(0);
     let (mut w, mut h) = (Vec::new(), Vec::new());
-    let on = ReduceOn::for_caps(bound.caps(), opts.schedule);
-    reduce_stage(key, witness, &mut evals, &mut w, on, t)?;
+    let caps = bound.caps();
+    let on = ReduceOn::for_caps(caps, opts.schedule);
+    reduce_stage(
+        key,
+        witness,
+        &mut evals,
+        &mut w,
+        on,
+        caps.wants_scalars(),
+        t,
+    )?;
     let input = PassInput {
         evals: &mut evals,
-        w: &w,
+        w: PassWitness::for_caps(caps, &witness.values, &w),
         h: &mut h,
         t: &mut *t,
     };

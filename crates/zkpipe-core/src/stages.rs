@@ -14,7 +14,7 @@
 use crate::assemble::assemble;
 use crate::cpu;
 use crate::curve::Curve;
-use crate::device::{BoundKey, Caps, PassInput};
+use crate::device::{BoundKey, Caps, PassInput, PassWitness};
 use crate::error::Error;
 use crate::key::CompiledKey;
 use crate::msm::{scalars_into, DeviceSums, MsmResults, ScalarInt};
@@ -60,15 +60,17 @@ impl ReduceOn {
     }
 }
 
-/// The reduce stage: the witness as MSM scalars into `w` and, on the CPU, a = A·w,
-/// b = B·w, c = a∘b into `evals` (resized to the domain if needed; emptied when the
-/// device computes them). Runs on the current rayon pool.
+/// The reduce stage: the witness as MSM scalars into `w` if `scalars` (else `w` is left
+/// empty: the device reads the field elements, [`Caps::wants_scalars`]) and, on the CPU,
+/// a = A·w, b = B·w, c = a∘b into `evals` (resized to the domain if needed; emptied when
+/// the device computes them). Runs on the current rayon pool.
 pub fn reduce_stage<E: Curve>(
     key: &CompiledKey<E>,
     witness: &Witness<E::ScalarField>,
     evals: &mut QapEvals<E::ScalarField>,
     w: &mut Vec<ScalarInt<E>>,
     on: ReduceOn,
+    scalars: bool,
     t: &mut Timings,
 ) -> Result<(), Error> {
     check_witness(key, witness)?;
@@ -83,7 +85,11 @@ pub fn reduce_stage<E: Curve>(
         if let ReduceOn::Cpu(schedule) = on {
             reduce(&key.a, &key.b, &witness.values, evals, schedule);
         }
-        scalars_into(&witness.values, w);
+        if scalars {
+            scalars_into(&witness.values, w);
+        } else {
+            w.clear();
+        }
     });
     Ok(())
 }
@@ -133,8 +139,9 @@ pub fn device_stage<E: Curve>(
         .collect()
 }
 
-/// The tail stage: [B]₂ on the CPU if the device stage left it, then assemble with fresh
-/// r, s and, if `self_check`, verify the proof against the key's verification key.
+/// The tail stage: [B]₂ on the CPU if the device stage left it (from `w`, or from the
+/// witness where `w` is empty), then assemble with fresh r, s and, if `self_check`, verify
+/// the proof against the key's verification key.
 #[allow(clippy::too_many_arguments)]
 pub fn tail_stage<E: Curve>(
     key: &CompiledKey<E>,
@@ -149,6 +156,13 @@ pub fn tail_stage<E: Curve>(
     let b2 = match sums.b2 {
         Some(b2) => b2,
         None => {
+            let mut converted = Vec::new();
+            let w = if w.is_empty() {
+                scalars_into(&witness.values, &mut converted);
+                &converted
+            } else {
+                w
+            };
             if w.len() != key.n_vars {
                 return Err(Error::WitnessLength {
                     expected: key.n_vars,
@@ -182,7 +196,7 @@ pub fn tail_stage<E: Curve>(
 fn check_lengths<E: Curve>(
     key: &CompiledKey<E>,
     evals: &QapEvals<E::ScalarField>,
-    w: &[ScalarInt<E>],
+    w: PassWitness<'_, E>,
     reduces_on_device: bool,
 ) -> Result<(), Error> {
     let n = if reduces_on_device {
@@ -241,7 +255,7 @@ mod tests {
         let (mut evals, mut w) = (QapEvals::zeroed(0), Vec::new());
         let mut t = Timings::default();
         let on = ReduceOn::Cpu(DEFAULT_SCHEDULE);
-        reduce_stage(key, &witness, &mut evals, &mut w, on, &mut t).unwrap();
+        reduce_stage(key, &witness, &mut evals, &mut w, on, true, &mut t).unwrap();
         (evals, w)
     }
 
@@ -256,7 +270,12 @@ mod tests {
             .iter_mut()
             .zip(&mut hs)
             .zip(&mut ts)
-            .map(|(((evals, w), h), t)| PassInput { evals, w, h, t })
+            .map(|(((evals, w), h), t)| PassInput {
+                evals,
+                w: PassWitness::Scalars(w),
+                h,
+                t,
+            })
             .collect();
         device_stage(bound, &mut inputs)
     }
@@ -270,7 +289,8 @@ mod tests {
         let witness = Witness::check_for(&wtns, &key).unwrap();
         let (mut evals, mut w) = (QapEvals::zeroed(key.domain_size()), Vec::new());
         let mut t = Timings::default();
-        reduce_stage(&key, &witness, &mut evals, &mut w, ReduceOn::Device, &mut t).unwrap();
+        let on = ReduceOn::Device;
+        reduce_stage(&key, &witness, &mut evals, &mut w, on, true, &mut t).unwrap();
         assert!(evals.a.is_empty() && evals.b.is_empty() && evals.c.is_empty());
         assert_eq!(
             w,
@@ -382,6 +402,56 @@ mod tests {
             got[0].as_ref().unwrap().b2,
             Some(b2),
             "[B]₂ where the caps say so"
+        );
+    }
+
+    /// A device that reads the witness's field elements gets no scalars from the reduce
+    /// stage (w stays empty) and computes the same sums from the Montgomery form; the
+    /// tail then makes [B]₂'s scalars itself, and the proof is the one the scalars give.
+    #[test]
+    fn a_montgomery_witness_gives_the_same_sums_and_proof() {
+        use rand::SeedableRng;
+        let key = key();
+        let cpu = CpuBound::new(Arc::clone(&key));
+        let wtns = Wtns::read(fixture("witness.wtns")).unwrap();
+        let witness = Witness::check_for(&wtns, &key).unwrap();
+        let mut t = Timings::default();
+        let (mut evals, mut w) = (QapEvals::zeroed(0), vec![Default::default(); 3]);
+        let on = ReduceOn::Cpu(DEFAULT_SCHEDULE);
+        reduce_stage(&key, &witness, &mut evals, &mut w, on, false, &mut t).unwrap();
+        assert!(w.is_empty(), "no scalars where the device converts");
+        let (want_evals, want_w) = reduced(&key, "witness.wtns");
+        assert_eq!(evals, want_evals);
+
+        let mut h = Vec::new();
+        let input = PassInput {
+            evals: &mut evals,
+            w: PassWitness::Montgomery(&witness.values),
+            h: &mut h,
+            t: &mut t,
+        };
+        let got = device_stage(&cpu, &mut [input]).remove(0).unwrap();
+        let want = run(&cpu, &mut [(want_evals, want_w.clone())])
+            .remove(0)
+            .unwrap();
+        assert_eq!(got, want);
+
+        let prove = |w: &[ScalarInt<Bn254>]| {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+            let mut t = Timings::default();
+            tail_stage(&key, &witness, w, &got, true, &mut rng, &mut t).unwrap()
+        };
+        assert_eq!(
+            prove(&[]),
+            prove(&want_w),
+            "the tail converts for [B]₂ itself"
+        );
+        assert!(
+            PassWitness::<Bn254>::for_caps(CPU_CAPS, &witness.values, &want_w)
+                .scalars()
+                .iter()
+                .eq(want_w.iter()),
+            "the CPU reads scalars"
         );
     }
 }

@@ -36,16 +36,19 @@ struct zkp_csr_t {
     }
 };
 
-// ⟨row, w⟩ with w in standard form: a Montgomery product of a Montgomery value and a
-// standard one is the standard product, so the sum is converted once, not each w read.
+// ⟨row, w⟩. With w in standard form a Montgomery product of a Montgomery value and a
+// standard one is the standard product, so the sum is converted once, not each w read;
+// with w in Montgomery form (`mont`) the sum already is.
 __device__ __forceinline__ fr_t zkp_row_dot(const uint32_t* starts, const uint32_t* cols,
-                                            const fr_t* vals, const fr_t* w, size_t row)
+                                            const fr_t* vals, const fr_t* w, size_t row,
+                                            bool mont)
 {
     fr_t s;
     s.zero();
     for (uint32_t j = starts[row], end = starts[row + 1]; j < end; j++)
         s += vals[j] * w[cols[j]];
-    s.to();
+    if (!mont)
+        s.to();
     return s;
 }
 
@@ -61,21 +64,21 @@ __device__ __forceinline__ bool zkp_is_long(const uint32_t* a_starts, const uint
 __global__ void zkp_reduce(fr_t* a, fr_t* b, fr_t* c,
                            const uint32_t* a_starts, const uint32_t* a_cols, const fr_t* a_vals,
                            const uint32_t* b_starts, const uint32_t* b_cols, const fr_t* b_vals,
-                           const fr_t* w, size_t n)
+                           const fr_t* w, size_t n, bool mont)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         if (zkp_is_long(a_starts, b_starts, i))
             continue;
-        fr_t ai = zkp_row_dot(a_starts, a_cols, a_vals, w, i);
-        fr_t bi = zkp_row_dot(b_starts, b_cols, b_vals, w, i);
+        fr_t ai = zkp_row_dot(a_starts, a_cols, a_vals, w, i, mont);
+        fr_t bi = zkp_row_dot(b_starts, b_cols, b_vals, w, i, mont);
         a[i] = ai;
         b[i] = bi;
         c[i] = ai * bi;
     }
 }
 
-// ⟨row, w⟩ (standard form, as in zkp_row_dot) summed by a whole warp: each lane takes
+// ⟨row, w⟩ (unconverted, as in zkp_row_dot) summed by a whole warp: each lane takes
 // every 32nd entry, then the lanes' sums are folded with shuffles, limb by limb.
 __device__ __forceinline__ fr_t zkp_row_dot_warp(const uint32_t* starts, const uint32_t* cols,
                                                  const fr_t* vals, const fr_t* w, size_t row,
@@ -101,7 +104,8 @@ __global__ void zkp_reduce_long(fr_t* a, fr_t* b, fr_t* c, const uint32_t* long_
                                 uint32_t n_long,
                                 const uint32_t* a_starts, const uint32_t* a_cols,
                                 const fr_t* a_vals, const uint32_t* b_starts,
-                                const uint32_t* b_cols, const fr_t* b_vals, const fr_t* w)
+                                const uint32_t* b_cols, const fr_t* b_vals, const fr_t* w,
+                                bool mont)
 {
     uint32_t lane = threadIdx.x % 32;
     size_t warps = (size_t)gridDim.x * (blockDim.x / 32);
@@ -111,8 +115,10 @@ __global__ void zkp_reduce_long(fr_t* a, fr_t* b, fr_t* c, const uint32_t* long_
         fr_t ai = zkp_row_dot_warp(a_starts, a_cols, a_vals, w, row, lane);
         fr_t bi = zkp_row_dot_warp(b_starts, b_cols, b_vals, w, row, lane);
         if (lane == 0) {
-            ai.to();
-            bi.to();
+            if (!mont) {
+                ai.to();
+                bi.to();
+            }
             a[row] = ai;
             b[row] = bi;
             c[row] = ai * bi;
@@ -169,10 +175,10 @@ extern "C" void ZKP_FN(zkp_csr_drop_, CURVE)(zkp_csr_t* m)
 }
 
 // a, b, c of the witness `w` (device memory on the quotient's GPU, the key's nVars
-// scalars in standard form: what the MSMs read) into the quotient's buffers, for a
-// zkp_quotient_run_ with no host inputs. Returns when they are there.
+// values in standard form, or Montgomery form with `mont`) into the quotient's buffers,
+// for a zkp_quotient_run_ with no host inputs. Returns when they are there.
 extern "C" RustError ZKP_FN(zkp_reduce_run_, CURVE)(zkp_quotient_t* q, const zkp_csr_t* m,
-                                                   const fr_t* w)
+                                                   const fr_t* w, bool mont)
 {
     const gpu_t& gpu = q->gpu;
     stream_t& stream = q->stream;
@@ -188,14 +194,14 @@ extern "C" RustError ZKP_FN(zkp_reduce_run_, CURVE)(zkp_quotient_t* q, const zkp
                                                      (size_t)gpu.sm_count() * 16);
         zkp_reduce<<<blocks, threads, 0, (cudaStream_t)stream>>>(
             d, d + n, d + 2 * n, m->starts[0], m->cols[0], m->vals[0],
-            m->starts[1], m->cols[1], m->vals[1], w, n);
+            m->starts[1], m->cols[1], m->vals[1], w, n, mont);
         CUDA_OK(cudaGetLastError());
         if (m->n_long > 0) {
             uint32_t long_blocks = (uint32_t)std::min<size_t>((m->n_long + 3) / 4,
                                                               (size_t)gpu.sm_count() * 16);
             zkp_reduce_long<<<long_blocks, 128, 0, (cudaStream_t)stream>>>(
                 d, d + n, d + 2 * n, m->long_rows, m->n_long, m->starts[0], m->cols[0],
-                m->vals[0], m->starts[1], m->cols[1], m->vals[1], w);
+                m->vals[0], m->starts[1], m->cols[1], m->vals[1], w, mont);
             CUDA_OK(cudaGetLastError());
         }
         stream.sync();

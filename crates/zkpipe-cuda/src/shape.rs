@@ -120,8 +120,9 @@ fn default_piece_len(k: usize, n: usize) -> u32 {
 pub(crate) const BATCH_MAX_PROOFS: usize = 32;
 
 /// What a key of this shape bound to a GPU does in its pass: the reduce (unless
-/// [`reduces_on_gpu`] is off), always [B]₂, and batches of up to [`BATCH_MAX_PROOFS`]
-/// proofs where the domain is at most [`BATCH_MAX_DOMAIN`].
+/// [`reduces_on_gpu`] is off), always [B]₂, batches of up to [`BATCH_MAX_PROOFS`]
+/// proofs where the domain is at most [`BATCH_MAX_DOMAIN`], and the witness read as
+/// field elements (unless [`converts_on_host`]).
 pub(crate) fn caps(shape: &KeyShape) -> Caps {
     Caps {
         reduces: reduces_on_gpu(),
@@ -131,7 +132,18 @@ pub(crate) fn caps(shape: &KeyShape) -> Caps {
         } else {
             1
         },
+        montgomery_w: !converts_on_host(),
     }
+}
+
+/// Whether the host turns the witness into standard-form scalars before the upload, as
+/// before experiment 022. By default the GPU reads the field elements as they are
+/// (Montgomery form): the reduce and the MSMs convert as they read, and the host skips a
+/// pass over the witness (4–4.5 ms at 2^20 on 16 cores). `ZKPIPE_CUDA_HOST_SCALARS=1` is
+/// a diagnostic switch for comparing the two (read once).
+pub(crate) fn converts_on_host() -> bool {
+    static HOST: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HOST.get_or_init(|| std::env::var("ZKPIPE_CUDA_HOST_SCALARS").is_ok_and(|v| v == "1"))
 }
 
 /// Whether a, b, c are computed on the GPU from the uploaded witness (the default: the

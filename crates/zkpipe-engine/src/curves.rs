@@ -20,8 +20,14 @@ pub(crate) type PartitionData = Box<dyn Any + Send>;
 
 /// A compiled key, whatever its curve, and the stage work that needs its types.
 pub(crate) trait LoadedKey: Send + Sync {
-    /// The reduce stage of `part` (on the current rayon pool).
-    fn reduce(&self, part: &mut PartitionData, on: ReduceOn) -> Result<(), CoreError>;
+    /// The reduce stage of `part` (on the current rayon pool), making MSM scalars of the
+    /// witness if `scalars` ([`zkpipe_core::Caps::wants_scalars`]).
+    fn reduce(
+        &self,
+        part: &mut PartitionData,
+        on: ReduceOn,
+        scalars: bool,
+    ) -> Result<(), CoreError>;
 
     /// The tail stage of `part`: (proof.json, public.json).
     fn tail(
@@ -111,8 +117,13 @@ fn part_of<E: BindCurve>(part: &mut PartitionData) -> Result<&mut Part<E>, CoreE
 }
 
 impl<E: BindCurve> LoadedKey for Loaded<E> {
-    fn reduce(&self, part: &mut PartitionData, on: ReduceOn) -> Result<(), CoreError> {
-        part_of::<E>(part)?.reduce(&self.0, on)
+    fn reduce(
+        &self,
+        part: &mut PartitionData,
+        on: ReduceOn,
+        scalars: bool,
+    ) -> Result<(), CoreError> {
+        part_of::<E>(part)?.reduce(&self.0, on, scalars)
     }
 
     fn tail(

@@ -6,7 +6,7 @@
 use crate::buffers::BufferPool;
 use std::sync::Arc;
 use zkpipe_core::curve::field_to_decimal;
-use zkpipe_core::device::{BoundKey, PassInput};
+use zkpipe_core::device::{BoundKey, PassInput, PassWitness};
 use zkpipe_core::msm::{DeviceSums, ScalarInt};
 use zkpipe_core::reduce::QapEvals;
 use zkpipe_core::stages::{device_stage, reduce_stage, tail_stage, ReduceOn};
@@ -39,8 +39,13 @@ impl<E: Curve> Part<E> {
     }
 
     /// The reduce stage on the current rayon pool, into pooled buffers (a, b, c only
-    /// where the CPU computes them).
-    pub fn reduce(&mut self, key: &CompiledKey<E>, on: ReduceOn) -> Result<(), CoreError> {
+    /// where the CPU computes them; w only if `scalars`).
+    pub fn reduce(
+        &mut self,
+        key: &CompiledKey<E>,
+        on: ReduceOn,
+        scalars: bool,
+    ) -> Result<(), CoreError> {
         if let ReduceOn::Cpu(_) = on {
             let n = key.domain_size();
             self.evals = QapEvals {
@@ -49,13 +54,16 @@ impl<E: Curve> Part<E> {
                 c: self.pool.take(n),
             };
         }
-        self.w = self.pool.take::<ScalarInt<E>>(key.n_vars);
+        if scalars {
+            self.w = self.pool.take::<ScalarInt<E>>(key.n_vars);
+        }
         reduce_stage(
             key,
             &self.witness,
             &mut self.evals,
             &mut self.w,
             on,
+            scalars,
             &mut self.t,
         )
     }
@@ -69,13 +77,14 @@ impl<E: Curve> Part<E> {
         bound: &dyn BoundKey<E>,
     ) -> Vec<Result<(), CoreError>> {
         let n = bound.key().domain_size();
+        let caps = bound.caps();
         let mut hs: Vec<Vec<ScalarInt<E>>> = parts.iter().map(|p| p.pool.take(n)).collect();
         let mut inputs: Vec<PassInput<'_, E>> = parts
             .iter_mut()
             .zip(&mut hs)
             .map(|(p, h)| PassInput {
                 evals: &mut p.evals,
-                w: &p.w,
+                w: PassWitness::for_caps(caps, &p.witness.values, &p.w),
                 h,
                 t: &mut p.t,
             })

@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use zkpipe_core::device::{BoundKey, Caps, DeviceInfo, Devices, G1Set, KeyShape, PassInput};
+use zkpipe_core::device::{
+    BoundKey, Caps, DeviceInfo, Devices, G1Set, KeyShape, PassInput, PassWitness,
+};
 use zkpipe_core::msm::{DeviceSums, ScalarInt};
 use zkpipe_core::verify::public_from_json;
 use zkpipe_core::{verify, Bls12_381, Bn254, Curve, PointChecks, Proof, VerifyingKey};
@@ -413,9 +415,11 @@ impl Default for TestDevices {
 
 impl TestDevices {
     fn caps(&self) -> Caps {
+        // A device that reduces also reads the witness's field elements, as the GPU does.
         Caps {
             reduces: self.reduces,
             batch_limit: self.batch_limit,
+            montgomery_w: self.reduces,
             ..zkpipe_core::cpu::CPU_CAPS
         }
     }
@@ -503,21 +507,19 @@ impl<E: Curve> TestBound<E> {
         if !self.devices.reduces {
             return self.cpu.pass(std::slice::from_mut(p)).remove(0);
         }
-        use ark_ff::PrimeField;
         assert!(
             p.evals.a.is_empty(),
             "the reduce stage computed a, b, c anyway"
         );
         let key = self.cpu.key();
-        let witness: Vec<E::ScalarField> =
-            p.w.iter()
-                .map(|x| E::ScalarField::from_bigint(*x).unwrap())
-                .collect();
+        let PassWitness::Montgomery(witness) = p.w else {
+            panic!("the engine handed scalars to a device that reads field elements")
+        };
         let mut full = zkpipe_core::reduce::QapEvals::zeroed(key.domain_size());
         zkpipe_core::reduce::reduce(
             &key.a,
             &key.b,
-            &witness,
+            witness,
             &mut full,
             zkpipe_core::reduce::DEFAULT_SCHEDULE,
         );

@@ -95,9 +95,19 @@ pub async fn connect(s: &ServerArg) -> Result<Client> {
         .max_encoding_message_size(usize::MAX))
 }
 
-/// A gRPC error as one line: `<code>: <message>`.
+/// A gRPC error as one line: `<code>: <message>`. A request over the daemon's size limit
+/// (tonic's own message names only the numbers) also names the setting that sets it.
 pub fn rpc(s: tonic::Status) -> anyhow::Error {
-    anyhow::anyhow!("{:?}: {}", s.code(), s.message())
+    let oversize = matches!(
+        s.code(),
+        tonic::Code::OutOfRange | tonic::Code::ResourceExhausted
+    ) && s.message().contains("message length too large");
+    let hint = if oversize {
+        " (the daemon's server.max_request_bytes sets the limit; default 64 MiB)"
+    } else {
+        ""
+    };
+    anyhow::anyhow!("{:?}: {}{hint}", s.code(), s.message())
 }
 
 /// Parses "30s", "500ms", "2m" (clap value parser).
@@ -115,5 +125,25 @@ pub fn state_name(s: i32) -> &'static str {
         Ok(S::Failed) => "failed",
         Ok(S::Cancelled) => "cancelled",
         _ => "unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rpc;
+    use tonic::{Code, Status};
+
+    /// The message tonic gives a request over the limit gets the setting's name; others
+    /// stay as they were.
+    #[test]
+    fn an_oversize_request_names_the_setting() {
+        let tonic_says = "Error, decoded message length too large: found 5242893 bytes, \
+                          the limit is: 4194304 bytes";
+        let e = rpc(Status::new(Code::OutOfRange, tonic_says)).to_string();
+        assert!(e.starts_with("OutOfRange: Error, decoded"), "{e}");
+        assert!(e.contains("server.max_request_bytes"), "{e}");
+        assert_eq!(e.lines().count(), 1);
+        let other = rpc(Status::new(Code::InvalidArgument, "priority 99")).to_string();
+        assert_eq!(other, "InvalidArgument: priority 99");
     }
 }

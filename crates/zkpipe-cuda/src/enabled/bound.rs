@@ -13,7 +13,9 @@ use crate::{CudaError, GpuInfo};
 use std::sync::Arc;
 use zkpipe_core::msm::{DeviceSums, ScalarInt};
 use zkpipe_core::reduce::QapEvals;
-use zkpipe_core::{BoundKey, Caps, CompiledKey, Curve, Error, G1Set, KeyShape, PassInput};
+use zkpipe_core::{
+    BoundKey, Caps, CompiledKey, Curve, Error, G1Set, KeyShape, PassInput, PassWitness,
+};
 
 /// One key's points resident on one GPU, and per proof in flight its quotient buffers,
 /// a pinned staging buffer and its witness on the device: the quotient stage and all five
@@ -144,7 +146,7 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
     pub(super) fn check_pass(
         &self,
         evals: &QapEvals<E::ScalarField>,
-        w: &[ScalarInt<E>],
+        w: PassWitness<'_, E>,
     ) -> Result<(), CudaError> {
         let n = self.pool.domain_size();
         let rows = if self.matrices.is_some() && evals.a.is_empty() {

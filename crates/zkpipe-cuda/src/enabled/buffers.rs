@@ -9,10 +9,11 @@ use crate::enabled::memory::{DeviceBuf, PinnedBuf};
 use crate::enabled::quotient::GpuQuotient;
 use crate::enabled::reduce::GpuMatrices;
 use crate::CudaError;
+use std::mem::size_of_val;
 use std::sync::Mutex;
-use zkpipe_core::msm::ScalarInt;
 use zkpipe_core::reduce::QapEvals;
 use zkpipe_core::timings::{Stage, Timings};
+use zkpipe_core::{Curve, PassWitness};
 
 /// What one proof in flight needs of its own: the quotient's device buffers (h stays
 /// there for the H MSM), a pinned staging buffer, and the device copy of its witness.
@@ -22,14 +23,18 @@ pub(crate) struct PassBuffers<E: GpuCurve> {
     pub(crate) w: DeviceBuf,
 }
 
-impl<E: GpuCurve> PassBuffers<E> {
-    /// Stages `w` (the key's nVars scalars) and copies it to the device buffer.
-    fn upload_w(&mut self, w: &[ScalarInt<E>]) -> Result<(), CudaError> {
+impl<E: GpuCurve + Curve> PassBuffers<E> {
+    /// Stages `w` (the key's nVars values, in the form the pass got them: the kernels are
+    /// told which) and copies it to the device buffer.
+    fn upload_w(&mut self, w: PassWitness<'_, E>) -> Result<(), CudaError> {
         let _burst = zkpipe_core::throttle::burst();
-        let pw = self.staging.stage(0, w) as *const u8;
-        // SAFETY: `pw` holds w.len() scalars of 32 bytes, at most the device buffer's size
-        // (upload_raw checks).
-        unsafe { self.w.upload_raw(pw, std::mem::size_of_val(w)) }
+        let (pw, bytes) = match w {
+            PassWitness::Scalars(s) => (self.staging.stage(0, s) as *const u8, size_of_val(s)),
+            PassWitness::Montgomery(f) => (self.staging.stage(0, f) as *const u8, size_of_val(f)),
+        };
+        // SAFETY: `pw` holds `bytes` bytes of 32-byte values, at most the device buffer's
+        // size (upload_raw checks).
+        unsafe { self.w.upload_raw(pw, bytes) }
     }
 
     /// The quotient with h left on the GPU, from `evals`, or where `evals` is empty from
@@ -39,7 +44,7 @@ impl<E: GpuCurve> PassBuffers<E> {
     pub(crate) fn quotient_and_w(
         &mut self,
         evals: &QapEvals<E::ScalarField>,
-        w: &[ScalarInt<E>],
+        w: PassWitness<'_, E>,
         matrices: Option<&GpuMatrices<E>>,
         t: &mut Timings,
     ) -> Result<(), CudaError> {
@@ -55,9 +60,9 @@ impl<E: GpuCurve> PassBuffers<E> {
         t.time(Stage::ReduceDevice, || {
             self.upload_w(w)?;
             let wd = self.w.device_ptr(0) as *const [u64; 4];
-            // SAFETY: `wd` holds the key's nVars scalars (checked by the caller), the
+            // SAFETY: `wd` holds the key's nVars values (checked by the caller), the
             // matrices' column count, on this set's GPU, and nothing writes it meanwhile.
-            unsafe { self.quotient.reduce_raw(m, wd) }
+            unsafe { self.quotient.reduce_raw(m, wd, w.is_montgomery()) }
         })?;
         let null = std::ptr::null_mut();
         // SAFETY: null inputs: a, b, c are where reduce_raw left them; h stays there.

@@ -97,11 +97,13 @@ pub struct CurveFns {
     pub quotient_h: unsafe extern "C" fn(q: QuotientHandle) -> *const c_void,
     pub csr_new: CsrNewFn,
     pub csr_drop: unsafe extern "C" fn(m: MatricesHandle),
-    /// a, b, c of a device witness (standard form) into the quotient's buffers.
+    /// a, b, c of a device witness (standard form, or Montgomery with `mont`) into the
+    /// quotient's buffers.
     pub reduce_run: unsafe extern "C" fn(
         q: QuotientHandle,
         m: MatricesHandle,
         w: *const c_void,
+        mont: bool,
     ) -> sppark::Error,
 }
 
@@ -197,8 +199,12 @@ macro_rules! curve_fns {
                 dev: c_int,
             ) -> sppark::Error;
             fn $csr_drop(m: MatricesHandle);
-            fn $reduce_run(q: QuotientHandle, m: MatricesHandle, w: *const c_void)
-                -> sppark::Error;
+            fn $reduce_run(
+                q: QuotientHandle,
+                m: MatricesHandle,
+                w: *const c_void,
+                mont: bool,
+            ) -> sppark::Error;
         }
         pub static $table: CurveFns = CurveFns {
             g1: GroupFns {

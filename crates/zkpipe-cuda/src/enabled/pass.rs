@@ -25,6 +25,13 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         for p in inputs.iter() {
             self.check_pass(p.evals, p.w)?;
         }
+        // One plan reads every proof's w: they come in one form (the key's caps choose it).
+        let mont_w = inputs.first().is_some_and(|p| p.w.is_montgomery());
+        if inputs.iter().any(|p| p.w.is_montgomery() != mont_w) {
+            return Err(CudaError::Length(
+                "a batch mixes witnesses in Montgomery and standard form".into(),
+            ));
+        }
         let g2 = self.caps.g2;
         let n = self.pool.domain_size();
         let mut lent = Vec::with_capacity(inputs.len());
@@ -58,7 +65,7 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             // witness buffer or quotient h), not written until the lent sets go back.
             unsafe { BatchPlan::<E>::new(&v, len, mont, constant, table, gpu) }
         };
-        let pw = plan(&ws, nw, false, self.a.table_wbits())?;
+        let pw = plan(&ws, nw, mont_w, self.a.table_wbits())?;
         let (a, b1, b2, c, h) = std::thread::scope(|s| {
             // h's plan is made while w's MSMs run.
             let h = s.spawn(|| {
@@ -114,8 +121,9 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         let n = self.pool.domain_size();
         let n_public = self.key.n_public;
         let mut bufs = self.pool.lend()?;
-        // w crosses once (standard form).
+        // w crosses once, in the form the pass got it.
         bufs.quotient_and_w(evals, w, self.matrices.as_ref(), t)?;
+        let mont_w = w.is_montgomery();
         let (quotient, w_dev) = (&bufs.quotient, &bufs.w);
         // Device addresses as integers, to hand to the MSM threads.
         let wd = w_dev.device_ptr(0) as usize;
@@ -125,23 +133,23 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         let msm = |set: &ResidentG1<E>, at: usize, len: usize, mont: bool, stage| {
             let start = Instant::now();
             // SAFETY: `at` is device memory on this GPU holding `len` scalars (w, its
-            // private part, or the quotient's h, Montgomery), lent to this call alone.
+            // private part, or the quotient's h), lent to this call alone.
             let r = unsafe { set.msm_device(at as *const [u64; 4], len, mont) };
             (r, span(stage, start))
         };
         let g2_msm = || {
             let start = Instant::now();
             // SAFETY: as above, for w.
-            let r = unsafe { self.b2.msm_device(wd as *const [u64; 4], nw, false) };
+            let r = unsafe { self.b2.msm_device(wd as *const [u64; 4], nw, mont_w) };
             (r, span(Stage::MsmB2, start))
         };
         type G1R<E> = (Result<<E as Pairing>::G1, CudaError>, Span);
         let (a, b1, b2, c, h): (G1R<E>, G1R<E>, _, G1R<E>, G1R<E>) = if serial_msms() {
             (
-                msm(&self.a, wd, nw, false, Stage::MsmA),
-                msm(&self.b1, wd, nw, false, Stage::MsmB1),
+                msm(&self.a, wd, nw, mont_w, Stage::MsmA),
+                msm(&self.b1, wd, nw, mont_w, Stage::MsmB1),
                 g2.then(g2_msm),
-                msm(&self.c, private, n_private, false, Stage::MsmC),
+                msm(&self.c, private, n_private, mont_w, Stage::MsmC),
                 msm(&self.h, hd, n, true, Stage::MsmH),
             )
         } else {
@@ -151,10 +159,10 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             // device's streams, so kernels stay in stream order.
             std::thread::scope(|s| {
                 let b2 = g2.then(|| s.spawn(g2_msm));
-                let b1 = s.spawn(|| msm(&self.b1, wd, nw, false, Stage::MsmB1));
-                let c = s.spawn(|| msm(&self.c, private, n_private, false, Stage::MsmC));
+                let b1 = s.spawn(|| msm(&self.b1, wd, nw, mont_w, Stage::MsmB1));
+                let c = s.spawn(|| msm(&self.c, private, n_private, mont_w, Stage::MsmC));
                 let h = s.spawn(|| msm(&self.h, hd, n, true, Stage::MsmH));
-                let a = msm(&self.a, wd, nw, false, Stage::MsmA);
+                let a = msm(&self.a, wd, nw, mont_w, Stage::MsmA);
                 (a, join(b1), b2.map(join), join(c), join(h))
             })
         };

@@ -79,7 +79,7 @@ impl<E: GpuCurve> Drop for GpuMatrices<E> {
 impl<E: GpuCurve> GpuQuotient<E> {
     /// a = A·w, b = B·w, c = a∘b on the GPU into this quotient's buffers, for a following
     /// [`Self::run_raw`] with null inputs. `w` is the key's witness in this GPU's memory,
-    /// as standard-form scalars (what the MSMs read).
+    /// as standard-form scalars, or in Montgomery form with `mont` (as the MSMs read it).
     ///
     /// # Safety
     /// `w` must be a device address on this quotient's GPU valid for as many scalars as
@@ -88,6 +88,7 @@ impl<E: GpuCurve> GpuQuotient<E> {
         &self,
         matrices: &GpuMatrices<E>,
         w: *const [u64; 4],
+        mont: bool,
     ) -> Result<(), CudaError> {
         if matrices.rows != self.size() {
             return Err(CudaError::Length(format!(
@@ -101,6 +102,7 @@ impl<E: GpuCurve> GpuQuotient<E> {
             *handle,
             matrices.handle,
             w as *const c_void,
+            mont,
         ))
     }
 }

@@ -52,8 +52,12 @@ impl Reduce {
             let loaded = Instant::now();
             ticket.trace.span("key_load", start, loaded);
             let shape = &lease.meta().shape;
-            let on = ReduceOn::for_caps(self.kind.caps(shape), self.schedule);
-            let r = self.pool.install(|| guarded(|| key.reduce(&mut data, on)));
+            let caps = self.kind.caps(shape);
+            let on = ReduceOn::for_caps(caps, self.schedule);
+            let scalars = caps.wants_scalars();
+            let r = self
+                .pool
+                .install(|| guarded(|| key.reduce(&mut data, on, scalars)));
             let end = Instant::now();
             ticket.trace.span("reduce", loaded, end);
             if let Err(e) = r {

@@ -145,7 +145,8 @@ fn circom_like_matrix<F: PrimeField>(rows: usize, cols: usize, rng: &mut impl ra
 }
 
 /// The reduce on the GPU from resident circom-like matrices, followed by the quotient,
-/// against the CPU's reduce and quotient; then the reduce's timings.
+/// against the CPU's reduce and quotient, with the witness uploaded as standard-form
+/// scalars and as Montgomery-form field elements; then the reduce's timings.
 pub fn check_reduce<E: Curve + GpuCurve>(name: &str, cfg: &Cfg) -> bool {
     let mut ok = true;
     let mut rng = ark_std::test_rng();
@@ -163,18 +164,24 @@ pub fn check_reduce<E: Curve + GpuCurve>(name: &str, cfg: &Cfg) -> bool {
         w[1] = E::ScalarField::ZERO;
         w[2] = -E::ScalarField::ONE;
         let w_int: Vec<ScalarInt<E>> = w.iter().map(|x| x.into_bigint()).collect();
-        let run =
-            || -> Result<(GpuQuotient<E>, GpuMatrices<E>, DeviceBuf), zkpipe_cuda::CudaError> {
-                let q = GpuQuotient::<E>::new(log, d.domain.group_gen, d.coset.offset, 0)?;
-                let m = GpuMatrices::<E>::upload(&a, &b, 0)?;
-                let mut wd = DeviceBuf::new(0, 32 * n_vars)?;
-                let mut pinned = PinnedBuf::new(32 * n_vars)?;
-                let pw = pinned.stage(0, &w_int) as *const u8;
-                // SAFETY: `pw` holds n_vars scalars of 32 bytes.
-                unsafe { wd.upload_raw(pw, 32 * n_vars) }?;
-                Ok((q, m, wd))
-            };
-        let (q, m, wd) = match run() {
+        type Uploaded<E> = (GpuQuotient<E>, GpuMatrices<E>, DeviceBuf, DeviceBuf);
+        let run = || -> Result<Uploaded<E>, zkpipe_cuda::CudaError> {
+            let q = GpuQuotient::<E>::new(log, d.domain.group_gen, d.coset.offset, 0)?;
+            let m = GpuMatrices::<E>::upload(&a, &b, 0)?;
+            let (mut wd, mut wm) = (
+                DeviceBuf::new(0, 32 * n_vars)?,
+                DeviceBuf::new(0, 32 * n_vars)?,
+            );
+            let mut pinned = PinnedBuf::new(32 * n_vars)?;
+            let pw = pinned.stage(0, &w_int) as *const u8;
+            // SAFETY: `pw` holds n_vars scalars of 32 bytes.
+            unsafe { wd.upload_raw(pw, 32 * n_vars) }?;
+            let pm = pinned.stage(0, &w) as *const u8;
+            // SAFETY: `pm` holds n_vars field elements of 32 bytes.
+            unsafe { wm.upload_raw(pm, 32 * n_vars) }?;
+            Ok((q, m, wd, wm))
+        };
+        let (q, m, wd, wm) = match run() {
             Ok(x) => x,
             Err(e) => {
                 println!("{name} reduce 2^{log}: {e}");
@@ -182,6 +189,7 @@ pub fn check_reduce<E: Curve + GpuCurve>(name: &str, cfg: &Cfg) -> bool {
             }
         };
         let wp = wd.device_ptr(0) as *const [u64; 4];
+        let wmp = wm.device_ptr(0) as *const [u64; 4];
         let mut cpu = QapEvals::zeroed(n);
         let t = Instant::now();
         reduce(&a, &b, &w, &mut cpu, DEFAULT_SCHEDULE);
@@ -191,28 +199,30 @@ pub fn check_reduce<E: Curve + GpuCurve>(name: &str, cfg: &Cfg) -> bool {
             let mut pinned = PinnedBuf::new(32 * n).expect("pinned buffer");
             let ph = pinned.ptr_at(0) as *mut E::ScalarField;
             let null = std::ptr::null_mut();
-            // SAFETY: `wp` holds the matrices' n_vars columns of scalars on GPU 0; null
-            // inputs read what reduce_raw left; `ph` has room for n elements.
-            let r = unsafe {
-                q.reduce_raw(&m, wp)
-                    .and_then(|()| q.run_raw(null, null, null, ph))
-            };
-            let mut h = vec![E::ScalarField::from(0u64); n];
-            pinned.unstage(0, &mut h);
-            let same = r.is_ok() && h == cpu.a;
-            ok &= same;
-            println!(
-                "{name} reduce on the GPU + quotient 2^{log} ({} entries): {}",
-                a.cols.len() + b.cols.len(),
-                verdict(same)
-            );
-            if let Err(e) = r {
-                println!("  error: {e}");
+            for (form, at, mont) in [("scalars", wp, false), ("Montgomery", wmp, true)] {
+                // SAFETY: `at` holds the matrices' n_vars columns of values on GPU 0; null
+                // inputs read what reduce_raw left; `ph` has room for n elements.
+                let r = unsafe {
+                    q.reduce_raw(&m, at, mont)
+                        .and_then(|()| q.run_raw(null, null, null, ph))
+                };
+                let mut h = vec![E::ScalarField::from(0u64); n];
+                pinned.unstage(0, &mut h);
+                let same = r.is_ok() && h == cpu.a;
+                ok &= same;
+                println!(
+                    "{name} reduce on the GPU + quotient 2^{log} ({} entries, w as {form}): {}",
+                    a.cols.len() + b.cols.len(),
+                    verdict(same)
+                );
+                if let Err(e) = r {
+                    println!("  error: {e}");
+                }
             }
         }
         if [20u32, 22].contains(&log) && log <= cfg.max_timed_log {
             // SAFETY: as above.
-            match time_runs(cfg.runs, || unsafe { q.reduce_raw(&m, wp) }) {
+            match time_runs(cfg.runs, || unsafe { q.reduce_raw(&m, wmp, true) }) {
                 Ok(mut ms) => println!(
                     "{name} reduce 2^{log} on the GPU ({} entries, w on the device): {} ({} runs); CPU ({} threads), once: {cpu_ms:.1} ms",
                     a.cols.len() + b.cols.len(),

@@ -19,7 +19,7 @@ use zkpipe_core::setup::dev_setup;
 use zkpipe_core::stages::{device_stage, reduce_stage, ReduceOn};
 use zkpipe_core::synth::{synth, SynthSpec};
 use zkpipe_core::{prove, BindCurve, BoundKey, CompiledKey, CpuBound, Devices, Error, G1Set};
-use zkpipe_core::{KeyShape, PassInput, ProveOptions, Timings, Witness};
+use zkpipe_core::{KeyShape, PassInput, PassWitness, ProveOptions, Timings, Witness};
 use zkpipe_cuda::{CudaDevices, CudaError};
 use zkpipe_formats::zkey::ZkeyFile;
 
@@ -118,6 +118,7 @@ fn seam_at<E: BindCurve>(name: &str, devices: &CudaDevices, log: u32, resident: 
                 &key,
                 std::slice::from_ref(wi),
                 ReduceOn::Cpu(DEFAULT_SCHEDULE),
+                false,
             )?
             .0
             .remove(0)?;
@@ -127,20 +128,21 @@ fn seam_at<E: BindCurve>(name: &str, devices: &CudaDevices, log: u32, resident: 
         })
         .collect::<Res<_>>()?;
     let on = ReduceOn::for_caps(caps, DEFAULT_SCHEDULE);
-    let (one, ms) = stage(&*gpu, &key, &witnesses[..1], on)?;
+    let mont = caps.montgomery_w;
+    let (one, ms) = stage(&*gpu, &key, &witnesses[..1], on, mont)?;
     line(
         &format!("pass of one proof ({ms:.1} ms)"),
         matches(&one, &want[..1]),
     );
     let mut runs = Vec::new();
     for _ in 0..5 {
-        runs.push(stage(&*gpu, &key, &witnesses[..1], on)?.1);
+        runs.push(stage(&*gpu, &key, &witnesses[..1], on, mont)?.1);
     }
     println!(
         "{name} seam 2^{log} pass of one proof, device stage: {} (5 runs)",
         summarize(&mut runs)
     );
-    let (three, ms) = stage(&*gpu, &key, &witnesses, on)?;
+    let (three, ms) = stage(&*gpu, &key, &witnesses, on, mont)?;
     let what = if caps.batch_limit >= 3 {
         "a batch pass"
     } else {
@@ -149,6 +151,13 @@ fn seam_at<E: BindCurve>(name: &str, devices: &CudaDevices, log: u32, resident: 
     line(
         &format!("{what} of three proofs ({ms:.1} ms)"),
         matches(&three, &want),
+    );
+    // The witness's other form (ZKPIPE_CUDA_HOST_SCALARS's, or the default under it).
+    let form = if mont { "scalars" } else { "Montgomery" };
+    let (other, _) = stage(&*gpu, &key, &witnesses, on, !mont)?;
+    line(
+        &format!("{what} of three proofs, w as {form}"),
+        matches(&other, &want),
     );
     if caps.reduces {
         // a, b, c from the host: the pass's other quotient path (ZKPIPE_CUDA_HOST_REDUCE's).
@@ -226,18 +235,12 @@ fn reduced_on_cpu<E: BindCurve>(
 ) -> Res<QapEvals<E::ScalarField>> {
     let (mut evals, mut w) = (QapEvals::zeroed(0), Vec::new());
     let on = ReduceOn::Cpu(DEFAULT_SCHEDULE);
-    reduce_stage(
-        key,
-        witness,
-        &mut evals,
-        &mut w,
-        on,
-        &mut Timings::default(),
-    )?;
+    let mut t = Timings::default();
+    reduce_stage(key, witness, &mut evals, &mut w, on, false, &mut t)?;
     Ok(evals)
 }
 
-/// Buffers of one proof for a device pass: a, b, c (or none), w, h, timings.
+/// Buffers of one proof for a device pass: a, b, c (or none), w (or none), h, timings.
 type Buffers<E> = (
     QapEvals<<E as ark_ec::pairing::Pairing>::ScalarField>,
     Vec<ScalarInt<E>>,
@@ -245,47 +248,67 @@ type Buffers<E> = (
     Timings,
 );
 
+/// The reduce stage of each witness; w as scalars unless `mont`.
 fn reduce_all<E: BindCurve>(
     key: &CompiledKey<E>,
     witnesses: &[Witness<E::ScalarField>],
     on: ReduceOn,
+    mont: bool,
 ) -> Res<Vec<Buffers<E>>> {
     let mut all = Vec::new();
     for wi in witnesses {
         let (mut evals, mut w, mut t) = (QapEvals::zeroed(0), Vec::new(), Timings::default());
-        reduce_stage(key, wi, &mut evals, &mut w, on, &mut t)?;
+        reduce_stage(key, wi, &mut evals, &mut w, on, !mont, &mut t)?;
         all.push((evals, w, Vec::new(), t));
     }
     Ok(all)
 }
 
-fn inputs<E: BindCurve>(bufs: &mut [Buffers<E>]) -> Vec<PassInput<'_, E>> {
+/// The pass inputs of `bufs`, each with its witness in Montgomery form if `mont`.
+fn inputs<'a, E: BindCurve>(
+    bufs: &'a mut [Buffers<E>],
+    witnesses: &'a [Witness<E::ScalarField>],
+    mont: bool,
+) -> Vec<PassInput<'a, E>> {
     bufs.iter_mut()
-        .map(|(evals, w, h, t)| PassInput { evals, w, h, t })
+        .zip(witnesses)
+        .map(|((evals, w, h, t), wi)| PassInput {
+            evals,
+            w: if mont {
+                PassWitness::Montgomery(&wi.values)
+            } else {
+                PassWitness::Scalars(w)
+            },
+            h,
+            t,
+        })
         .collect()
 }
 
-/// The reduce stage (`on`) and the device stage of each witness on `bound`, and the
-/// milliseconds of the device stage.
+/// The reduce stage (`on`) and the device stage of each witness on `bound` (w in
+/// Montgomery form if `mont`), and the milliseconds of the device stage.
 fn stage<E: BindCurve>(
     bound: &dyn BoundKey<E>,
     key: &CompiledKey<E>,
     witnesses: &[Witness<E::ScalarField>],
     on: ReduceOn,
+    mont: bool,
 ) -> Res<(Sums<E>, f64)> {
-    let mut bufs = reduce_all(key, witnesses, on)?;
-    let mut inputs = inputs(&mut bufs);
+    let mut bufs = reduce_all(key, witnesses, on, mont)?;
+    let mut inputs = inputs(&mut bufs, witnesses, mont);
     Ok(once(|| device_stage(bound, &mut inputs)))
 }
 
-/// One pass of all the witnesses on `bound`, a, b, c reduced on the CPU whatever its caps.
+/// One pass of all the witnesses on `bound`, a, b, c reduced on the CPU whatever its caps
+/// (w in the form its caps ask for).
 fn direct_pass<E: BindCurve>(
     bound: &dyn BoundKey<E>,
     key: &CompiledKey<E>,
     witnesses: &[Witness<E::ScalarField>],
 ) -> Res<Sums<E>> {
-    let mut bufs = reduce_all(key, witnesses, ReduceOn::Cpu(DEFAULT_SCHEDULE))?;
-    Ok(bound.pass(&mut inputs(&mut bufs)))
+    let mont = bound.caps().montgomery_w;
+    let mut bufs = reduce_all(key, witnesses, ReduceOn::Cpu(DEFAULT_SCHEDULE), mont)?;
+    Ok(bound.pass(&mut inputs(&mut bufs, witnesses, mont)))
 }
 
 fn same<T: PartialEq>(gpu: Result<T, Error>, cpu: Result<T, Error>) -> bool {
