@@ -159,6 +159,19 @@ pub trait JobStore: Send + Sync {
     /// Records a new job and its witnesses, or finds the job its request id names.
     fn accept(&self, job: &NewJob<'_>) -> Result<Accepted, StoreError>;
 
+    /// As [`Self::accept`], but the record may not be durable until [`Self::make_durable`]
+    /// is called with the returned mark: a caller that holds a lock around the record
+    /// calls it after letting go, so that the records behind this one need not wait for
+    /// its sync. The default is `accept` (durable at once; mark 0).
+    fn accept_unsynced(&self, job: &NewJob<'_>) -> Result<(Accepted, u64), StoreError> {
+        self.accept(job).map(|a| (a, 0))
+    }
+
+    /// Returns once every record up to `mark` ([`Self::accept_unsynced`]) is durable.
+    fn make_durable(&self, _mark: u64) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     /// The job a request id names and its fingerprint, if any.
     fn find_request(&self, request_id: &str) -> Result<Option<(JobId, Fingerprint)>, StoreError>;
 

@@ -250,8 +250,14 @@ impl SqliteStore {
         Ok(names)
     }
 
-    /// Records `job` in one transaction; `files` names its spilled witnesses.
-    fn record(&self, job: &NewJob<'_>, files: &[Option<String>]) -> Result<Accepted, StoreError> {
+    /// Records `job` in one transaction, not yet synced: the commit's number for
+    /// [`Self::sync_commits`] comes with it (0 where nothing was written). `files` names
+    /// its spilled witnesses.
+    fn record(
+        &self,
+        job: &NewJob<'_>,
+        files: &[Option<String>],
+    ) -> Result<(Accepted, u64), StoreError> {
         let mut conn = self.lock();
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -259,7 +265,7 @@ impl SqliteStore {
         if let Some(request) = request_column(job.request_id) {
             if let Some((id, fp)) = named_by(&tx, request).map_err(|e| self.err(e))? {
                 return if fp == job.fingerprint {
-                    Ok(Accepted::Existing(id as JobId))
+                    Ok((Accepted::Existing(id as JobId), 0))
                 } else {
                     Err(StoreError::RequestIdTaken {
                         request_id: request.into(),
@@ -296,9 +302,7 @@ impl SqliteStore {
             }
         }
         let seq = self.commit(tx)?;
-        drop(conn);
-        self.sync_commits(seq)?;
-        Ok(Accepted::New(id as JobId))
+        Ok((Accepted::New(id as JobId), seq))
     }
 
     /// Removes spilled files (best effort: a leftover is removed at the next open).
@@ -377,14 +381,24 @@ impl JobStore for SqliteStore {
     }
 
     fn accept(&self, job: &NewJob<'_>) -> Result<Accepted, StoreError> {
+        let (accepted, mark) = self.accept_unsynced(job)?;
+        self.make_durable(mark)?;
+        Ok(accepted)
+    }
+
+    fn accept_unsynced(&self, job: &NewJob<'_>) -> Result<(Accepted, u64), StoreError> {
         // Big witnesses are written before the lock is taken, so that result writes
         // (other jobs' partitions) never wait behind them.
         let files = self.spill(&job.witnesses)?;
-        let accepted = self.record(job, &files);
-        if !matches!(accepted, Ok(Accepted::New(_))) {
+        let recorded = self.record(job, &files);
+        if !matches!(recorded, Ok((Accepted::New(_), _))) {
             self.remove_files(files.iter().flatten());
         }
-        accepted
+        recorded
+    }
+
+    fn make_durable(&self, mark: u64) -> Result<(), StoreError> {
+        self.sync_commits(mark)
     }
 
     fn find_request(&self, request_id: &str) -> Result<Option<(JobId, Fingerprint)>, StoreError> {
