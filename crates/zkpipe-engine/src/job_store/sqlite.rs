@@ -323,6 +323,22 @@ impl SqliteStore {
         Ok(self.committed.fetch_add(1, Ordering::SeqCst) + 1)
     }
 
+    /// Runs `f` in one transaction under the connection's lock, commits, and returns once
+    /// the commit is on disk (synced outside the lock, [`Self::sync_commits`]).
+    fn write<T>(
+        &self,
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let (out, seq) = {
+            let mut conn = self.lock();
+            let tx = conn.transaction().map_err(|e| self.err(e))?;
+            let out = f(&tx)?;
+            (out, self.commit(tx)?)
+        };
+        self.sync_commits(seq)?;
+        Ok(out)
+    }
+
     /// Returns once commit `seq` is on disk. The first writer to get here syncs the WAL
     /// for every commit made so far; the writers that queue behind it meanwhile find
     /// their commits covered and return without a sync of their own (group commit). Runs
@@ -413,18 +429,13 @@ impl JobStore for SqliteStore {
         proof: &PartitionProof,
         last: bool,
     ) -> Result<(), StoreError> {
-        let mut files = Vec::new();
-        let seq = {
-            let mut conn = self.lock();
-            let tx = conn.transaction().map_err(|e| self.err(e))?;
-            files.extend(
-                spilled(
-                    &tx,
-                    "job_id = ?1 AND idx = ?2",
-                    params![job as i64, index as i64],
-                )
-                .map_err(|e| self.err(e))?,
-            );
+        let files = self.write(|tx| {
+            let mut files = spilled(
+                tx,
+                "job_id = ?1 AND idx = ?2",
+                params![job as i64, index as i64],
+            )
+            .map_err(|e| self.err(e))?;
             tx.execute(
                 "UPDATE partitions SET witness = NULL, witness_file = NULL, proof_json = ?3,
                      public_json = ?4, timings = ?5
@@ -439,24 +450,17 @@ impl JobStore for SqliteStore {
             )
             .map_err(|e| self.err(e))?;
             if last {
-                files.extend(end(&tx, job, JobState::Done, None).map_err(|e| self.err(e))?);
+                files.extend(end(tx, job, JobState::Done, None).map_err(|e| self.err(e))?);
             }
-            self.commit(tx)?
-        };
-        self.sync_commits(seq)?;
+            Ok(files)
+        })?;
         // Only once the commit no longer names them.
         self.remove_files(&files);
         Ok(())
     }
 
     fn finish(&self, job: JobId, state: JobState, error: Option<&str>) -> Result<(), StoreError> {
-        let (files, seq) = {
-            let mut conn = self.lock();
-            let tx = conn.transaction().map_err(|e| self.err(e))?;
-            let files = end(&tx, job, state, error).map_err(|e| self.err(e))?;
-            (files, self.commit(tx)?)
-        };
-        self.sync_commits(seq)?;
+        let files = self.write(|tx| end(tx, job, state, error).map_err(|e| self.err(e)))?;
         self.remove_files(&files);
         Ok(())
     }
@@ -543,19 +547,13 @@ impl JobStore for SqliteStore {
 
     fn forget_finished(&self, retention: Duration) -> Result<usize, StoreError> {
         let cutoff = unix_ms(SystemTime::now()) - retention.as_millis() as i64;
-        let (n, seq) = {
-            let mut conn = self.lock();
-            let tx = conn.transaction().map_err(|e| self.err(e))?;
-            let n = tx
-                .execute(
-                    "DELETE FROM jobs WHERE finished_ms IS NOT NULL AND finished_ms <= ?1",
-                    [cutoff],
-                )
-                .map_err(|e| self.err(e))?;
-            (n, self.commit(tx)?)
-        };
-        self.sync_commits(seq)?;
-        Ok(n)
+        self.write(|tx| {
+            tx.execute(
+                "DELETE FROM jobs WHERE finished_ms IS NOT NULL AND finished_ms <= ?1",
+                [cutoff],
+            )
+            .map_err(|e| self.err(e))
+        })
     }
 }
 
