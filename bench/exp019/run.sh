@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 17's device steps (experiments 019, 021 and 022), one step per call, on the GPU
+# Issue 17's device steps (experiments 019, 021, 022 and 023), one step per call, on the GPU
 # machine.
 #
 #   bench/exp019/run.sh STEP OUT_DIR
@@ -17,13 +17,21 @@
 #           with and without constant work; its timings against sppark at 2^13..2^20; then
 #           the seam (dev keys bound through CudaDevices, lone and batched passes, w in
 #           both forms, proofs self-checked).
+#   constant zkpipe-gpu-check constant (experiment 023) once per ZKPIPE_CUDA_CONSTANT mode
+#           (MODES, default mask full both): every witness distribution's device stage
+#           against the CPU and timed, constant work off and on, and the spread.
+#   oneshot whole `zkpipe prove` processes (KEYS, default bn16), --backend cpu and cuda,
+#           with and without --constant-work, ROUNDS rounds (default 3) interleaved
+#           (experiment 023: what drawing the mask at binding costs a one-shot proof).
 #   keys    synth + setup --dev: KEYS (default BN254 and BLS12-381 at 2^13, 2^16, 2^20, and
 #           BN254 2^14).
 #   latency `zkpipe bench --backend cuda --trusted-key --no-verify` per key, interleaved:
 #           old build, this build, this build with ZKPIPE_CUDA_LONE_MSM=sppark, this
 #           build with --constant-work, this build with ZKPIPE_CUDA_TABLES=off (notables),
 #           this build with ZKPIPE_CUDA_HOST_SCALARS=1 (hostscalars: the witness converted
-#           on the host, as before experiment 022) (VARIANTS picks); ROUNDS rounds
+#           on the host, as before experiment 022), --constant-work with
+#           ZKPIPE_CUDA_CONSTANT=full or both (constfull, constboth: experiment 023)
+#           (VARIANTS picks); ROUNDS rounds
 #           (default 2).
 #   cpu     whole `zkpipe prove --backend cpu` processes (16 cores) of bn16 and bn20, default
 #           key checks: the old build, this build with the checked-key cache off, with it
@@ -98,6 +106,35 @@ check)
   timeout 150 "$work/bin/zkpipe-gpu-check" 16 5 16 seam > "$out/gpu-check-seam.txt" 2>&1 || true
   tail -1 "$out/gpu-check-seam.txt" | tee -a "$out/steps.log"
   ;;
+constant)
+  # Experiment 023: every witness distribution through a resident key's device stage,
+  # constant work off and on, for each way of keeping it constant.
+  for mode in ${MODES:-mask full both}; do
+    log "gpu-check constant ($mode)"
+    ZKPIPE_CUDA_CONSTANT=$mode timeout 400 "$work/bin/zkpipe-gpu-check" 16 "${RUNS:-9}" 20 constant \
+      > "$out/gpu-check-constant-$mode.txt" 2>&1 || true
+    grep -E 'spread|MISMATCH|error|ALL' "$out/gpu-check-constant-$mode.txt" | tee -a "$out/steps.log"
+  done
+  ;;
+oneshot)
+  # Experiment 023: whole `zkpipe prove` processes with and without --constant-work (the
+  # mask is drawn and its sums made at binding, every run), --trusted-key, on the CPU and
+  # the GPU, ROUNDS rounds interleaved (/usr/bin/time; every proof self-checked).
+  keys=${KEYS:-bn16} make_keys
+  for round in $(seq 1 "${ROUNDS:-3}"); do
+    for k in ${KEYS:-bn16}; do
+      for backend in cpu cuda; do
+        for v in default constant; do
+          extra=(); [ "$v" = constant ] && extra=(--constant-work)
+          /usr/bin/time -o "$work/time.txt" -f "%e s %M KiB" "$bin" prove "$work/keys/$k.zkey" \
+            "$work/keys/$k.wtns" "$work/p.json" "$work/pub.json" --backend "$backend" --trusted-key \
+            "${extra[@]}" > /dev/null 2>>"$out/steps.log" || echo "FAILED" > "$work/time.txt"
+          echo "oneshot $k $backend $v r$round: $(tail -1 "$work/time.txt")" | tee -a "$out/steps.log"
+        done
+      done
+    done
+  done
+  ;;
 keys)
   make_keys
   ls -la "$work/keys" | tee -a "$out/steps.log"
@@ -115,6 +152,8 @@ latency)
           new) cmd=("$bin" "${args[@]}") ;;
           sppark) cmd=(env ZKPIPE_CUDA_LONE_MSM=sppark "$bin" "${args[@]}") ;;
           constant) cmd=("$bin" "${args[@]}" --constant-work) ;;
+          constfull) cmd=(env ZKPIPE_CUDA_CONSTANT=full "$bin" "${args[@]}" --constant-work) ;;
+          constboth) cmd=(env ZKPIPE_CUDA_CONSTANT=both "$bin" "${args[@]}" --constant-work) ;;
           notables) cmd=(env ZKPIPE_CUDA_TABLES=off "$bin" "${args[@]}") ;;
           hostscalars) cmd=(env ZKPIPE_CUDA_HOST_SCALARS=1 "$bin" "${args[@]}") ;;
         esac

@@ -46,18 +46,18 @@ pub fn select<E: BindCurve>(
         bind(&gpus, gpu, key)
     };
     match choice {
-        BackendChoice::Cpu => Ok(Box::new(CpuBound::new(key))),
+        BackendChoice::Cpu => Ok(Box::new(CpuBound::bind(key))),
         BackendChoice::Cuda => on_gpu(key).context("--backend cuda"),
         BackendChoice::Auto => {
             if zkpipe_cuda::device_count() == 0 {
-                return Ok(Box::new(CpuBound::new(key)));
+                return Ok(Box::new(CpuBound::bind(key)));
             }
             match on_gpu(Arc::clone(&key)) {
                 Ok(b) => Ok(b),
                 // A key too big for the GPU still proves, on the CPU; say so once.
                 Err(e) if out_of_memory(&e) => {
                     eprintln!("zkpipe: note: {e}; proving on the CPU");
-                    Ok(Box::new(CpuBound::new(key)))
+                    Ok(Box::new(CpuBound::bind(key)))
                 }
                 Err(e) => bail!("--backend auto: the GPU is present but failed: {e}"),
             }

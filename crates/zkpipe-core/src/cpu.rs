@@ -6,21 +6,25 @@ use crate::curve::Curve;
 use crate::device::{BoundKey, Caps, DeviceInfo, Devices, G1Set, KeyShape, PassInput};
 use crate::error::Error;
 use crate::key::CompiledKey;
+use crate::msm::mask::CpuMask;
 use crate::msm::pippenger::BatchAffineMsm;
-use crate::msm::{scalars_into, DeviceSums, ScalarInt};
+use crate::msm::{constant_work, scalars_into, DeviceSums, ScalarInt};
 use crate::quotient;
 use crate::reduce::QapEvals;
 use crate::timings::{timed, Stage};
 use crate::{Bls12_381, Bn254};
+use std::borrow::Cow;
 use std::sync::Arc;
 use zkpipe_formats::CurveId;
 
 /// The CPU as the only device, "cpu". Its passes leave [B]₂ to the tail (which also runs
-/// on the CPU), so a daemon's tail pool, not the device pool, carries the G2 MSM.
+/// on the CPU), so a daemon's tail pool, not the device pool, carries the G2 MSM; with
+/// constant-work MSMs the pass makes it, from the masked witness.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CpuDevices;
 
-/// What a key bound to the CPU does: no reduce in the pass, no [B]₂, one proof a pass.
+/// What a key bound to the CPU does: no reduce in the pass, no [B]₂ (unless bound with
+/// a mask, [`CpuBound::masked`]), one proof a pass.
 pub const CPU_CAPS: Caps = Caps {
     reduces: false,
     g2: false,
@@ -36,8 +40,13 @@ impl Devices for CpuDevices {
         }]
     }
 
+    /// [`CPU_CAPS`], with [B]₂ in the pass where constant-work MSMs are on (the key is
+    /// then bound with a mask: [`CpuBound::bind`]).
     fn caps(&self, _shape: &KeyShape) -> Caps {
-        CPU_CAPS
+        Caps {
+            g2: constant_work::enabled(),
+            ..CPU_CAPS
+        }
     }
 
     /// The MSMs' copies of their bases in the adder's form (all five MSMs of a proof may
@@ -58,7 +67,7 @@ impl Devices for CpuDevices {
         _device: usize,
         key: Arc<CompiledKey<Bn254>>,
     ) -> Result<Box<dyn BoundKey<Bn254>>, Error> {
-        Ok(Box::new(CpuBound::new(key)))
+        Ok(Box::new(CpuBound::bind(key)))
     }
 
     fn bind_bls12_381(
@@ -66,20 +75,50 @@ impl Devices for CpuDevices {
         _device: usize,
         key: Arc<CompiledKey<Bls12_381>>,
     ) -> Result<Box<dyn BoundKey<Bls12_381>>, Error> {
-        Ok(Box::new(CpuBound::new(key)))
+        Ok(Box::new(CpuBound::bind(key)))
     }
 }
 
-/// A key bound to the CPU: nothing to upload, so it only holds the key.
-#[derive(Debug, Clone)]
+/// A key bound to the CPU: nothing to upload, so it holds the key, and a mask where its
+/// MSMs do constant work.
+#[derive(Clone)]
 pub struct CpuBound<E: Curve> {
     key: Arc<CompiledKey<E>>,
+    mask: Option<Arc<CpuMask<E>>>,
+}
+
+impl<E: Curve> std::fmt::Debug for CpuBound<E> {
+    // Not the mask's values: they must not reach a log.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CpuBound")
+            .field("key", &self.key)
+            .field("masked", &self.mask.is_some())
+            .finish()
+    }
 }
 
 impl<E: Curve> CpuBound<E> {
-    /// Binds `key` to the CPU.
+    /// Binds `key` to the CPU, unmasked.
     pub fn new(key: Arc<CompiledKey<E>>) -> Self {
-        Self { key }
+        Self { key, mask: None }
+    }
+
+    /// Binds `key` to the CPU with a fresh mask ([`crate::msm::mask`]): its passes make
+    /// [B]₂ too, and their MSMs do the same work for every witness. Drawing the mask costs
+    /// one proof's MSMs.
+    pub fn masked(key: Arc<CompiledKey<E>>) -> Self {
+        let mask = Some(Arc::new(CpuMask::draw(&key)));
+        Self { key, mask }
+    }
+
+    /// Binds `key` as this process proves: [`Self::masked`] where constant-work MSMs are
+    /// on ([`constant_work::enabled`]), else [`Self::new`].
+    pub fn bind(key: Arc<CompiledKey<E>>) -> Self {
+        if constant_work::enabled() {
+            Self::masked(key)
+        } else {
+            Self::new(key)
+        }
     }
 }
 
@@ -117,7 +156,10 @@ impl<E: Curve> BoundKey<E> for CpuBound<E> {
     }
 
     fn caps(&self) -> Caps {
-        CPU_CAPS
+        Caps {
+            g2: self.mask.is_some(),
+            ..CPU_CAPS
+        }
     }
 
     fn quotient(&self, evals: &mut QapEvals<E::ScalarField>) -> Result<(), Error> {
@@ -143,37 +185,62 @@ impl<E: Curve> BoundKey<E> for CpuBound<E> {
 }
 
 impl<E: Curve> CpuBound<E> {
+    /// With a mask, every MSM reads masked scalars, [B]₂ is made here too, and the
+    /// mask's sums come off at the end.
     fn pass_one(&self, p: &mut PassInput<'_, E>) -> Result<DeviceSums<E>, Error> {
         let key = &*self.key;
-        let w = p.w.scalars();
+        let mask = self.mask.as_deref();
+        let w = match mask {
+            Some(m) => Cow::Owned(m.mask_w(p.w)?),
+            None => p.w.scalars(),
+        };
         let (w, private) = (&*w, &w[key.n_public + 1..]);
         let g1 = |set: G1Set, scalars: &[ScalarInt<E>]| {
             timed(set.stage(), || msm_g1::<E>(set.points(key), scalars))
         };
         let (evals, h) = (&mut *p.evals, &mut *p.h);
-        let ((quotient, msm_h), (msm_a, (msm_b1, msm_c))) = rayon::join(
+        let ((quotient, msm_h), ((msm_a, msm_b2), (msm_b1, msm_c))) = rayon::join(
             || {
                 let q = timed(Stage::Quotient, || quotient::quotient(&key.domain, evals));
-                scalars_into(evals.h(), h);
+                match mask {
+                    Some(m) => m.mask_h_into(evals.h(), h),
+                    None => scalars_into(evals.h(), h),
+                }
                 (q, g1(G1Set::H, h))
             },
             || {
                 rayon::join(
-                    || g1(G1Set::A, w),
+                    || {
+                        rayon::join(
+                            || g1(G1Set::A, w),
+                            || mask.map(|_| timed(Stage::MsmB2, || msm_g2::<E>(&key.points.b2, w))),
+                        )
+                    },
                     || rayon::join(|| g1(G1Set::B1, w), || g1(G1Set::C, private)),
                 )
             },
         );
         p.t.spans.push(quotient.1);
         let mut spans = vec![msm_a.1, msm_b1.1, msm_c.1, msm_h.1];
+        let b2 = match msm_b2 {
+            Some((r, span)) => {
+                spans.push(span);
+                Some(r?)
+            }
+            None => None,
+        };
         spans.sort_by_key(|s| s.end);
         p.t.spans.extend(spans);
-        Ok(DeviceSums {
+        let mut sums = DeviceSums {
             a: msm_a.0?,
             b1: msm_b1.0?,
-            b2: None,
+            b2,
             c: msm_c.0?,
             h: msm_h.0?,
-        })
+        };
+        if let Some(m) = mask {
+            sums.take_off(m.sums());
+        }
+        Ok(sums)
     }
 }

@@ -454,4 +454,43 @@ mod tests {
             "the CPU reads scalars"
         );
     }
+    /// A key bound with a mask (constant-work MSMs) gives the unmasked sums, and [B]₂
+    /// too, as its caps say: for the witness as scalars and in Montgomery form, and for
+    /// all-zero and all-one values.
+    #[test]
+    fn a_masked_key_gives_the_unmasked_sums_and_b2() {
+        let key = key();
+        let cpu = CpuBound::new(Arc::clone(&key));
+        let masked = CpuBound::masked(Arc::clone(&key));
+        assert!(masked.caps().g2 && !cpu.caps().g2);
+        let (evals, w) = reduced(&key, "witness.wtns");
+        let n = w.len();
+        let value = |v: u64| vec![ScalarInt::<Bn254>::from(v); n];
+        for w in [w.clone(), value(0), value(1)] {
+            let input = (evals.clone(), w.clone());
+            let want = run(&cpu, &mut [input.clone()]).remove(0).unwrap();
+            let b2 = crate::cpu::msm_g2::<Bn254>(&key.points.b2, &w).unwrap();
+            let got = run(&masked, &mut [input]).remove(0).unwrap();
+            assert_eq!(
+                got,
+                DeviceSums {
+                    b2: Some(b2),
+                    ..want
+                }
+            );
+        }
+
+        let wtns = Wtns::read(fixture("witness.wtns")).unwrap();
+        let witness = Witness::check_for(&wtns, &key).unwrap();
+        let (mut evals_m, mut h, mut t) = (evals.clone(), Vec::new(), Timings::default());
+        let input = PassInput {
+            evals: &mut evals_m,
+            w: PassWitness::Montgomery(&witness.values),
+            h: &mut h,
+            t: &mut t,
+        };
+        let got = device_stage(&masked, &mut [input]).remove(0).unwrap();
+        let want = run(&masked, &mut [(evals, w)]).remove(0).unwrap();
+        assert_eq!(got, want, "the Montgomery form gives the same sums");
+    }
 }

@@ -42,6 +42,20 @@ __global__ void zkp_pointwise(fr_t* h, const fr_t* a, const fr_t* b, const fr_t*
     }
 }
 
+// x[i] += m[i] (constant-work masking): m in Montgomery form, x in Montgomery form or,
+// without `mont`, standard form. Addition is the same modular sum in either form, so m
+// is brought to x's form first.
+__global__ void zkp_add_mask(fr_t* x, const fr_t* m, size_t n, bool mont)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        fr_t mi = m[i];
+        if (!mont)
+            mi.from();
+        x[i] = x[i] + mi;
+    }
+}
+
 // Device buffers for one domain size, allocated once and reused by every proof.
 // Each has a stream of its own, so the quotients of proofs in flight at once (a batch, or
 // two passes) overlap instead of queueing on the device's shared stream: at 2^14 each
@@ -146,6 +160,37 @@ extern "C" RustError ZKP_FN(zkp_quotient_run_, CURVE)(zkp_quotient_t* q, const f
         CUDA_OK(cudaGetLastError());
         if (h != nullptr)
             stream.DtoH(h, scratch, n);
+        stream.sync();
+    } catch (const cuda_error& e) {
+        stream.sync();
+        return RustError{e.code(), e.what()};
+    }
+    return RustError{cudaSuccess};
+}
+
+// Masks one proof's MSM inputs for constant-work MSMs, after the reduce and the quotient
+// have read w: w[i] += mw[i] (nw values on the quotient's GPU, Montgomery form with
+// `mont`, else standard) and h[j] += mh[j] for the h the last run left on the device;
+// mw and mh are Montgomery. Returns when done.
+extern "C" RustError ZKP_FN(zkp_quotient_mask_, CURVE)(zkp_quotient_t* q, fr_t* w,
+                                                      const fr_t* mw, size_t nw, bool mont,
+                                                      const fr_t* mh)
+{
+    const gpu_t& gpu = q->gpu;
+    stream_t& stream = q->stream;
+    try {
+        gpu.select();
+        size_t n = (size_t)1 << q->lg_n;
+        fr_t* h = &q->d[(size_t)3 << q->lg_n];
+        uint32_t threads = 256;
+        auto blocks = [&](size_t len) {
+            return (uint32_t)std::min<size_t>(std::max<size_t>((len + threads - 1) / threads, 1),
+                                              (size_t)gpu.sm_count() * 8);
+        };
+        zkp_add_mask<<<blocks(nw), threads, 0, (cudaStream_t)stream>>>(w, mw, nw, mont);
+        CUDA_OK(cudaGetLastError());
+        zkp_add_mask<<<blocks(n), threads, 0, (cudaStream_t)stream>>>(h, mh, n, true);
+        CUDA_OK(cudaGetLastError());
         stream.sync();
     } catch (const cuda_error& e) {
         stream.sync();

@@ -16,7 +16,8 @@ pub(crate) const BATCH_MAX_DOMAIN: usize = 1 << 15;
 /// call at any size below 2^16. On an H100 a lone G1 MSM took 0.72 / 1.25 / 2.94 / 8.42 ms
 /// there at 2^13 / 2^16 / 2^18 / 2^20 against sppark's 2.92 / 4.25 / 12.10 / 12.62
 /// (experiment 019). Larger domains (not measured) keep sppark's MSM, unless
-/// constant-work MSMs are on (only the batched kernels have that mode).
+/// constant-work MSMs are on (the path their checks cover, and the only one with
+/// `ZKPIPE_CUDA_CONSTANT=full`'s mode).
 /// `ZKPIPE_CUDA_LONE_MSM=batch|sppark` forces one path (a diagnostic switch, read once).
 pub(crate) const LONE_BATCH_MAX_DOMAIN: usize = 1 << 20;
 
@@ -35,6 +36,41 @@ pub(crate) fn lone_on_batch(domain: usize) -> bool {
 /// ([`lone_on_batch`]).
 fn on_batch_kernels(domain: usize) -> bool {
     domain <= BATCH_MAX_DOMAIN || lone_on_batch(domain)
+}
+
+/// How constant-work MSMs (`zkpipe_core::msm::constant_work`) are kept constant on the
+/// GPU. By default by masking (`crate::enabled::mask`): the MSMs read w + m and h + m'
+/// for a random mask drawn at binding, so their scalars look uniformly random for any
+/// witness. `ZKPIPE_CUDA_CONSTANT=full` instead turns the batched plan's shortcuts off
+/// (every digit an entry, every piece in every bit sum: the mode of experiment 019),
+/// `both` does both; diagnostic switches for comparing them (read once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ConstantWork {
+    /// Whether a bound key draws a mask.
+    pub(crate) mask: bool,
+    /// Whether the plans turn their value-dependent shortcuts off.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) full_width: bool,
+}
+
+/// The constant-work mode, or `None` where constant-work MSMs are off.
+pub(crate) fn constant_work() -> Option<ConstantWork> {
+    static MODE: std::sync::OnceLock<ConstantWork> = std::sync::OnceLock::new();
+    let mode = *MODE.get_or_init(|| match std::env::var("ZKPIPE_CUDA_CONSTANT").as_deref() {
+        Ok("full") => ConstantWork {
+            mask: false,
+            full_width: true,
+        },
+        Ok("both") => ConstantWork {
+            mask: true,
+            full_width: true,
+        },
+        _ => ConstantWork {
+            mask: true,
+            full_width: false,
+        },
+    });
+    zkpipe_core::msm::constant_work::enabled().then_some(mode)
 }
 
 /// Whether a key binds with window tables (fixed-base precomputation: [`table_wbits`]):
@@ -175,7 +211,17 @@ pub(crate) fn device_bytes_for_shape(shape: &KeyShape, tables: bool) -> u64 {
         CurveId::Bn254 => bytes_for::<Bn254>(sets, n_vars, domain, tables),
         CurveId::Bls12_381 => bytes_for::<Bls12_381>(sets, n_vars, domain, tables),
     };
-    (points + matrices_bytes(coefficients, domain)) as u64
+    (points + matrices_bytes(coefficients, domain) + mask_bytes(n_vars, domain)) as u64
+}
+
+/// The constant-work mask (a value per signal and per domain row) where constant-work
+/// MSMs are on (`crate::enabled::mask`).
+fn mask_bytes(n_vars: usize, domain: usize) -> usize {
+    if constant_work().is_some_and(|c| c.mask) {
+        (n_vars + domain) * 32
+    } else {
+        0
+    }
 }
 
 /// Device memory each proof in flight on a key takes beyond the first (whose buffers

@@ -194,9 +194,9 @@ pub struct EngineConfig {
     pub max_pending_partitions: usize,
     /// Verify every proof before returning it. Default: true.
     pub self_check: bool,
-    /// MSMs give every value full-width work (no skipping of zeros and ones;
-    /// see `zkpipe_core::msm::constant_work`). A process-wide setting: the engine sets it
-    /// when it starts. Default: false.
+    /// MSMs do the same work for every witness (keys bound with a mask; see
+    /// `zkpipe_core::msm::constant_work`). A process-wide setting: the engine sets it
+    /// when it starts, before it binds a key. Default: false.
     pub constant_work: bool,
     /// Reduce row schedule. Default: dynamic:64.
     pub schedule: RowSchedule,

@@ -82,7 +82,7 @@ pub struct Args {
     /// Which GPU the cuda backend uses (CUDA's device index).
     #[arg(long, default_value_t = 0)]
     gpu: usize,
-    /// MSMs skip no zero or one scalar (as `prove --constant-work`).
+    /// MSMs do the same work for every witness (as `prove --constant-work`).
     #[arg(long)]
     constant_work: bool,
 }

@@ -55,9 +55,9 @@ pub struct ProveFlags {
     /// Which GPU the cuda backend uses (CUDA's device index).
     #[arg(long, default_value_t = 0)]
     gpu: usize,
-    /// MSMs skip no zero or one scalar: every value gets full-width work, which narrows
-    /// how much the proving time varies with the witness (it does not remove it); slower
-    /// on typical witnesses.
+    /// MSMs do the same work for every witness (a random mask on their scalars, its sums
+    /// taken off): proving time then barely varies with the witness's values (experiment
+    /// 023). Slower on typical witnesses, and binding the key costs one proof's MSMs more.
     #[arg(long)]
     constant_work: bool,
 }

@@ -1,4 +1,4 @@
-//! Whether the MSMs of this process give every witness value full-width work
+//! Whether the MSMs of this process do the same work for every witness
 //! (`zkpipe prove --constant-work`, the daemon's `pipeline.constant_work`).
 //!
 //! By default they do not: zero scalars are skipped (copied out first on the CPU, never
@@ -7,12 +7,20 @@
 //! proof's validity never depends on it. The price is that the time a proof takes says
 //! something about how many of the witness's values are 0, 1 or small. Where an observer
 //! of proving times should learn as little as possible about the witness (a prover that
-//! serves one secret's proofs to others who see the timing), turn it on: every scalar is then
-//! treated as a full-width value (the GPU puts zero digits into a discarded bucket and
-//! adds every partial sum; the CPU keeps zero scalars and adds zero digits into a
-//! discarded bucket). What remains value-dependent is how entries fall into buckets: on
-//! the GPU the spread of MSM times over witness distributions narrows from ~5× to
-//! 2–2.5×, not to none (experiment 019).
+//! serves one secret's proofs to others who see the timing), turn it on.
+//!
+//! Turned on, every key is bound with a random mask ([`crate::msm::mask`]): each proof's
+//! MSMs read w + m and h + m′ instead of w and h, and the mask's sums, computed once at
+//! binding, come off the results. Masked scalars look uniformly random whatever the
+//! witness is, so the MSMs' work (entries, bucket occupancy, partial sums) does not
+//! follow the values. On an H100 machine (experiment 023) the GPU's device stage varied
+//! by 1.02–1.10× over six witness distributions (1.7–6.6× with it off), and the CPU's
+//! pass by 1.02–1.06× (7–17×). A proof then costs what a random-valued witness costs by
+//! default; binding a key costs one proof's MSMs more. The CPU's MSMs also treat every
+//! scalar as full-width here (zero scalars kept, every window run, zero digits added
+//! into a discarded bucket), which costs nothing on masked scalars;
+//! `ZKPIPE_CUDA_CONSTANT=full` gives the GPU that mode instead of the mask, for
+//! comparison (1.4–1.7×).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

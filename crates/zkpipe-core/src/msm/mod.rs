@@ -13,6 +13,7 @@ pub mod constant_work;
 mod dispatch;
 #[cfg(target_arch = "x86_64")]
 mod ifma;
+pub mod mask;
 pub mod pippenger;
 mod plan;
 mod tree;

@@ -5,10 +5,11 @@
 
 use crate::enabled::buffers::{PassShape, Pool};
 use crate::enabled::curve::GpuCurve;
+use crate::enabled::mask::DeviceMask;
 use crate::enabled::msm::{ResidentG1, ResidentG2};
 use crate::enabled::reduce::GpuMatrices;
 use crate::enabled::runtime::device_info;
-use crate::shape::{binds_tables, caps, device_bytes_for_shape, lone_on_batch};
+use crate::shape::{binds_tables, caps, constant_work, device_bytes_for_shape, lone_on_batch};
 use crate::{CudaError, GpuInfo};
 use std::sync::Arc;
 use zkpipe_core::msm::{DeviceSums, ScalarInt};
@@ -40,6 +41,8 @@ pub struct CudaBound<E: Curve + GpuCurve> {
     pub(super) pool: Pool<E>,
     pub(super) caps: Caps,
     pub(super) gpu: usize,
+    /// Where constant-work MSMs are on: the mask every proof's MSM inputs get.
+    pub(super) mask: Option<DeviceMask<E>>,
     info: GpuInfo,
 }
 
@@ -76,7 +79,7 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             n_vars: key.n_vars,
             gpu,
         };
-        Ok(Self {
+        let mut bound = Self {
             a: ResidentG1::upload_tabled(&p.a, 0, tables, gpu)?,
             b1: ResidentG1::upload_tabled(&p.b1, 0, tables, gpu)?,
             c: ResidentG1::upload_tabled(&p.c, key.n_public + 1, tables, gpu)?,
@@ -90,9 +93,14 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             pool: Pool::new(pass_shape)?,
             caps,
             gpu,
+            mask: None,
             info,
             key,
-        })
+        };
+        if constant_work().is_some_and(|c| c.mask) {
+            bound.mask = Some(DeviceMask::draw(&bound)?);
+        }
+        Ok(bound)
     }
 
     /// The GPU's index.

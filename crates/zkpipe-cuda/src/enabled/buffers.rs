@@ -5,6 +5,7 @@
 //! when the call is done.
 
 use crate::enabled::curve::GpuCurve;
+use crate::enabled::mask::DeviceMask;
 use crate::enabled::memory::{DeviceBuf, PinnedBuf};
 use crate::enabled::quotient::GpuQuotient;
 use crate::enabled::reduce::GpuMatrices;
@@ -40,18 +41,21 @@ impl<E: GpuCurve + Curve> PassBuffers<E> {
     /// The quotient with h left on the GPU, from `evals`, or where `evals` is empty from
     /// a, b, c computed on the GPU from `w` with `matrices`. The witness is on the device
     /// afterwards either way; its upload is timed with the stage it precedes on the GPU
-    /// (`reduce_device`, else after the quotient, as part of `quotient`).
+    /// (`reduce_device`, else after the quotient, as part of `quotient`). With a `mask`,
+    /// w and h are left masked for the MSMs.
     pub(crate) fn quotient_and_w(
         &mut self,
         evals: &QapEvals<E::ScalarField>,
         w: PassWitness<'_, E>,
         matrices: Option<&GpuMatrices<E>>,
+        mask: Option<&DeviceMask<E>>,
         t: &mut Timings,
     ) -> Result<(), CudaError> {
         if !evals.a.is_empty() {
             return t.time(Stage::Quotient, || {
                 self.run_quotient(evals, false)?;
-                self.upload_w(w)
+                self.upload_w(w)?;
+                self.mask(mask, w)
             });
         }
         let m = matrices.ok_or_else(|| {
@@ -66,9 +70,23 @@ impl<E: GpuCurve + Curve> PassBuffers<E> {
         })?;
         let null = std::ptr::null_mut();
         // SAFETY: null inputs: a, b, c are where reduce_raw left them; h stays there.
-        t.time(Stage::Quotient, || unsafe {
-            self.quotient.run_raw(null, null, null, null)
+        t.time(Stage::Quotient, || {
+            unsafe { self.quotient.run_raw(null, null, null, null) }?;
+            self.mask(mask, w)
         })
+    }
+
+    /// Where constant-work MSMs are on, adds the key's mask to w and h on the GPU (timed
+    /// with the quotient, which it follows).
+    fn mask(
+        &mut self,
+        mask: Option<&DeviceMask<E>>,
+        w: PassWitness<'_, E>,
+    ) -> Result<(), CudaError> {
+        match mask {
+            Some(m) => m.apply(&self.quotient, &mut self.w, w.is_montgomery()),
+            None => Ok(()),
+        }
     }
 
     /// Stages a, b, c (n elements each, as the quotient was made for) and runs the

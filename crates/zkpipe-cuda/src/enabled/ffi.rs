@@ -105,13 +105,23 @@ pub struct CurveFns {
         w: *const c_void,
         mont: bool,
     ) -> sppark::Error,
+    /// Constant-work masking after the quotient: w += mw (nw values, w's form given by
+    /// `mont`), and the h left on the device += mh.
+    pub quotient_mask: unsafe extern "C" fn(
+        q: QuotientHandle,
+        w: *mut c_void,
+        mw: *const c_void,
+        nw: usize,
+        mont: bool,
+        mh: *const c_void,
+    ) -> sppark::Error,
 }
 
 macro_rules! curve_fns {
     ($table:ident, $g1_new:ident, $g1_drop:ident, $g1_msm:ident, $g1_batch:ident,
      $g2_new:ident, $g2_drop:ident, $g2_msm:ident, $g2_batch:ident, $g1_oneshot:ident,
      $plan_new:ident, $plan_drop:ident, $q_new:ident, $q_drop:ident, $q_run:ident,
-     $q_h:ident, $csr_new:ident, $csr_drop:ident, $reduce_run:ident) => {
+     $q_h:ident, $csr_new:ident, $csr_drop:ident, $reduce_run:ident, $q_mask:ident) => {
         extern "C" {
             fn $g1_new(
                 o: *mut SetHandle,
@@ -205,6 +215,14 @@ macro_rules! curve_fns {
                 w: *const c_void,
                 mont: bool,
             ) -> sppark::Error;
+            fn $q_mask(
+                q: QuotientHandle,
+                w: *mut c_void,
+                mw: *const c_void,
+                nw: usize,
+                mont: bool,
+                mh: *const c_void,
+            ) -> sppark::Error;
         }
         pub static $table: CurveFns = CurveFns {
             g1: GroupFns {
@@ -229,6 +247,7 @@ macro_rules! curve_fns {
             csr_new: $csr_new,
             csr_drop: $csr_drop,
             reduce_run: $reduce_run,
+            quotient_mask: $q_mask,
         };
     };
 }
@@ -252,7 +271,8 @@ curve_fns!(
     zkp_quotient_h_bn254,
     zkp_csr_new_bn254,
     zkp_csr_drop_bn254,
-    zkp_reduce_run_bn254
+    zkp_reduce_run_bn254,
+    zkp_quotient_mask_bn254
 );
 curve_fns!(
     BLS12_381,
@@ -273,7 +293,8 @@ curve_fns!(
     zkp_quotient_h_bls12_381,
     zkp_csr_new_bls12_381,
     zkp_csr_drop_bls12_381,
-    zkp_reduce_run_bls12_381
+    zkp_reduce_run_bls12_381,
+    zkp_quotient_mask_bls12_381
 );
 
 extern "C" {

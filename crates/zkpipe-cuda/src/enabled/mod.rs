@@ -10,6 +10,7 @@
 //!  quotient   GpuQuotient: the quotient NTTs
 //!  reduce     GpuMatrices: A and B resident, a, b, c computed on the GPU
 //!  buffers    one proof's buffers in flight, lent from a key's pool
+//!  mask       constant-work MSMs: a key's random mask on w and h, its sums taken off
 //!  bound      CudaBound: a key bound to a GPU (zkpipe-core's BoundKey)
 //!  pass       its device pass, for one proof or a batch
 //! ```
@@ -18,6 +19,7 @@ mod bound;
 mod buffers;
 mod curve;
 mod ffi;
+mod mask;
 mod memory;
 mod msm;
 mod pass;

@@ -6,10 +6,11 @@
 use crate::enabled::bound::CudaBound;
 use crate::enabled::curve::GpuCurve;
 use crate::enabled::msm::{BatchPlan, ResidentG1};
+use crate::shape::constant_work;
 use crate::CudaError;
 use ark_ec::pairing::Pairing;
 use std::time::Instant;
-use zkpipe_core::msm::{constant_work, DeviceSums};
+use zkpipe_core::msm::DeviceSums;
 use zkpipe_core::timings::{Span, Stage};
 use zkpipe_core::{Curve, PassInput};
 
@@ -32,20 +33,20 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
                 "a batch mixes witnesses in Montgomery and standard form".into(),
             ));
         }
-        let g2 = self.caps.g2;
-        let n = self.pool.domain_size();
         let mut lent = Vec::with_capacity(inputs.len());
         for _ in 0..inputs.len() {
             lent.push(self.pool.lend()?);
         }
         // Each proof's reduce and quotient from a thread of its own, on its quotient's
         // own stream: at small domains one proof's kernels fill little of the GPU.
-        let matrices = self.matrices.as_ref();
+        let (matrices, mask) = (self.matrices.as_ref(), self.mask.as_ref());
         std::thread::scope(|s| {
             let running: Vec<_> = inputs
                 .iter_mut()
                 .zip(lent.iter_mut())
-                .map(|(p, bufs)| s.spawn(move || bufs.quotient_and_w(p.evals, p.w, matrices, p.t)))
+                .map(|(p, bufs)| {
+                    s.spawn(move || bufs.quotient_and_w(p.evals, p.w, matrices, mask, p.t))
+                })
                 .collect();
             running.into_iter().try_for_each(join)
         })?;
@@ -56,20 +57,49 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             .iter()
             .map(|b| b.quotient.h_on_device() as usize)
             .collect();
+        let sums = self.batch_msms(&ws, &hs, mont_w);
+        drop(lent);
+        let mut sums = sums?;
+        let end = Instant::now();
+        for (p, s) in inputs.iter_mut().zip(sums.iter_mut()) {
+            // The batch's MSMs are shared; each proof's waterfall shows them whole.
+            p.t.spans.push(Span {
+                stage: Stage::MsmBatch,
+                start,
+                end,
+            });
+            self.unmask(s);
+        }
+        Ok(sums)
+    }
+
+    /// The five batched MSMs of k proofs: `ws` and `hs` are the device addresses of each
+    /// proof's w (nVars values, Montgomery form with `mont_w`) and h (domain-size values,
+    /// Montgomery), which must stay as they are until this returns. One plan of bucket
+    /// digits for all the w's and one for all the h's, one kernel sequence per point set.
+    pub(super) fn batch_msms(
+        &self,
+        ws: &[usize],
+        hs: &[usize],
+        mont_w: bool,
+    ) -> Result<Vec<DeviceSums<E>>, CudaError> {
+        let g2 = self.caps.g2;
+        let n = self.pool.domain_size();
         let (nw, gpu) = (self.a.len(), self.gpu);
-        let constant = constant_work::enabled();
+        // Masked scalars are as good as random: by default the plan keeps its shortcuts.
+        let constant = constant_work().is_some_and(|c| c.full_width);
         // w's plan serves A, B₁, B₂ and C, whose tables (if any) share one width.
         let plan = |v: &[usize], len: usize, mont: bool, table: u32| {
             let v: Vec<*const [u64; 4]> = v.iter().map(|&p| p as *const [u64; 4]).collect();
             // SAFETY: each address is this GPU's memory holding `len` scalars (a lent
-            // witness buffer or quotient h), not written until the lent sets go back.
+            // witness buffer, quotient h or mask), not written until this returns.
             unsafe { BatchPlan::<E>::new(&v, len, mont, constant, table, gpu) }
         };
-        let pw = plan(&ws, nw, mont_w, self.a.table_wbits())?;
+        let pw = plan(ws, nw, mont_w, self.a.table_wbits())?;
         let (a, b1, b2, c, h) = std::thread::scope(|s| {
             // h's plan is made while w's MSMs run.
             let h = s.spawn(|| {
-                plan(&hs, n, true, self.h.table_wbits()).and_then(|p| self.h.batch_msm(&p))
+                plan(hs, n, true, self.h.table_wbits()).and_then(|p| self.h.batch_msm(&p))
             });
             let b2 = g2.then(|| s.spawn(|| self.b2.batch_msm(&pw)));
             let b1 = s.spawn(|| self.b1.batch_msm(&pw));
@@ -77,11 +107,9 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             let a = self.a.batch_msm(&pw);
             (a, join(b1), b2.map(join), join(c), join(h))
         });
-        drop(lent);
         let (a, b1, c, h) = (a?, b1?, c?, h?);
         let b2 = b2.transpose()?;
-        let end = Instant::now();
-        let k = inputs.len();
+        let k = ws.len();
         if [a.len(), b1.len(), c.len(), h.len()]
             .iter()
             .any(|&l| l != k)
@@ -91,25 +119,22 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
                 "a batched MSM returned the wrong count".into(),
             ));
         }
-        Ok(inputs
-            .iter_mut()
-            .enumerate()
-            .map(|(j, p)| {
-                // The batch's MSMs are shared; each proof's waterfall shows them whole.
-                p.t.spans.push(Span {
-                    stage: Stage::MsmBatch,
-                    start,
-                    end,
-                });
-                DeviceSums {
-                    a: a[j],
-                    b1: b1[j],
-                    b2: b2.as_ref().map(|v| v[j]),
-                    c: c[j],
-                    h: h[j],
-                }
+        Ok((0..k)
+            .map(|j| DeviceSums {
+                a: a[j],
+                b1: b1[j],
+                b2: b2.as_ref().map(|v| v[j]),
+                c: c[j],
+                h: h[j],
             })
             .collect())
+    }
+
+    /// Takes the key's mask (if any) off a proof's sums.
+    fn unmask(&self, sums: &mut DeviceSums<E>) {
+        if let Some(m) = &self.mask {
+            sums.take_off(m.sums());
+        }
     }
 
     /// One proof: the quotient with h left on the GPU, then the five MSMs (B₂ where
@@ -122,7 +147,7 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         let n_public = self.key.n_public;
         let mut bufs = self.pool.lend()?;
         // w crosses once, in the form the pass got it.
-        bufs.quotient_and_w(evals, w, self.matrices.as_ref(), t)?;
+        bufs.quotient_and_w(evals, w, self.matrices.as_ref(), self.mask.as_ref(), t)?;
         let mont_w = w.is_montgomery();
         let (quotient, w_dev) = (&bufs.quotient, &bufs.w);
         // Device addresses as integers, to hand to the MSM threads.
@@ -172,13 +197,15 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             r
         });
         t.spans.extend([a_span, b1.1, c.1, h.1]);
-        Ok(DeviceSums {
+        let mut sums = DeviceSums {
             a: a?,
             b1: b1.0?,
             b2: b2.transpose()?,
             c: c.0?,
             h: h.0?,
-        })
+        };
+        self.unmask(&mut sums);
+        Ok(sums)
     }
 }
 

@@ -15,22 +15,26 @@
 //!   ([`checks::batch`]);
 //! - the seam: dev keys of 2^12 and 2^16 bound through `CudaDevices` against the same
 //!   keys on the CPU (`CpuBound`): every verb, passes of one and of several proofs,
-//!   wrong lengths refused, whole proofs self-checked ([`checks::seam`]).
+//!   wrong lengths refused, whole proofs self-checked ([`checks::seam`]);
+//! - constant-work MSMs: every witness distribution through a resident key's pass with
+//!   constant work off and on, against the CPU, timed, and the spread of those times
+//!   ([`checks::constant`]).
 //!
 //! Timings (median of `runs` after one warm-up, points resident, scalars from pinned
 //! memory): G1 MSM at 2^16/20/22/24, G2 at 2^20, quotient at 2^20/22/24, the GPU reduce
 //! at 2^20/22 (against the CPU's, once), capped at 2^max_timed_log.
 //!
 //! Run on the GPU machine: `zkpipe-gpu-check [max_log=22] [runs=7] [max_timed_log=24]
-//! [kernels|batch|seam|pinned]` (one part only: the first four checks, the batched MSM,
-//! the seam, or pinned staging: portable vs write-combined, each direction timed).
+//! [kernels|batch|seam|constant|pinned]` (one part only: the first four checks, the
+//! batched MSM, the seam, constant work, or pinned staging: portable vs write-combined,
+//! each direction timed).
 
 mod checks;
 mod common;
 
 use ark_bls12_381::Bls12_381;
 use ark_bn254::Bn254;
-use checks::{batch, msm, pinned, quotient, seam};
+use checks::{batch, constant, msm, pinned, quotient, seam};
 use common::Cfg;
 use zkpipe_core::Devices;
 use zkpipe_cuda::CudaDevices;
@@ -74,6 +78,10 @@ fn main() {
     if run("batch") {
         ok &= batch::check_batches::<Bn254>("BN254", &cfg);
         ok &= batch::check_batches::<Bls12_381>("BLS12-381", &cfg);
+    }
+    if run("constant") {
+        ok &= constant::check_constant_work::<Bn254>("BN254", &devices, &cfg);
+        ok &= constant::check_constant_work::<Bls12_381>("BLS12-381", &devices, &cfg);
     }
     if run("pinned") {
         ok &= pinned::check_pinned(&cfg);

@@ -99,7 +99,7 @@ fn table_note(tabled: bool) -> &'static str {
 }
 
 /// The witness distributions every path must get right: the names and one vector each.
-fn distributions<E: Curve>(
+pub(crate) fn distributions<E: Curve>(
     n: usize,
     rng: &mut impl rand::Rng,
 ) -> Vec<(&'static str, Vec<ScalarInt<E>>)> {

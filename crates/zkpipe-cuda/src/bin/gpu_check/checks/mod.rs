@@ -2,6 +2,7 @@
 //! every case matched the CPU.
 
 pub mod batch;
+pub mod constant;
 pub mod msm;
 pub mod pinned;
 pub mod quotient;

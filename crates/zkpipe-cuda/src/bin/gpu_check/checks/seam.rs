@@ -23,8 +23,8 @@ use zkpipe_core::{KeyShape, PassInput, PassWitness, ProveOptions, Timings, Witne
 use zkpipe_cuda::{CudaDevices, CudaError};
 use zkpipe_formats::zkey::ZkeyFile;
 
-type Res<T> = Result<T, Box<dyn std::error::Error>>;
-type Sums<E> = Vec<Result<DeviceSums<E>, Error>>;
+pub(crate) type Res<T> = Result<T, Box<dyn std::error::Error>>;
+pub(crate) type Sums<E> = Vec<Result<DeviceSums<E>, Error>>;
 
 /// The seam at 2^12 (batched passes) and 2^16 (one proof a pass), up to 2^max_log, for
 /// a key bound once (a one-shot proof's) and a resident one (with window tables and
@@ -110,23 +110,7 @@ fn seam_at<E: BindCurve>(name: &str, devices: &CudaDevices, log: u32, resident: 
         perturbed(&witness, first_private),
         perturbed(&witness, first_private + 1),
     ];
-    let want: Vec<DeviceSums<E>> = witnesses
-        .iter()
-        .map(|wi| -> Res<DeviceSums<E>> {
-            let sums = stage(
-                &cpu,
-                &key,
-                std::slice::from_ref(wi),
-                ReduceOn::Cpu(DEFAULT_SCHEDULE),
-                false,
-            )?
-            .0
-            .remove(0)?;
-            let w: Vec<ScalarInt<E>> = wi.values.iter().map(|x| x.into_bigint()).collect();
-            let b2 = if caps.g2 { Some(cpu.msm_g2(&w)?) } else { None };
-            Ok(DeviceSums { b2, ..sums })
-        })
-        .collect::<Res<_>>()?;
+    let want = cpu_sums(&cpu, &key, &witnesses, caps.g2)?;
     let on = ReduceOn::for_caps(caps, DEFAULT_SCHEDULE);
     let mont = caps.montgomery_w;
     let (one, ms) = stage(&*gpu, &key, &witnesses[..1], on, mont)?;
@@ -190,14 +174,35 @@ fn seam_at<E: BindCurve>(name: &str, devices: &CudaDevices, log: u32, resident: 
     Ok(ok.get())
 }
 
+/// Each witness's device-stage sums on the CPU (its pass alone, plus [B]₂ where `g2`).
+pub(crate) fn cpu_sums<E: BindCurve>(
+    cpu: &CpuBound<E>,
+    key: &CompiledKey<E>,
+    witnesses: &[Witness<E::ScalarField>],
+    g2: bool,
+) -> Res<Vec<DeviceSums<E>>> {
+    witnesses
+        .iter()
+        .map(|wi| -> Res<DeviceSums<E>> {
+            let on = ReduceOn::Cpu(DEFAULT_SCHEDULE);
+            let sums = stage(cpu, key, std::slice::from_ref(wi), on, false)?
+                .0
+                .remove(0)?;
+            let w: Vec<ScalarInt<E>> = wi.values.iter().map(|x| x.into_bigint()).collect();
+            let b2 = if g2 { Some(cpu.msm_g2(&w)?) } else { None };
+            Ok(DeviceSums { b2, ..sums })
+        })
+        .collect()
+}
+
 /// A key and a witness that satisfies it.
-type DevKey<E> = (
+pub(crate) type DevKey<E> = (
     Arc<CompiledKey<E>>,
     Witness<<E as ark_ec::pairing::Pairing>::ScalarField>,
 );
 
 /// A dev key of domain 2^log (4 public inputs) and a witness that satisfies it.
-fn dev_key<E: BindCurve>(log: u32) -> Res<DevKey<E>> {
+pub(crate) fn dev_key<E: BindCurve>(log: u32) -> Res<DevKey<E>> {
     let public = 4;
     let spec = SynthSpec {
         constraints: (1 << log) - public - 1,
@@ -287,7 +292,7 @@ fn inputs<'a, E: BindCurve>(
 
 /// The reduce stage (`on`) and the device stage of each witness on `bound` (w in
 /// Montgomery form if `mont`), and the milliseconds of the device stage.
-fn stage<E: BindCurve>(
+pub(crate) fn stage<E: BindCurve>(
     bound: &dyn BoundKey<E>,
     key: &CompiledKey<E>,
     witnesses: &[Witness<E::ScalarField>],
@@ -323,7 +328,7 @@ fn same<T: PartialEq>(gpu: Result<T, Error>, cpu: Result<T, Error>) -> bool {
     }
 }
 
-fn matches<E: BindCurve>(got: &Sums<E>, want: &[DeviceSums<E>]) -> bool {
+pub(crate) fn matches<E: BindCurve>(got: &Sums<E>, want: &[DeviceSums<E>]) -> bool {
     got.len() == want.len()
         && got.iter().zip(want).all(|(g, w)| match g {
             Ok(g) => g == w,

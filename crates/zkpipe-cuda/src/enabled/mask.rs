@@ -1,0 +1,83 @@
+//! Constant-work MSMs on the GPU by masking ([`DeviceMask`], the GPU's side of
+//! `zkpipe_core::msm::mask`): every proof's MSMs read w + m and h + m′ for random
+//! vectors m, m′ drawn when the key is bound, and the sums of m and m′ (computed once,
+//! then) come off the results. w + m looks like uniformly random scalars whatever w is
+//! (all zeros, all ones, a circom witness), so no bucket is fuller, no digit more often
+//! zero, than for random values. Turning the plan's shortcuts off alone
+//! (`ZKPIPE_CUDA_CONSTANT=full`, experiment 019's mode) leaves a 1.4–1.7× spread between
+//! witness distributions, because how entries fall into buckets still follows the
+//! values; with the mask it is 1.02–1.10× (experiment 023).
+
+use crate::enabled::bound::CudaBound;
+use crate::enabled::curve::GpuCurve;
+use crate::enabled::memory::DeviceBuf;
+use crate::enabled::quotient::GpuQuotient;
+use crate::enabled::runtime::check;
+use crate::CudaError;
+use std::ffi::c_void;
+use zkpipe_core::msm::mask::draw_values;
+use zkpipe_core::msm::DeviceSums;
+use zkpipe_core::Curve;
+
+/// A bound key's mask: m (nVars values) and m′ (domain size values) on the GPU in
+/// Montgomery form, and the five MSMs of them. Drawn from the OS's entropy at binding,
+/// kept secret in memory, never written anywhere.
+pub(crate) struct DeviceMask<E: Curve> {
+    w: DeviceBuf,
+    h: DeviceBuf,
+    n_vars: usize,
+    sums: DeviceSums<E>,
+}
+
+impl<E: Curve + GpuCurve> DeviceMask<E> {
+    /// Draws a mask for `bound`'s key and computes its sums with the key's resident
+    /// points (the same batched kernels the proofs use): one proof's MSMs, once.
+    pub(crate) fn draw(bound: &CudaBound<E>) -> Result<Self, CudaError> {
+        let n_vars = bound.key.n_vars;
+        let mw: Vec<E::ScalarField> = draw_values(n_vars);
+        let mh: Vec<E::ScalarField> = draw_values(bound.pool.domain_size());
+        let upload = |v: &[E::ScalarField]| -> Result<DeviceBuf, CudaError> {
+            let bytes = std::mem::size_of_val(v);
+            let mut buf = DeviceBuf::new(bound.gpu, bytes)?;
+            // SAFETY: `v` is valid for `bytes` bytes (pageable memory: a one-off copy).
+            unsafe { buf.upload_raw(v.as_ptr() as *const u8, bytes)? };
+            Ok(buf)
+        };
+        let (w, h) = (upload(&mw)?, upload(&mh)?);
+        let at = |b: &DeviceBuf| b.device_ptr(0) as usize;
+        let sums = bound
+            .batch_msms(&[at(&w)], &[at(&h)], true)?
+            .pop()
+            .ok_or_else(|| CudaError::Length("the mask's MSMs returned nothing".into()))?;
+        Ok(Self { w, h, n_vars, sums })
+    }
+
+    /// Adds the mask to one proof's w (`w_dev`, in Montgomery form with `mont`) and to
+    /// the h `quotient` left on the GPU. After the reduce and quotient, before the MSMs.
+    pub(crate) fn apply(
+        &self,
+        quotient: &GpuQuotient<E>,
+        w_dev: &mut DeviceBuf,
+        mont: bool,
+    ) -> Result<(), CudaError> {
+        let handle = quotient.handle();
+        // SAFETY: w_dev holds the proof's nVars values (checked by the pass) and is lent
+        // to this call (&mut); the mask buffers hold nVars and domain-size values; all on
+        // the quotient's GPU.
+        check(unsafe {
+            (E::fns().quotient_mask)(
+                *handle,
+                w_dev.device_ptr(0) as *mut c_void,
+                self.w.device_ptr(0) as *const c_void,
+                self.n_vars,
+                mont,
+                self.h.device_ptr(0) as *const c_void,
+            )
+        })
+    }
+
+    /// The mask's sums, to take off each proof's ([`DeviceSums::take_off`]).
+    pub(crate) fn sums(&self) -> &DeviceSums<E> {
+        &self.sums
+    }
+}
