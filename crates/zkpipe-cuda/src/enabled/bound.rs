@@ -98,7 +98,14 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             key,
         };
         if constant_work().is_some_and(|c| c.mask) {
-            bound.mask = Some(DeviceMask::draw(&bound)?);
+            let (n_vars, domain) = (bound.key.n_vars, bound.pool.domain_size());
+            let mask = DeviceMask::draw(gpu, n_vars, domain, |w, h| {
+                bound
+                    .batch_msms(&[w], &[h], true)?
+                    .pop()
+                    .ok_or_else(|| CudaError::Length("the mask's MSMs returned nothing".into()))
+            })?;
+            bound.mask = Some(mask);
         }
         Ok(bound)
     }

@@ -8,7 +8,6 @@
 //! witness distributions, because how entries fall into buckets still follows the
 //! values; with the mask it is 1.02–1.10× (experiment 023).
 
-use crate::enabled::bound::CudaBound;
 use crate::enabled::curve::GpuCurve;
 use crate::enabled::memory::DeviceBuf;
 use crate::enabled::quotient::GpuQuotient;
@@ -30,25 +29,25 @@ pub(crate) struct DeviceMask<E: Curve> {
 }
 
 impl<E: Curve + GpuCurve> DeviceMask<E> {
-    /// Draws a mask for `bound`'s key and computes its sums with the key's resident
-    /// points (the same batched kernels the proofs use): one proof's MSMs, once.
-    pub(crate) fn draw(bound: &CudaBound<E>) -> Result<Self, CudaError> {
-        let n_vars = bound.key.n_vars;
-        let mw: Vec<E::ScalarField> = draw_values(n_vars);
-        let mh: Vec<E::ScalarField> = draw_values(bound.pool.domain_size());
-        let upload = |v: &[E::ScalarField]| -> Result<DeviceBuf, CudaError> {
-            let bytes = std::mem::size_of_val(v);
-            let mut buf = DeviceBuf::new(bound.gpu, bytes)?;
+    /// Draws a mask of `n_vars` and `domain` values on GPU `gpu` and has `sums` compute
+    /// its five MSMs from their device addresses (m, then m′; Montgomery form) with the
+    /// key's resident points: one proof's MSMs, once.
+    pub(crate) fn draw(
+        gpu: usize,
+        n_vars: usize,
+        domain: usize,
+        sums: impl FnOnce(usize, usize) -> Result<DeviceSums<E>, CudaError>,
+    ) -> Result<Self, CudaError> {
+        let upload = |n: usize| -> Result<DeviceBuf, CudaError> {
+            let v: Vec<E::ScalarField> = draw_values(n);
+            let bytes = std::mem::size_of_val(v.as_slice());
+            let mut buf = DeviceBuf::new(gpu, bytes)?;
             // SAFETY: `v` is valid for `bytes` bytes (pageable memory: a one-off copy).
             unsafe { buf.upload_raw(v.as_ptr() as *const u8, bytes)? };
             Ok(buf)
         };
-        let (w, h) = (upload(&mw)?, upload(&mh)?);
-        let at = |b: &DeviceBuf| b.device_ptr(0) as usize;
-        let sums = bound
-            .batch_msms(&[at(&w)], &[at(&h)], true)?
-            .pop()
-            .ok_or_else(|| CudaError::Length("the mask's MSMs returned nothing".into()))?;
+        let (w, h) = (upload(n_vars)?, upload(domain)?);
+        let sums = sums(w.device_ptr(0) as usize, h.device_ptr(0) as usize)?;
         Ok(Self { w, h, n_vars, sums })
     }
 
