@@ -20,7 +20,8 @@ use zkpipe_core::Curve;
 
 /// A bound key's mask: m (nVars values) and m′ (domain size values) on the GPU in
 /// Montgomery form, and the five MSMs of them. Drawn from the OS's entropy at binding,
-/// kept secret in memory, never written anywhere.
+/// kept secret in memory, never written anywhere. Only the passes (the proof path) mask;
+/// the single verbs (`msm_g1`, `msm_g2`, `quotient`) do not.
 pub(crate) struct DeviceMask<E: Curve> {
     w: DeviceBuf,
     h: DeviceBuf,
