@@ -32,6 +32,18 @@ pub const CPU_CAPS: Caps = Caps {
     montgomery_w: false,
 };
 
+/// The caps of a key bound to the CPU, with a mask or without. A masked pass makes [B]₂
+/// (so no MSM ever reads the unmasked witness) and reads the witness's field elements
+/// ([`Caps::montgomery_w`]): it adds the mask to them before making its scalars, so
+/// scalars made by the reduce stage would only be turned back into field elements.
+fn cpu_caps(masked: bool) -> Caps {
+    Caps {
+        g2: masked,
+        montgomery_w: masked,
+        ..CPU_CAPS
+    }
+}
+
 impl Devices for CpuDevices {
     fn list(&self) -> Vec<DeviceInfo> {
         vec![DeviceInfo {
@@ -40,13 +52,10 @@ impl Devices for CpuDevices {
         }]
     }
 
-    /// [`CPU_CAPS`], with [B]₂ in the pass where constant-work MSMs are on (the key is
-    /// then bound with a mask: [`CpuBound::bind`]).
+    /// [`CPU_CAPS`], or a masked key's where constant-work MSMs are on (keys are then
+    /// bound with a mask: [`CpuBound::bind`]).
     fn caps(&self, _shape: &KeyShape) -> Caps {
-        Caps {
-            g2: constant_work::enabled(),
-            ..CPU_CAPS
-        }
+        cpu_caps(constant_work::enabled())
     }
 
     /// The MSMs' copies of their bases in the adder's form (all five MSMs of a proof may
@@ -156,10 +165,7 @@ impl<E: Curve> BoundKey<E> for CpuBound<E> {
     }
 
     fn caps(&self) -> Caps {
-        Caps {
-            g2: self.mask.is_some(),
-            ..CPU_CAPS
-        }
+        cpu_caps(self.mask.is_some())
     }
 
     fn quotient(&self, evals: &mut QapEvals<E::ScalarField>) -> Result<(), Error> {

@@ -463,6 +463,7 @@ mod tests {
         let cpu = CpuBound::new(Arc::clone(&key));
         let masked = CpuBound::masked(Arc::clone(&key));
         assert!(masked.caps().g2 && !cpu.caps().g2);
+        assert!(masked.caps().montgomery_w && !cpu.caps().montgomery_w);
         let (evals, w) = reduced(&key, "witness.wtns");
         let n = w.len();
         let value = |v: u64| vec![ScalarInt::<Bn254>::from(v); n];
