@@ -29,7 +29,9 @@
 #           old build, this build, this build with ZKPIPE_CUDA_LONE_MSM=sppark, this
 #           build with --constant-work, this build with ZKPIPE_CUDA_TABLES=off (notables),
 #           this build with ZKPIPE_CUDA_HOST_SCALARS=1 (hostscalars: the witness converted
-#           on the host, as before experiment 022), --constant-work with
+#           on the host, as before experiment 022), this build with ZKPIPE_CUDA_RUN=R
+#           (runR: R pieces per run, run0 the bit sums over pieces as before experiment
+#           024), --constant-work with
 #           ZKPIPE_CUDA_CONSTANT=full or both (constfull, constboth: experiment 023)
 #           (VARIANTS picks); ROUNDS rounds
 #           (default 2).
@@ -56,6 +58,18 @@
 #           verified by `zkpipe verify`.
 #   fixtures every bundled fixture (both curves) proved on the GPU and self-checked, with
 #           and without --constant-work.
+#   snarkrs-cuda warm GPU proofs side by side (BN254): `snarkrs bench --backend cuda --mode
+#           warm` (.carry/snarkrs-cuda.xz: `cargo install snarkrs --features cuda` 0.1.0,
+#           built on the devbox, not kept in the repo; it compiles its kernels with NVRTC
+#           at first use, so its first variant pays that) on artifact dirs made from KEYS
+#           (default bn13 bn16 bn20: the key, the witness, zkpipe's export-vk and a public.json
+#           from a zkpipe proof), then `zkpipe bench --backend cuda --trusted-key --no-verify`
+#           on the same files; ROUNDS rounds interleaved (default 2). snarkrs verifies
+#           every proof it times (outside the timed region).
+#   profile Nsight Compute's per-kernel summary (kernel time, --clock-control none) of
+#           `zkpipe bench --backend cuda` (1 warm-up, RUNS runs, default 3) per key (KEYS,
+#           default bn14 bn20 bls20), each build (.carry's zkpipe, and zkpipe-old when it
+#           is there): where a proof's GPU time goes, kernel by kernel (experiment 024).
 set -euo pipefail
 step=${1:?step}; out=${2:?out}
 work=${WORK:-bench/work/dev}
@@ -156,6 +170,7 @@ latency)
           constboth) cmd=(env ZKPIPE_CUDA_CONSTANT=both "$bin" "${args[@]}" --constant-work) ;;
           notables) cmd=(env ZKPIPE_CUDA_TABLES=off "$bin" "${args[@]}") ;;
           hostscalars) cmd=(env ZKPIPE_CUDA_HOST_SCALARS=1 "$bin" "${args[@]}") ;;
+          run[0-9]*) cmd=(env ZKPIPE_CUDA_RUN="${v#run}" "$bin" "${args[@]}") ;;
         esac
         timeout 120 "${cmd[@]}" > "$out/$k-$v-r$round.md" 2>&1 || log "FAILED $k $v r$round"
         echo "$k $v r$round: $(grep -m1 'prove total' "$out/$k-$v-r$round.md")" | tee -a "$out/steps.log"
@@ -247,6 +262,42 @@ fixtures)
           echo "$curve $name ${cw:-default}: FAILED" | tee -a "$out/fixtures.txt"
         fi
       done
+    done
+  done
+  ;;
+snarkrs-cuda)
+  [ -e .carry/snarkrs-cuda.xz ] && unpack snarkrs-cuda
+  keys=${KEYS:-bn13 bn16 bn20} make_keys
+  for k in ${KEYS:-bn13 bn16 bn20}; do
+    a=$work/snarkrs-art/$k; mkdir -p "$a"
+    ln -sf "$work/keys/$k.zkey" "$a/circuit.zkey"; ln -sf "$work/keys/$k.wtns" "$a/circuit.wtns"
+    "$bin" export-vk "$work/keys/$k.zkey" "$a/vkey.json" 2>>"$out/steps.log"
+    "$bin" prove "$work/keys/$k.zkey" "$work/keys/$k.wtns" "$work/p.json" "$a/public.json" --backend cuda --trusted-key 2>>"$out/steps.log"
+  done
+  for round in $(seq 1 "${ROUNDS:-2}"); do
+    for k in ${KEYS:-bn13 bn16 bn20}; do
+      log "snarkrs cuda $k r$round"
+      timeout 400 "$work/bin/snarkrs-cuda" bench --artifacts "$work/snarkrs-art" --variant "$k" --backend cuda \
+        --mode warm --reps "${RUNS:-15}" --csv "$out/snarkrs-$k-r$round.csv" > "$out/snarkrs-$k-r$round.txt" 2>&1 \
+        || log "FAILED snarkrs cuda $k r$round"
+      tail -3 "$out/snarkrs-$k-r$round.txt" | tee -a "$out/steps.log"
+      timeout 120 "$bin" bench "$work/keys/$k.zkey" "$work/keys/$k.wtns" --backend cuda --trusted-key --no-verify \
+        --runs "${RUNS:-15}" --warmup 3 > "$out/zkpipe-$k-r$round.md" 2>&1 || log "FAILED zkpipe $k r$round"
+      echo "zkpipe $k r$round: $(grep -m1 'prove total' "$out/zkpipe-$k-r$round.md")" | tee -a "$out/steps.log"
+    done
+  done
+  ;;
+profile)
+  keys=${KEYS:-bn14 bn20 bls20} make_keys
+  for k in ${KEYS:-bn14 bn20 bls20}; do
+    for v in new old; do
+      b=$bin; [ $v = old ] && b=$work/bin/zkpipe-old
+      [ -x "$b" ] || continue
+      log "ncu $k $v"
+      timeout 300 ncu --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel \
+        "$b" bench "$work/keys/$k.zkey" "$work/keys/$k.wtns" --backend cuda --trusted-key --no-verify \
+        --runs "${RUNS:-3}" --warmup 1 > "$out/ncu-$k-$v.txt" 2>&1 || log "FAILED ncu $k $v"
+      grep -m1 'prove total' "$out/ncu-$k-$v.txt" | tee -a "$out/steps.log" || true
     done
   done
   ;;

@@ -12,9 +12,22 @@
 //     digits → radix sort of (key, point index) → bucket ranges → pieces of ≤ L entries
 //   run (per point set):
 //     pieces: sum each piece's points (affine → xyzz), one thread per piece
-//     bit sums: per (j, w) and bit b < c, T = Σ of the pieces whose digit has bit b set
-//       (so Σ_d d·B_d = Σ_b 2^b·T_b), a block-wide tree sum in shared memory
+//     runs: per run of R consecutive pieces of one group (digits d_0 ≤ … ≤ d_{R−1}),
+//       S = Σ x_i and W = Σ (d_i − d_0)·x_i by a running sum from the top, so that the
+//       run's share of Σ_d d·B_d is d_0·S + 1·W: two entries, digits d_0 and 1
+//     bit sums: per (j, w) and bit b < c, T = Σ of the runs' entries whose digit has bit
+//       b set (so Σ_d d·B_d = Σ_b 2^b·T_b), a block-wide tree sum in shared memory
 //   host: per j, Σ_{w,b} 2^(w·c+b)·T_{j,w,b} by Horner (crate::enabled::msm)
+//
+// Why runs: a warp's lanes in a bit sum each test their entry's bit and add if it is
+// set, so every lane pays an addition per step whether its bit is set or not: c
+// additions per entry. Over the pieces themselves that is c per piece (13–17 at the
+// widths used), which at small domains costs about what the pieces do. A run's running
+// sum costs about two additions per piece (one to the running sum, one to W per digit
+// step; a step of g > 1 digits is a double-and-add of log₂ g bits, rare unless the
+// group is sparse), and leaves 2/R entries per piece to the bit sums. With R = 0 the bit
+// sums read the pieces directly (the path before experiment 024; constant work's full
+// mode, whose point is that every piece is added in every bit sum, keeps it).
 //
 // Window tables (fixed-base precomputation, for resident keys): a set bound with a table
 // of width c also holds 2^(w·c)·P_i for every window w (row w of the table, computed on
@@ -138,16 +151,90 @@ __global__ void zkp_bm_sum_pieces(typename bucket_t::mem_t* partial, const affin
     }
 }
 
-// Per (window jw, bit b, split s): the sum of the pieces of window jw whose digit has
-// bit b set, over split s of the window's pieces. Each logical item strides over the
-// split, then the block sums its items in a shared-memory tree. With `constant_work` a
-// piece whose bit is clear is added too, into a sum that is only used when `never` (a
-// zero the compiler cannot see) says so.
+// Per run q of up to `run_len` consecutive pieces of one group g (runs numbered group by
+// group, roff[g] the first of group g): S = Σ x_i into entry 2q with the digit of its
+// first piece, W = Σ (d_i − d_0)·x_i into entry 2q + 1 with digit 1. Pieces are sorted
+// by digit, so d_i − d_{i−1} ≥ 0: going down, x_i joins the running sum and the sum is
+// added to W once per digit step, so x_i is counted d_i − d_0 times.
+template<class bucket_t>
+__global__ void zkp_bm_runs(typename bucket_t::mem_t* entries, uint32_t* ekey,
+                            const typename bucket_t::mem_t* partial, const uint32_t* pkey,
+                            const uint32_t* poff, const uint32_t* roff, uint32_t ngroups,
+                            uint32_t wbits, uint32_t run_len)
+{
+    const uint32_t deg = bucket_t::degree;
+    const uint32_t mask = (1u << wbits) - 1;
+    const uint32_t total = roff[ngroups];
+    for (uint32_t q = (blockIdx.x * blockDim.x + threadIdx.x) / deg; q < total;
+         q += gridDim.x * blockDim.x / deg) {
+        // The group of run q: the last g with roff[g] ≤ q.
+        uint32_t lo = 0, hi = ngroups;
+        while (hi - lo > 1) {
+            uint32_t mid = (lo + hi) / 2;
+            if (roff[mid] <= q)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        const uint32_t first = poff[lo << wbits] + (q - roff[lo]) * run_len;
+        const uint32_t last = min(first + run_len, poff[(lo + 1) << wbits]);
+        bucket_t sum, weighted;
+        sum.inf();
+        weighted.inf();
+        uint32_t d = pkey[last - 1] & mask;
+        for (uint32_t p = last - 1;; p--) {
+            bucket_t x = partial[p];
+            sum.add(x);
+            if (p == first)
+                break;
+            const uint32_t below = pkey[p - 1] & mask;
+            const uint32_t gap = d - below;
+            d = below;
+            if (gap == 1) {
+                weighted.add(sum);
+            } else if (gap > 1) {
+                // gap·sum by double-and-add over gap's bits.
+                bucket_t m = sum;
+                for (int b = 30 - __clz(gap); b >= 0; b--) {
+                    bucket_t twice = m;
+                    m.add(twice);
+                    if ((gap >> b) & 1)
+                        m.add(sum);
+                }
+                weighted.add(m);
+            }
+        }
+        entries[2 * (size_t)q] = sum;
+        entries[2 * (size_t)q + 1] = weighted;
+        ekey[2 * (size_t)q] = d;
+        ekey[2 * (size_t)q + 1] = 1;
+    }
+}
+
+// Runs per group: ⌈its pieces / run_len⌉ (count[ngroups] = 0, for the exclusive scan).
+static __global__ void zkp_bm_run_counts(uint32_t* count, const uint32_t* poff,
+                                         uint32_t ngroups, uint32_t wbits, uint32_t run_len)
+{
+    for (uint32_t g = blockIdx.x * blockDim.x + threadIdx.x; g <= ngroups;
+         g += gridDim.x * blockDim.x)
+        count[g] = g < ngroups
+                       ? (poff[(g + 1) << wbits] - poff[g << wbits] + run_len - 1) / run_len
+                       : 0;
+}
+
+// Per (window jw, bit b, split s): the sum of the entries of window jw whose digit has
+// bit b set, over split s of the window's entries: the pieces (window jw's are
+// goff[jw << wbits]..goff[(jw + 1) << wbits], gshift = wbits, gmul = 1) or the runs'
+// two entries each (goff = roff, gshift = 0, gmul = 2). Each logical item strides over
+// the split, then the block sums its items in a shared-memory tree. With
+// `constant_work` an entry whose bit is clear is added too, into a sum that is only
+// used when `never` (a zero the compiler cannot see) says so.
 template<class bucket_t>
 __global__ void zkp_bm_bitsums(typename bucket_t::mem_t* out,
                                const typename bucket_t::mem_t* partial, const uint32_t* pkey,
-                               const uint32_t* poff, uint32_t wbits, uint32_t splits,
-                               bool constant_work, uint32_t never)
+                               const uint32_t* goff, uint32_t gshift, uint32_t gmul,
+                               uint32_t wbits, uint32_t splits, bool constant_work,
+                               uint32_t never)
 {
     typedef typename bucket_t::mem_t bucket_h;
     extern __shared__ __align__(16) unsigned char zkp_bm_smem[];
@@ -156,7 +243,7 @@ __global__ void zkp_bm_bitsums(typename bucket_t::mem_t* out,
     const uint32_t items = blockDim.x / deg, item = threadIdx.x / deg;
     const uint32_t s = blockIdx.x % splits, jb = blockIdx.x / splits;
     const uint32_t jw = jb / wbits, b = jb % wbits;
-    const uint32_t lo = poff[jw << wbits], hi = poff[(jw + 1) << wbits];
+    const uint32_t lo = goff[jw << gshift] * gmul, hi = goff[(jw + 1) << gshift] * gmul;
     const uint32_t span = (hi - lo + splits - 1) / splits;
     const uint32_t from = lo + s * span, to = min(hi, from + span);
     bucket_t acc, skipped;
@@ -287,20 +374,24 @@ struct zkp_bm_plan_t {
     uint32_t groups;
     bool constant_work;
     size_t max_pieces;
+    uint32_t run_len;             // pieces per run (0: the bit sums read the pieces)
     uint32_t npieces = 0;         // pieces actually made (poff[nkeys])
+    uint32_t nruns = 0;           // runs made (roff[k·groups])
     cudaStream_t st = nullptr;
     uint32_t* vals = nullptr;     // point indices, sorted by bucket key
     uint32_t* poff = nullptr;     // nkeys + 1 piece offsets; poff[nkeys] = piece count
     uint32_t* pstart = nullptr;
     uint32_t* pend = nullptr;
     uint32_t* pkey = nullptr;     // each piece's bucket key
+    uint32_t* roff = nullptr;     // k·groups + 1 run offsets, by group
 
     ~zkp_bm_plan_t()
     {
         if (!st)
             return;
         cudaSetDevice(dev);
-        for (void* p : {(void*)vals, (void*)poff, (void*)pstart, (void*)pend, (void*)pkey})
+        for (void* p : {(void*)vals, (void*)poff, (void*)pstart, (void*)pend, (void*)pkey,
+                        (void*)roff})
             if (p)
                 cudaFreeAsync(p, st);
         cudaStreamDestroy(st);
@@ -352,15 +443,16 @@ struct zkp_stream_t {
 static size_t zkp_align(size_t x) { return (x + 255) & ~(size_t)255; }
 
 // `scalars`: host array of k device pointers to n scalars each (standard form, or
-// Montgomery with `mont`); `piece`: entries per piece (L); `table_wbits`: the window width
+// Montgomery with `mont`); `piece`: entries per piece (L); `run`: pieces per run (0: none,
+// the bit sums read the pieces; constant work always reads them); `table_wbits`: the window width
 // of the table of the sets the plan will run against (0: sets' own points, the width
 // chosen here); `shape` receives the window width and the bucket groups per proof, which
 // the host needs to put the bit sums together.
 template<class scalar_t>
 static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* scalars,
                                  uint32_t k, uint32_t n, bool mont, uint32_t piece,
-                                 bool constant_work, uint32_t table_wbits, uint32_t* shape,
-                                 int dev)
+                                 uint32_t run, bool constant_work, uint32_t table_wbits,
+                                 uint32_t* shape, int dev)
 {
     *out = nullptr;
     zkp_bm_plan_t* plan = nullptr;
@@ -384,8 +476,10 @@ static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* sca
         while ((1ull << end_bit) <= nkeys)
             end_bit++;
 
+        const uint32_t ngroups = k * groups;
         plan = new zkp_bm_plan_t{dev, k, n, wbits, nwins, nkeys, groups, constant_work,
-                                 len / piece + std::min<size_t>(len, nkeys) + 1};
+                                 len / piece + std::min<size_t>(len, nkeys) + 1,
+                                 constant_work ? 0 : run};
         shape[0] = wbits;
         shape[1] = groups;
         CUDA_OK(cudaSetDevice(dev));
@@ -400,13 +494,18 @@ static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* sca
         CUDA_OK(cudaMallocAsync(&plan->pstart, plan->max_pieces * sizeof(uint32_t), st));
         CUDA_OK(cudaMallocAsync(&plan->pend, plan->max_pieces * sizeof(uint32_t), st));
         CUDA_OK(cudaMallocAsync(&plan->pkey, plan->max_pieces * sizeof(uint32_t), st));
+        if (plan->run_len)
+            CUDA_OK(cudaMallocAsync(&plan->roff, ((size_t)ngroups + 1) * sizeof(uint32_t), st));
 
-        size_t sort_bytes = 0, scan_bytes = 0;
+        size_t sort_bytes = 0, scan_bytes = 0, run_scan_bytes = 0;
         CUDA_OK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, (uint32_t*)nullptr,
                                                  (uint32_t*)nullptr, (uint32_t*)nullptr,
                                                  (uint32_t*)nullptr, len, 0, end_bit, st));
         CUDA_OK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, (uint32_t*)nullptr,
                                                (uint32_t*)nullptr, nkeys + 1, st));
+        CUDA_OK(cub::DeviceScan::ExclusiveSum(nullptr, run_scan_bytes, (uint32_t*)nullptr,
+                                               (uint32_t*)nullptr, ngroups + 1, st));
+        scan_bytes = std::max(scan_bytes, run_scan_bytes);
         size_t o_keys = 0;
         size_t o_keys2 = o_keys + zkp_align(len * 4);
         size_t o_vals = o_keys2 + zkp_align(len * 4);
@@ -446,6 +545,16 @@ static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* sca
         CUDA_OK(cudaGetLastError());
         CUDA_OK(cudaMemcpyAsync(&plan->npieces, &plan->poff[nkeys], sizeof(uint32_t),
                                 cudaMemcpyDeviceToHost, st));
+        if (plan->run_len) {
+            // Runs: ⌈pieces / run⌉ per group, numbered group by group (count is free again).
+            zkp_bm_run_counts<<<zkp_grid((size_t)ngroups + 1, 256), 256, 0, st>>>(
+                count, plan->poff, ngroups, wbits, plan->run_len);
+            CUDA_OK(cudaGetLastError());
+            CUDA_OK(cub::DeviceScan::ExclusiveSum(temp, scan_bytes, count, plan->roff,
+                                                   ngroups + 1, st));
+            CUDA_OK(cudaMemcpyAsync(&plan->nruns, &plan->roff[ngroups], sizeof(uint32_t),
+                                    cudaMemcpyDeviceToHost, st));
+        }
         CUDA_OK(cudaStreamSynchronize(st));
     } catch (const cuda_error& e) {
         delete plan;
@@ -474,15 +583,22 @@ static RustError zkp_bm_run(const zkp_bm_plan_t* plan, const affine_h* points,
         const uint32_t nwindows = plan->k * plan->groups;
         const uint32_t nsums = nwindows * plan->wbits;
         const uint32_t items = ZKP_BM_BITSUM_THREADS / deg;
-        // Splits per (window, bit) so that each item strides over ~8 pieces: a short chain.
-        const size_t per_window = plan->npieces / std::max<uint32_t>(nwindows, 1);
+        const bool runs = plan->run_len != 0;
+        // What the bit sums add: the runs' two entries each, or the pieces.
+        const size_t nentries = runs ? 2 * (size_t)plan->nruns : plan->npieces;
+        // Splits per (window, bit) so that each item strides over ~8 entries: a short chain.
+        const size_t per_window = nentries / std::max<uint32_t>(nwindows, 1);
         const uint32_t splits =
             (uint32_t)std::min<size_t>(32, std::max<size_t>(1, per_window / (8 * items)));
         size_t o_partial = 0;
-        size_t o_split = o_partial + zkp_align(std::max<size_t>(plan->npieces, 1) * sizeof(bucket_h));
+        size_t o_entries = o_partial + zkp_align(std::max<size_t>(plan->npieces, 1) * sizeof(bucket_h));
+        size_t o_ekey = o_entries + zkp_align((runs ? nentries : 0) * sizeof(bucket_h));
+        size_t o_split = o_ekey + zkp_align((runs ? nentries : 0) * sizeof(uint32_t));
         size_t o_sums = o_split + zkp_align((size_t)nsums * splits * sizeof(bucket_h));
         zkp_scratch_t tmp(o_sums + (size_t)nsums * sizeof(bucket_h), st);
         auto* partial = tmp.at<bucket_h>(o_partial);
+        auto* entries = tmp.at<bucket_h>(o_entries);
+        auto* ekey = tmp.at<uint32_t>(o_ekey);
         auto* split_sums = tmp.at<bucket_h>(o_split);
         auto* sums = tmp.at<bucket_h>(o_sums);
 
@@ -491,10 +607,18 @@ static RustError zkp_bm_run(const zkp_bm_plan_t* plan, const affine_h* points,
             <<<zkp_grid((size_t)plan->npieces * deg, threads), threads, 0, st>>>(
                 partial, points, plan->vals, plan->pstart, plan->pend, &plan->poff[plan->nkeys]);
         CUDA_OK(cudaGetLastError());
+        if (runs && plan->nruns) {
+            zkp_bm_runs<bucket_t>
+                <<<zkp_grid((size_t)plan->nruns * deg, threads), threads, 0, st>>>(
+                    entries, ekey, partial, plan->pkey, plan->poff, plan->roff, nwindows,
+                    plan->wbits, plan->run_len);
+            CUDA_OK(cudaGetLastError());
+        }
         zkp_bm_bitsums<bucket_t><<<nsums * splits, ZKP_BM_BITSUM_THREADS,
                                    items * sizeof(bucket_h), st>>>(
-            splits > 1 ? split_sums : sums, partial, plan->pkey, plan->poff, plan->wbits,
-            splits, plan->constant_work, 0);
+            splits > 1 ? split_sums : sums, runs ? entries : partial,
+            runs ? ekey : plan->pkey, runs ? plan->roff : plan->poff, runs ? 0 : plan->wbits,
+            runs ? 2 : 1, plan->wbits, splits, plan->constant_work, 0);
         CUDA_OK(cudaGetLastError());
         if (splits > 1) {
             zkp_bm_fold<bucket_t><<<zkp_grid((size_t)nsums * deg, threads), threads, 0, st>>>(

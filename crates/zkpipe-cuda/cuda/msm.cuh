@@ -156,11 +156,12 @@ ZKP_MSM_ENTRIES(g2, zkp_g2_msm_t, point_fp2_t, affine_fp2_t, bucket_fp2_t)
 extern "C" RustError ZKP_FN(zkp_bm_plan_new_, CURVE)(zkp_bm_plan_t** out,
                                                     const scalar_t* const* scalars,
                                                     uint32_t k, uint32_t n, bool mont,
-                                                    uint32_t piece, bool constant_work,
+                                                    uint32_t piece, uint32_t run,
+                                                    bool constant_work,
                                                     uint32_t table_wbits, uint32_t* shape,
                                                     int dev)
 {
-    return zkp_bm_plan_new<scalar_t>(out, scalars, k, n, mont, piece, constant_work,
+    return zkp_bm_plan_new<scalar_t>(out, scalars, k, n, mont, piece, run, constant_work,
                                      table_wbits, shape, dev);
 }
 

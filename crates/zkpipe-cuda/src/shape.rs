@@ -89,7 +89,9 @@ pub(crate) fn binds_tables(resident: bool, domain: usize) -> bool {
 /// bit sums add each piece (L entries, or one bucket's) c/2 times on average. With one
 /// group of buckets per proof instead of one per window, the bucket side costs ~⌈bits/c⌉
 /// times less, so the width is wider than a plan without a table takes (batch_msm.cuh,
-/// zkp_bm_wbits): 12 at 2^13, 15 at 2^16, 17 at 2^20 points, for 22, 17, 15 rows.
+/// zkp_bm_wbits): 12 at 2^13, 15 at 2^16, 17 at 2^20 points, for 22, 17, 15 rows. (With
+/// runs, experiment 024, a piece costs about 2 + 2c/R additions on the bucket side
+/// instead; that model picks the same widths at 2^14 and 2^20, so this one stays.)
 pub(crate) fn table_wbits(n: usize, bits: u32) -> u32 {
     let n = n.max(1) as f64;
     let piece = default_piece_len(1, n as usize) as f64;
@@ -140,6 +142,35 @@ pub(crate) fn piece_len(k: usize, n: usize) -> u32 {
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn plan_piece_len(k: usize, n: usize, tabled: bool) -> u32 {
     piece_len(if tabled { 4 * k } else { k }, n)
+}
+
+/// Pieces per run (batch_msm.cuh, zkp_bm_runs) in a plan of k vectors of n scalars:
+/// each run's running sum leaves two entries for the bit sums instead of one per piece.
+/// Longer runs leave fewer entries but are longer serial chains and fewer threads, and
+/// in a sparse group (few entries per bucket) their digit steps are double-and-adds, so
+/// small plans take short runs: 4 up to k·n = 2^14, 8 up to 2^17, 16 up to 2^19, then
+/// 32 (experiment 024 on an H100: run 1 timed R = 2, 4, 8, 16 per size and kept 4 where a
+/// witness-like distribution at 2^13 lost with 8; run 4 timed 32 against 16 in whole
+/// proofs at 2^20, 1–2% faster on both curves).
+///
+/// `ZKPIPE_CUDA_RUN=R` (0 or 2..=64) forces R; 0 turns runs off, so the bit sums read
+/// the pieces (the path before experiment 024). A diagnostic switch for measuring the
+/// trade-off (read once).
+pub(crate) fn run_len(k: usize, n: usize) -> u32 {
+    static FORCED: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    let forced = *FORCED.get_or_init(|| {
+        std::env::var("ZKPIPE_CUDA_RUN")
+            .ok()?
+            .parse::<u32>()
+            .ok()
+            .filter(|&r| r == 0 || (2..=64).contains(&r))
+    });
+    forced.unwrap_or(match k.max(1) * n.max(1) {
+        0..=0x4000 => 4,
+        0x4001..=0x20000 => 8,
+        0x20001..=0x80000 => 16,
+        _ => 32,
+    })
 }
 
 /// [`piece_len`] unless forced: what the table width and memory estimates assume.
@@ -286,7 +317,7 @@ fn pass_bytes(n_vars: usize, n: usize, largest: usize) -> usize {
 /// (key, index, sorted copies and sort temp) for w and h, and its summed pieces in five
 /// MSMs at once (one per present bucket, about 2·n of them at the chosen window width,
 /// plus one per L entries, L as a lone proof's plan takes it; XYZZ points, 256 bytes on
-/// average over 4 G1 + 1 G2).
+/// average over 4 G1 + 1 G2), plus the runs' two entries per R pieces.
 fn batch_bytes(n_vars: usize, n: usize) -> usize {
     // ⌈255 / c⌉: the plan's cost model (batch_msm.cuh, zkp_bm_wbits) takes c ≥ 8 from
     // 2^12 scalars on, and c ≥ 4 always.
@@ -294,7 +325,12 @@ fn batch_bytes(n_vars: usize, n: usize) -> usize {
     let items = windows * (n_vars + n);
     let piece = default_piece_len(1, n_vars.max(n)) as usize;
     let pieces = items / piece + 2 * n_vars.max(n);
-    items * 28 + 5 * pieces * 256
+    // A lone proof's runs: the shortest a plan of n scalars takes, so the most entries.
+    let run_entries = match run_len(1, n_vars.max(n)) {
+        0 => 0,
+        r => 2 * pieces.div_ceil(r as usize),
+    };
+    items * 28 + 5 * (pieces + run_entries) * 256
 }
 
 /// sppark's window count and width for an MSM of `n` points.
@@ -327,6 +363,20 @@ mod tests {
             domain_size,
             n_coefficients: 3 * domain_size,
         }
+    }
+
+    /// Plans of more proofs or points take longer runs.
+    #[test]
+    fn runs_lengthen_with_the_plan() {
+        if std::env::var_os("ZKPIPE_CUDA_RUN").is_some() {
+            return; // forced for the whole process
+        }
+        assert_eq!(run_len(1, 1 << 13), 4);
+        assert_eq!(run_len(1, 1 << 14), 4);
+        assert_eq!(run_len(4, 1 << 14), 8);
+        assert_eq!(run_len(1, 1 << 16), 8);
+        assert_eq!(run_len(32, 1 << 14), 16);
+        assert_eq!(run_len(1, 1 << 20), 32);
     }
 
     /// Small keys batch, large ones prove alone; G2 is always on the GPU.

@@ -324,6 +324,7 @@ impl<E: GpuCurve> BatchPlan<E> {
             n32,
             mont,
             crate::shape::plan_piece_len(vectors.len(), n, table_wbits != 0),
+            crate::shape::run_len(vectors.len(), n),
             constant_work,
             table_wbits,
             shape.as_mut_ptr(),
