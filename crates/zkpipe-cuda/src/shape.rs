@@ -122,13 +122,8 @@ pub(crate) fn table_rows(wbits: u32, bits: u32) -> usize {
 /// trade-off (read once).
 pub(crate) fn piece_len(k: usize, n: usize) -> u32 {
     static FORCED: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-    let forced = *FORCED.get_or_init(|| {
-        let l = std::env::var("ZKPIPE_CUDA_PIECE")
-            .ok()?
-            .parse::<u32>()
-            .ok()?;
-        (8..=1024).contains(&l).then_some(l)
-    });
+    let forced =
+        *FORCED.get_or_init(|| forced_number("ZKPIPE_CUDA_PIECE", |l| (8..=1024).contains(&l)));
     forced.unwrap_or_else(|| default_piece_len(k, n))
 }
 
@@ -158,19 +153,24 @@ pub(crate) fn plan_piece_len(k: usize, n: usize, tabled: bool) -> u32 {
 /// trade-off (read once).
 pub(crate) fn run_len(k: usize, n: usize) -> u32 {
     static FORCED: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-    let forced = *FORCED.get_or_init(|| {
-        std::env::var("ZKPIPE_CUDA_RUN")
-            .ok()?
-            .parse::<u32>()
-            .ok()
-            .filter(|&r| r == 0 || (2..=64).contains(&r))
-    });
+    let forced = *FORCED
+        .get_or_init(|| forced_number("ZKPIPE_CUDA_RUN", |r| r == 0 || (2..=64).contains(&r)));
     forced.unwrap_or(match k.max(1) * n.max(1) {
         0..=0x4000 => 4,
         0x4001..=0x20000 => 8,
         0x20001..=0x80000 => 16,
         _ => 32,
     })
+}
+
+/// The number a diagnostic environment variable forces, if it is set, a number, and
+/// `valid`.
+fn forced_number(var: &str, valid: impl Fn(u32) -> bool) -> Option<u32> {
+    std::env::var(var)
+        .ok()?
+        .parse::<u32>()
+        .ok()
+        .filter(|&v| valid(v))
 }
 
 /// [`piece_len`] unless forced: what the table width and memory estimates assume.
