@@ -43,6 +43,16 @@
 #           (default 2); default pipeline config with queue_depth = 64 (experiment 010),
 #           trusted keys. DAEMON_ENV adds a variant: this build with that environment
 #           (e.g. ZKPIPE_CUDA_TABLES=off).
+#   hostprof the daemon step's cell (this build) under `perf record -a` (flat, no call
+#           graphs), then perf's per-thread-name and per-symbol summaries: where the host's
+#           CPU goes at ~550 proofs/s (experiment 025). The GPU machine has no perf:
+#           .carry/perfkit.tar.xz is the devbox's /usr/bin/perf with its shared libraries
+#           (and loader), run as perfkit/run-perf; the binary should keep its symbols
+#           (`strip -g`, not `strip`).
+#   store   this build's daemon at the same cell, variants (STORE_VARIANTS picks; default
+#           all): the default, spill (witnesses over 64 KiB as files:
+#           server.witness_inline_max="64KiB"), nocheck (pipeline.self_check=false), and
+#           both; ROUNDS rounds (default 2) interleaved.
 #   tail    this build's daemon at the same cell, variants: the default, 8 and 16 tail workers,
 #           and the self-check off (what holds the daemon once the GPU is 90% busy).
 #   snarkrs whole CPU processes side by side on bn16 and bn20 (BN254; snarkrs has no
@@ -241,6 +251,49 @@ snarkrs | rapidsnark)
       done
     done
   done
+  ;;
+hostprof)
+  small_daemon_config
+  [ -e .carry/perfkit.tar.xz ] || { log "no .carry/perfkit.tar.xz"; exit 1; }
+  [ -x "$work/perfkit/run-perf" ] || tar xJf .carry/perfkit.tar.xz -C "$work"
+  perf=$work/perfkit/run-perf
+  log "sweep under perf record -a"
+  timeout 200 "$perf" record -F 1999 -a -o "$work/perf.data" -- "$bin" sweep --config "$work/zkpipe.toml" \
+    --backend cuda --out "$out/hostprof" bn14 "$work/keys/bn14.wtns" -c 64 -j 16 -p 1 \
+    > "$out/hostprof.txt" 2>"$out/perf-record.txt" || log "sweep under perf failed"
+  grep -i "proofs/s" -A1 "$out/hostprof.txt" | head -2 | tee -a "$out/steps.log"
+  # report FILE LINES ARGS...: perf's summary, comment lines dropped, its first LINES lines
+  # (cut after perf is done, so that no pipe closes early under pipefail).
+  report() {
+    local f=$1 n=$2; shift 2
+    "$perf" report -i "$work/perf.data" --stdio --percentage relative "$@" > "$f.full" 2>/dev/null || true
+    grep -v '^#' "$f.full" | grep -v '^$' | sed -n "1,${n}p" > "$f" || true
+    rm -f "$f.full"
+  }
+  report "$out/perf-comm.txt" 40 --sort comm
+  report "$out/perf-pid.txt" 40 --sort pid,comm
+  report "$out/perf-comm-dso.txt" 60 --sort comm,dso
+  for comm in $(awk '$1 ~ /%$/ && $1+0 >= 1 {print $2}' "$out/perf-comm.txt"); do
+    report "$out/perf-sym-$comm.txt" 80 --comm "$comm" --sort pid,dso,sym
+  done
+  report "$out/perf-all.txt" 100000 --sort pid,comm,dso,sym
+  xz -f "$out/perf-all.txt"
+  rm -f "$work/perf.data"
+  ;;
+store)
+  small_daemon_config
+  variants=()
+  for v in ${STORE_VARIANTS:-default spill nocheck both}; do
+    case $v in
+      default) variants+=(--variant 'default:') ;;
+      spill) variants+=(--variant 'spill: server.witness_inline_max="64KiB"') ;;
+      nocheck) variants+=(--variant 'nocheck: pipeline.self_check=false') ;;
+      both) variants+=(--variant 'both: server.witness_inline_max="64KiB"; pipeline.self_check=false') ;;
+    esac
+  done
+  timeout 500 "$bin" sweep --config "$work/zkpipe.toml" --backend cuda --out "$out/store" --rounds "${ROUNDS:-2}" \
+    "${variants[@]}" bn14 "$work/keys/bn14.wtns" -c 64 -j 16 -p 1 > "$out/store.txt" 2>&1 || log "sweep store failed"
+  grep -A8 "over rounds" "$out/store.txt" | tee -a "$out/steps.log"
   ;;
 tail)
   small_daemon_config

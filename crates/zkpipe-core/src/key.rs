@@ -7,6 +7,7 @@ pub use crate::csr::Csr;
 use crate::curve::{field_from_le, Curve};
 use crate::error::{Error, PointError};
 use crate::quotient::QuotientDomain;
+use crate::verify::PreparedVerifyingKey;
 use ark_ff::PrimeField;
 use rayon::prelude::*;
 use std::sync::{Arc, OnceLock};
@@ -147,6 +148,8 @@ pub struct CompiledKey<E: Curve> {
     pub domain: QuotientDomain<E::ScalarField>,
     /// Window tables of the blinding bases, once [`Self::prepare_resident`] made them.
     blinding: OnceLock<Arc<BlindingBases<E>>>,
+    /// The verification key prepared for the self-check, likewise.
+    prepared_vk: OnceLock<Arc<PreparedVerifyingKey<E>>>,
 }
 
 impl<E: Curve> CompiledKey<E> {
@@ -204,6 +207,7 @@ impl<E: Curve> CompiledKey<E> {
             points,
             domain,
             blinding: OnceLock::new(),
+            prepared_vk: OnceLock::new(),
         })
     }
 
@@ -217,8 +221,9 @@ impl<E: Curve> CompiledKey<E> {
     /// (δ₁, α₁, β₁, δ₂) now, with which every later proof's assembly costs tens of
     /// microseconds instead of a few variable-base multiplications ([`crate::assemble`]),
     /// and tells backends that bind it afterwards to precompute too (the CUDA backend's
-    /// window tables). A one-shot proof skips both: the builds cost more than one proof
-    /// saves (a few ms here; ~0.5 s of GPU tables at 2^20). Idempotent.
+    /// window tables). It also prepares the verification key for the self-check
+    /// ([`PreparedVerifyingKey`]). A one-shot proof skips all of it: the builds cost more
+    /// than one proof saves (a few ms here; ~0.5 s of GPU tables at 2^20). Idempotent.
     pub fn prepare_resident(&self) {
         self.blinding.get_or_init(|| {
             Arc::new(BlindingBases::new(
@@ -228,11 +233,18 @@ impl<E: Curve> CompiledKey<E> {
                 self.vk.delta_g2,
             ))
         });
+        self.prepared_vk
+            .get_or_init(|| Arc::new(PreparedVerifyingKey::new(&self.vk)));
     }
 
     /// Whether [`Self::prepare_resident`] was called.
     pub fn is_resident(&self) -> bool {
         self.blinding.get().is_some()
+    }
+
+    /// The verification key prepared for many checks, if [`Self::prepare_resident`] made it.
+    pub fn prepared_vk(&self) -> Option<&PreparedVerifyingKey<E>> {
+        self.prepared_vk.get().map(|p| p.as_ref())
     }
 
     /// The blinding tables, if [`Self::prepare_resident`] made them.

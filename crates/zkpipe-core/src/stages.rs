@@ -182,8 +182,10 @@ pub fn tail_stage<E: Curve>(
     let (r, s) = (E::ScalarField::rand(rng), E::ScalarField::rand(rng));
     let proof = t.time(Stage::Assemble, || assemble(key, &all, r, s));
     if self_check {
-        let ok = t.time(Stage::Verify, || {
-            verify(&key.vk, witness.public(key.n_public), &proof)
+        let public = witness.public(key.n_public);
+        let ok = t.time(Stage::Verify, || match key.prepared_vk() {
+            Some(prepared) => prepared.verify(public, &proof),
+            None => verify(&key.vk, public, &proof),
         })?;
         if !ok {
             return Err(Error::NotSatisfied);

@@ -10,6 +10,13 @@ use zkpipe_formats::wtns::Wtns;
 /// Witnesses from this size on raise the bandwidth throttle while they are converted.
 const LARGE_WITNESS_BYTES: usize = 16 << 20;
 
+/// Values converted per rayon task (~1–2 ms of work). A witness of fewer than two tasks'
+/// worth (a 2^14-constraint circuit's, say) is converted on the calling thread: the daemon
+/// converts many small witnesses at once on its request threads, and splitting each
+/// across the global pool cost more than the conversion (experiment 025: ~6 CPU-ms per
+/// 2^14 job, most of it work-stealing); a big one-shot witness still converts in parallel.
+const VALUES_PER_TASK: usize = 1 << 15;
+
 /// The values of all signals: w[0] = 1, then public outputs and inputs, then private ones.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Witness<F> {
@@ -22,17 +29,26 @@ impl<F: PrimeField> Witness<F> {
     pub fn from_wtns(wtns: &Wtns) -> Result<Self, Error> {
         // A large witness's conversion is a bandwidth burst of its own.
         let _burst = (wtns.values.len() >= LARGE_WITNESS_BYTES).then(crate::throttle::burst);
-        let values = wtns
-            .values
-            .par_chunks_exact(wtns.curve.n8r())
-            .enumerate()
-            .map(|(i, b)| {
-                field_from_le::<F>(b).ok_or_else(|| Error::InvalidScalar {
-                    what: format!("witness value {i}"),
-                    value: zkpipe_formats::curve::le_to_decimal(b),
-                })
+        let n8 = wtns.curve.n8r();
+        let value = |(i, b): (usize, &[u8])| {
+            field_from_le::<F>(b).ok_or_else(|| Error::InvalidScalar {
+                what: format!("witness value {i}"),
+                value: zkpipe_formats::curve::le_to_decimal(b),
             })
-            .collect::<Result<_, _>>()?;
+        };
+        let values = if wtns.values.len() / n8 < 2 * VALUES_PER_TASK {
+            let mut values = Vec::with_capacity(wtns.values.len() / n8);
+            for v in wtns.values.chunks_exact(n8).enumerate().map(value) {
+                values.push(v?);
+            }
+            values
+        } else {
+            let tasks = wtns
+                .values
+                .par_chunks_exact(n8)
+                .with_min_len(VALUES_PER_TASK);
+            tasks.enumerate().map(value).collect::<Result<_, _>>()?
+        };
         Ok(Self { values })
     }
 
@@ -60,5 +76,50 @@ impl<F: PrimeField> Witness<F> {
     /// The public signals w[1..=n_public].
     pub fn public(&self, n_public: usize) -> &[F] {
         &self.values[1..=n_public]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ark_bn254::Fr;
+    use zkpipe_formats::curve::CurveId;
+
+    fn wtns_of(values: &[u64]) -> Wtns {
+        let mut bytes = Vec::new();
+        for v in values {
+            let mut b = [0u8; 32];
+            b[..8].copy_from_slice(&v.to_le_bytes());
+            bytes.extend_from_slice(&b);
+        }
+        Wtns {
+            curve: CurveId::Bn254,
+            n_witness: values.len() as u32,
+            values: bytes,
+        }
+    }
+
+    #[test]
+    fn small_and_large_witnesses_convert_alike_in_order() {
+        // Below two tasks' worth (converted on the calling thread) and above (in tasks).
+        for n in [1, 10, 2 * VALUES_PER_TASK - 1, 2 * VALUES_PER_TASK + 5] {
+            let raw: Vec<u64> = (0..n as u64).map(|i| i * 7 + 3).collect();
+            let w = Witness::<Fr>::from_wtns(&wtns_of(&raw)).unwrap();
+            let expected: Vec<Fr> = raw.iter().map(|&v| Fr::from(v)).collect();
+            assert_eq!(w.values, expected, "{n} values");
+        }
+    }
+
+    #[test]
+    fn a_value_above_the_modulus_is_named_by_index_in_either_path() {
+        for (n, bad) in [(5, 3), (2 * VALUES_PER_TASK + 5, VALUES_PER_TASK + 1)] {
+            let mut wtns = wtns_of(&vec![1; n]);
+            wtns.values[bad * 32..(bad + 1) * 32].fill(0xff);
+            let e = Witness::<Fr>::from_wtns(&wtns).unwrap_err();
+            assert!(
+                e.to_string().contains(&format!("witness value {bad}")),
+                "{n} values: {e}"
+            );
+        }
     }
 }

@@ -6,7 +6,7 @@ use ark_ec::AffineRepr;
 use ark_ff::One;
 use std::path::PathBuf;
 use zkpipe_core::proof::Proof;
-use zkpipe_core::verify::public_from_json;
+use zkpipe_core::verify::{public_from_json, PreparedVerifyingKey};
 use zkpipe_core::{
     prove, CompiledKey, CpuBound, Curve, Error, PointChecks, PointError, ProveOptions, Timings,
     Witness,
@@ -64,7 +64,25 @@ fn prove_and_verify<E: Curve>(curve: &str) {
         let sp: ProofJson = read_json(dir.join("proof.json")).unwrap();
         let sp = Proof::<E>::from_json(&sp).unwrap();
         let spub: PublicJson = read_json(dir.join("public.json")).unwrap();
-        assert!(zkpipe_core::verify(&key.vk, &public_from_json::<E>(&spub).unwrap(), &sp).unwrap());
+        let spub = public_from_json::<E>(&spub).unwrap();
+        assert!(zkpipe_core::verify(&key.vk, &spub, &sp).unwrap());
+        // The prepared key (the daemon's self-check) answers as `verify` does, every case.
+        let prepared = PreparedVerifyingKey::new(&key.vk);
+        assert!(prepared.verify(&public, &proof).unwrap());
+        assert!(prepared.verify(&public, &again).unwrap());
+        assert!(prepared.verify(&spub, &sp).unwrap());
+        assert!(!prepared.verify(&wrong, &proof).unwrap());
+        let swapped = Proof::<E> {
+            a: proof.a,
+            b: proof.b,
+            c: again.c,
+        };
+        assert!(!prepared.verify(&public, &swapped).unwrap());
+        assert!(!zkpipe_core::verify(&key.vk, &public, &swapped).unwrap());
+        assert!(matches!(
+            prepared.verify(&public[1..], &proof),
+            Err(Error::PublicInputCount { .. })
+        ));
     }
 }
 
