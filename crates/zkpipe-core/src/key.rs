@@ -6,8 +6,8 @@ use crate::blinding::BlindingBases;
 pub use crate::csr::Csr;
 use crate::curve::{field_from_le, Curve};
 use crate::error::{Error, PointError};
+use crate::prepared_vk::PreparedVerifyingKey;
 use crate::quotient::QuotientDomain;
-use crate::verify::PreparedVerifyingKey;
 use ark_ff::PrimeField;
 use rayon::prelude::*;
 use std::sync::{Arc, OnceLock};
@@ -233,8 +233,7 @@ impl<E: Curve> CompiledKey<E> {
                 self.vk.delta_g2,
             ))
         });
-        self.prepared_vk
-            .get_or_init(|| Arc::new(PreparedVerifyingKey::new(&self.vk)));
+        self.prepared_vk.get_or_init(|| Arc::new(self.vk.prepare()));
     }
 
     /// Whether [`Self::prepare_resident`] was called.

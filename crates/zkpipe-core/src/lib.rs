@@ -29,6 +29,7 @@ pub mod witness;
 pub mod assemble;
 pub mod blinding;
 pub mod msm;
+mod prepared_vk;
 pub mod prover;
 pub mod quotient;
 pub mod reduce;

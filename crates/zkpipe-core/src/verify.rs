@@ -3,10 +3,11 @@
 use crate::curve::{g1_from_json, g1_to_json, g2_from_json, g2_to_json, gt_to_json, Curve};
 use crate::error::Error;
 use crate::key::VerifyingKey;
+use crate::prepared_vk::public_combination;
+pub use crate::prepared_vk::PreparedVerifyingKey;
 use crate::proof::{check_curve_name, Proof};
-use ark_ec::pairing::PairingOutput;
-use ark_ec::{AffineRepr, CurveGroup, VariableBaseMSM};
-use ark_ff::{One, PrimeField};
+use ark_ec::{AffineRepr, CurveGroup};
+use ark_ff::One;
 use zkpipe_formats::json::VerificationKeyJson;
 
 /// Does `proof` verify for these public signals? Errors only on a public-input count that
@@ -30,62 +31,18 @@ pub fn verify<E: Curve>(
     Ok(check.0.is_one())
 }
 
-/// A verification key made ready for many checks, as ark-groth16's
-/// `PreparedVerifyingKey`: e(α, β) computed once, and −γ, −δ with their Miller-loop lines
-/// worked out once. A check is then a 3-pair Miller loop (only B's lines computed) and one
-/// final exponentiation, against [`verify`]'s 4 pairs with every G2 point prepared anew.
-/// Worth it where one key checks many proofs (the daemon's self-check); a one-shot check
-/// is cheaper with [`verify`], which needs no e(α, β) of its own.
-#[derive(Debug, Clone)]
-pub struct PreparedVerifyingKey<E: Curve> {
-    ic: Vec<E::G1Affine>,
-    alpha_beta: PairingOutput<E>,
-    neg_gamma: E::G2Prepared,
-    neg_delta: E::G2Prepared,
-}
-
-impl<E: Curve> PreparedVerifyingKey<E> {
-    /// Prepares `vk` (a pairing and two G2 preparations).
-    pub fn new(vk: &VerifyingKey<E>) -> Self {
-        Self {
-            ic: vk.ic.clone(),
-            alpha_beta: E::pairing(vk.alpha_g1, vk.beta_g2),
-            neg_gamma: E::G2Prepared::from((-vk.gamma_g2.into_group()).into_affine()),
-            neg_delta: E::G2Prepared::from((-vk.delta_g2.into_group()).into_affine()),
-        }
-    }
-
-    /// The same answer as [`verify`]: e(A, B) = e(α, β) · e(vk_x, γ) · e(C, δ).
-    pub fn verify(&self, public: &[E::ScalarField], proof: &Proof<E>) -> Result<bool, Error> {
-        let vk_x = public_combination::<E>(&self.ic, public)?;
-        let ml = E::multi_miller_loop(
-            [proof.a, vk_x, proof.c].map(E::G1Prepared::from),
-            [
-                E::G2Prepared::from(proof.b),
-                self.neg_gamma.clone(),
-                self.neg_delta.clone(),
-            ],
-        );
-        Ok(E::final_exponentiation(ml) == Some(self.alpha_beta))
-    }
-}
-
-/// vk_x = IC₀ + Σ publicᵢ · ICᵢ₊₁; an error if the count does not match the key's.
-fn public_combination<E: Curve>(
-    ic: &[E::G1Affine],
-    public: &[E::ScalarField],
-) -> Result<E::G1Affine, Error> {
-    if public.len() + 1 != ic.len() {
-        return Err(Error::PublicInputCount {
-            expected: ic.len().saturating_sub(1),
-            found: public.len(),
-        });
-    }
-    let scalars: Vec<_> = public.iter().map(|x| x.into_bigint()).collect();
-    Ok((E::G1::msm_bigint(&ic[1..], &scalars) + ic[0]).into_affine())
-}
-
 impl<E: Curve> VerifyingKey<E> {
+    /// This key made ready for many checks ([`PreparedVerifyingKey`]).
+    pub fn prepare(&self) -> PreparedVerifyingKey<E> {
+        PreparedVerifyingKey::new(
+            self.alpha_g1,
+            self.beta_g2,
+            self.gamma_g2,
+            self.delta_g2,
+            self.ic.clone(),
+        )
+    }
+
     /// snarkjs's `verification_key.json`, including e(α, β).
     pub fn to_json(&self) -> VerificationKeyJson {
         let alphabeta = E::pairing(self.alpha_g1, self.beta_g2);

@@ -67,7 +67,7 @@ fn prove_and_verify<E: Curve>(curve: &str) {
         let spub = public_from_json::<E>(&spub).unwrap();
         assert!(zkpipe_core::verify(&key.vk, &spub, &sp).unwrap());
         // The prepared key (the daemon's self-check) answers as `verify` does, every case.
-        let prepared = PreparedVerifyingKey::new(&key.vk);
+        let prepared: PreparedVerifyingKey<E> = key.vk.prepare();
         assert!(prepared.verify(&public, &proof).unwrap());
         assert!(prepared.verify(&public, &again).unwrap());
         assert!(prepared.verify(&spub, &sp).unwrap());

@@ -153,6 +153,7 @@ impl Submission {
         self.check_fits(&entry.meta)?;
         let witnesses: Vec<&[u8]> = req.witnesses.iter().map(AsRef::as_ref).collect();
         let data = self.partitions(&entry, witnesses.iter().copied().enumerate())?;
+        let parsed = t0.elapsed();
         let new = NewJob {
             key_id: &entry.meta.id,
             priority: req.priority,
@@ -165,18 +166,28 @@ impl Submission {
         if self.jobs.shared {
             return self.share(&new, t0);
         }
-        let job = match self.jobs.register(&new, self.max_pending_partitions)? {
+        let (job, times) = match self.jobs.register(&new, self.max_pending_partitions)? {
             Registered::Existing(id) => {
                 return Ok(Submitted {
                     job_id: id,
                     existing: true,
                 })
             }
-            Registered::New(job) => job,
+            Registered::New(job, times) => (job, times),
         };
         self.metrics.jobs_submitted.inc();
         self.enqueue(&job, &entry, data);
-        tracing::info!(job = job.id, key = %entry.meta.id, partitions = n, ms = log_ms(t0.elapsed()), "job accepted");
+        tracing::info!(
+            job = job.id,
+            key = %entry.meta.id,
+            partitions = n,
+            ms = log_ms(t0.elapsed()),
+            parse_ms = log_ms(parsed),
+            lock_wait_ms = log_ms(times.lock_wait),
+            record_ms = log_ms(times.record),
+            sync_ms = log_ms(times.sync),
+            "job accepted"
+        );
         Ok(Submitted {
             job_id: job.id,
             existing: false,

@@ -13,6 +13,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use zkpipe_engine::config::machine_memory;
+use zkpipe_engine::job_store::DEFAULT_INLINE_MAX;
 use zkpipe_engine::{EngineConfig, StageConfig};
 
 /// Why a configuration is unusable.
@@ -50,7 +51,8 @@ pub struct ServerConfig {
     /// Default 5 s.
     pub shutdown_grace: Duration,
     /// Witnesses up to this size are stored inside the job database; larger ones as files
-    /// beside it (`state_dir/witnesses/`). Default 1 MiB.
+    /// beside it (`state_dir/witnesses/`). Default 64 KiB
+    /// (`zkpipe_engine::job_store::DEFAULT_INLINE_MAX`).
     pub witness_inline_max: u64,
     /// The fleet's shared job store (`[store] url`), if any: then jobs live there and this
     /// daemon claims its work from it; else the embedded store in `state_dir`.
@@ -515,9 +517,9 @@ impl FileConfig {
                     .map_err(|e| format!("device.pinned_upload: {e}"))?,
                 None => zkpipe_cuda::PinnedKind::default(),
             },
-            witness_inline_max: size_or_auto(&s.witness_inline_max, Some(1 << 20))
+            witness_inline_max: size_or_auto(&s.witness_inline_max, Some(DEFAULT_INLINE_MAX))
                 .map_err(|e| format!("server.witness_inline_max: {e}"))?
-                .unwrap_or(1 << 20),
+                .unwrap_or(DEFAULT_INLINE_MAX),
             store: store(&self.store, grpc_listen)?,
             tls: tls(s, base)?,
             shutdown_grace: match &s.shutdown_grace {
@@ -702,8 +704,8 @@ mod tests {
         let c = with(&["pipeline.constant_work=true"]).unwrap();
         assert!(c.engine.constant_work);
         // Not TOML: a string, so the usual "unit" parsing reads it.
-        let c = with(&["server.witness_inline_max=64KiB"]).unwrap();
-        assert_eq!(c.server.witness_inline_max, 64 << 10);
+        let c = with(&["server.witness_inline_max=128KiB"]).unwrap();
+        assert_eq!(c.server.witness_inline_max, 128 << 10);
         let c = with(&["device.pinned_upload=write-combined"]).unwrap();
         assert_eq!(
             c.server.pinned_upload,

@@ -19,7 +19,7 @@ mod sqlite;
 
 pub use memory::MemoryStore;
 pub use postgres::{PgOptions, PgStore};
-pub use sqlite::SqliteStore;
+pub use sqlite::{SqliteStore, DEFAULT_INLINE_MAX};
 
 use crate::job::{JobId, JobSnapshot, JobState, PartitionProof, Priority, ProofTimings};
 use sha2::{Digest, Sha256};
