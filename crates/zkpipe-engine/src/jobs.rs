@@ -286,21 +286,25 @@ mod tests {
         }
     }
 
-    /// A job whose record could not be made durable is refused with the store's error
-    /// and taken back: not in the table, its partitions not pending, ended in the store.
-    #[test]
-    fn a_job_that_cannot_be_made_durable_is_refused_and_taken_back() {
-        let dir = tempfile::tempdir().unwrap();
-        let table = JobTable::new(Arc::new(NoSync(SqliteStore::open(dir.path()).unwrap())));
-        let new = NewJob {
+    /// A job of two small partitions, without a request id.
+    fn two_partitions() -> NewJob<'static> {
+        NewJob {
             key_id: "k",
             priority: Priority::Normal,
             request_id: "",
             fingerprint: Fingerprint::default(),
             key_shape: String::new(),
             witnesses: vec![b"w0", b"w1"],
-        };
-        let r = table.register(&new, 16);
+        }
+    }
+
+    /// A job whose record could not be made durable is refused with the store's error
+    /// and taken back: not in the table, its partitions not pending, ended in the store.
+    #[test]
+    fn a_job_that_cannot_be_made_durable_is_refused_and_taken_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = JobTable::new(Arc::new(NoSync(SqliteStore::open(dir.path()).unwrap())));
+        let r = table.register(&two_partitions(), 16);
         assert!(
             matches!(&r, Err(e) if e.to_string().contains("the disk is gone")),
             "{:?}",
@@ -326,17 +330,7 @@ mod tests {
             let handles: Vec<_> = (0..16)
                 .map(|_| {
                     let table = Arc::clone(&table);
-                    s.spawn(move || {
-                        let new = NewJob {
-                            key_id: "k",
-                            priority: Priority::Normal,
-                            request_id: "",
-                            fingerprint: Fingerprint::default(),
-                            key_shape: String::new(),
-                            witnesses: vec![b"w0", b"w1"],
-                        };
-                        table.register(&new, 10)
-                    })
+                    s.spawn(move || table.register(&two_partitions(), 10))
                 })
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
