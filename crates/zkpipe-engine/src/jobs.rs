@@ -51,7 +51,7 @@ pub(crate) enum Registered {
 /// Where a new job's registration spent its time (logged with "job accepted"): waiting for
 /// the registration lock, recording the job in the store (its connection's lock
 /// included), and waiting for the record to be on disk.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct RegisterTimes {
     pub lock_wait: Duration,
     pub record: Duration,
@@ -323,15 +323,10 @@ mod tests {
     #[test]
     fn concurrent_registrations_never_pass_the_pending_limit() {
         let dir = tempfile::tempdir().unwrap();
-        let table = Arc::new(JobTable::new(Arc::new(
-            SqliteStore::open(dir.path()).unwrap(),
-        )));
+        let table = JobTable::new(Arc::new(SqliteStore::open(dir.path()).unwrap()));
         let results: Vec<Result<Registered, EngineError>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..16)
-                .map(|_| {
-                    let table = Arc::clone(&table);
-                    s.spawn(move || table.register(&two_partitions(), 10))
-                })
+                .map(|_| s.spawn(|| table.register(&two_partitions(), 10)))
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
