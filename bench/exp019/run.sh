@@ -39,7 +39,7 @@
 #           key checks: the old build, this build with the checked-key cache off, with it
 #           warm, and --trusted-key; ROUNDS rounds interleaved (/usr/bin/time).
 #   daemon  the 2^14 key at c = 64 (16 jobs per client, 1 partition), `zkpipe sweep` of the
-#           old build (when .carry has one) then this one, ROUNDS rounds interleaved
+#           old build (when .carry has one) and this one, first in turn, ROUNDS rounds interleaved
 #           (default 2); default pipeline config with queue_depth = 64 (experiment 010),
 #           trusted keys. DAEMON_ENV adds a variant: this build with that environment
 #           (e.g. ZKPIPE_CUDA_TABLES=off).
@@ -53,6 +53,15 @@
 #           all): the default, spill (witnesses over 64 KiB as files:
 #           server.witness_inline_max="64KiB"), nocheck (pipeline.self_check=false), and
 #           both; ROUNDS rounds (default 2) interleaved.
+#   device  this build's daemon at the same cell, variants (DEVICE_VARIANTS picks; default
+#           default passes1 passes3 batch16): device.passes 1, 3 or 4 (with as many
+#           workers), device.batch=16, tail16 (16 tail workers and threads), p1tail16
+#           (both), tb1 and tb16 (tail.batch 1 and 16: self-checks one by one, or 16
+#           together), nocheck (no self-check); ROUNDS rounds (default 2) interleaved (experiment
+#           026: what holds the device once it is ~99% busy).
+#   statedir this build's daemon at the same cell with its state folder on the disk and in
+#           /dev/shm, ROUNDS rounds (default 2) interleaved, and dd's sync timings of the
+#           disk (experiment 026: what the job store's writes cost).
 #   tail    this build's daemon at the same cell, variants: the default, 8 and 16 tail workers,
 #           and the self-check off (what holds the daemon once the GPU is 90% busy).
 #   snarkrs whole CPU processes side by side on bn16 and bn20 (BN254; snarkrs has no
@@ -214,7 +223,10 @@ cpu)
 daemon)
   small_daemon_config
   for round in $(seq 1 "${ROUNDS:-2}"); do
-    for v in old new ${DAEMON_ENV:+env}; do
+    # The first build of a round leaves its spilled witnesses' writeback to the next:
+    # the order turns each round, so neither always goes first (experiment 026).
+    order="old new"; [ $((round % 2)) = 0 ] && order="new old"
+    for v in $order ${DAEMON_ENV:+env}; do
       b=$bin; [ $v = old ] && b=$work/bin/zkpipe-old
       [ $v = old ] && [ ! -x "$b" ] && continue
       [ $v = env ] && b="env $DAEMON_ENV $bin"
@@ -294,6 +306,46 @@ store)
   timeout 500 "$bin" sweep --config "$work/zkpipe.toml" --backend cuda --out "$out/store" --rounds "${ROUNDS:-2}" \
     "${variants[@]}" bn14 "$work/keys/bn14.wtns" -c 64 -j 16 -p 1 > "$out/store.txt" 2>&1 || log "sweep store failed"
   grep -A8 "over rounds" "$out/store.txt" | tee -a "$out/steps.log"
+  ;;
+device)
+  small_daemon_config
+  variants=()
+  for v in ${DEVICE_VARIANTS:-default passes1 passes3 batch16}; do
+    case $v in
+      default) variants+=(--variant 'default:') ;;
+      passes1) variants+=(--variant 'passes1: device.passes=1') ;;
+      passes3) variants+=(--variant 'passes3: device.passes=3; device.workers=3') ;;
+      passes4) variants+=(--variant 'passes4: device.passes=4; device.workers=4') ;;
+      batch16) variants+=(--variant 'batch16: device.batch=16') ;;
+      tail16) variants+=(--variant 'tail16: tail.workers=16; tail.threads=16') ;;
+      p1tail16) variants+=(--variant 'p1tail16: device.passes=1; tail.workers=16; tail.threads=16') ;;
+      tb1) variants+=(--variant 'tb1: tail.batch=1') ;;
+      tb16) variants+=(--variant 'tb16: tail.batch=16') ;;
+      nocheck) variants+=(--variant 'nocheck: pipeline.self_check=false') ;;
+    esac
+  done
+  timeout 500 "$bin" sweep --config "$work/zkpipe.toml" --backend cuda --out "$out/device" --rounds "${ROUNDS:-2}" \
+    "${variants[@]}" bn14 "$work/keys/bn14.wtns" -c 64 -j 16 -p 1 > "$out/device.txt" 2>&1 || log "sweep device failed"
+  grep -A8 "over rounds" "$out/device.txt" | tee -a "$out/steps.log"
+  ;;
+statedir)
+  # The same build at the same cell with the daemons' state folders ($TMPDIR) on the
+  # machine's disk, then in /dev/shm (no syncs reach a disk); the disk's sync latency and
+  # bandwidth beside it (experiment 026).
+  small_daemon_config
+  { df -h "${TMPDIR:-/tmp}"; mount | grep -E " (/|/tmp) " || true; } > "$out/disk.txt" 2>&1
+  dd if=/dev/zero of="${TMPDIR:-/tmp}/dd.bin" bs=512k count=2000 oflag=dsync 2>> "$out/disk.txt" || true
+  dd if=/dev/zero of="${TMPDIR:-/tmp}/dd.bin" bs=4k count=2000 oflag=dsync 2>> "$out/disk.txt" || true
+  rm -f "${TMPDIR:-/tmp}/dd.bin"
+  for round in $(seq 1 "${ROUNDS:-2}"); do
+    for where in disk shm; do
+      tmp=${TMPDIR:-/tmp}; [ $where = shm ] && tmp=/dev/shm
+      log "sweep $where r$round"
+      TMPDIR=$tmp timeout 200 "$bin" sweep --config "$work/zkpipe.toml" --backend cuda --out "$out/statedir-$where-r$round" \
+        bn14 "$work/keys/bn14.wtns" -c 64 -j 16 -p 1 > "$out/statedir-$where-r$round.txt" 2>&1 || log "sweep $where r$round failed"
+      sed -n 2p "$out/statedir-$where-r$round.txt" | tee -a "$out/steps.log"
+    done
+  done
   ;;
 tail)
   small_daemon_config

@@ -139,9 +139,8 @@ pub fn device_stage<E: Curve>(
         .collect()
 }
 
-/// The tail stage: [B]₂ on the CPU if the device stage left it (from `w`, or from the
-/// witness where `w` is empty), then assemble with fresh r, s and, if `self_check`, verify
-/// the proof against the key's verification key.
+/// The tail stage: [`assemble_stage`] and, if `self_check`, the proof verified against
+/// the key's verification key (an unsatisfied check is [`Error::NotSatisfied`]).
 #[allow(clippy::too_many_arguments)]
 pub fn tail_stage<E: Curve>(
     key: &CompiledKey<E>,
@@ -149,6 +148,27 @@ pub fn tail_stage<E: Curve>(
     w: &[ScalarInt<E>],
     sums: &DeviceSums<E>,
     self_check: bool,
+    rng: &mut (impl RngCore + CryptoRng),
+    t: &mut Timings,
+) -> Result<Proof<E>, Error> {
+    let proof = assemble_stage(key, witness, w, sums, rng, t)?;
+    if self_check {
+        let public = witness.public(key.n_public);
+        let ok = t.time(Stage::Verify, || check_one(key, public, &proof))?;
+        if !ok {
+            return Err(Error::NotSatisfied);
+        }
+    }
+    Ok(proof)
+}
+
+/// The tail's proof: [B]₂ on the CPU if the device stage left it (from `w`, or from the
+/// witness where `w` is empty), then assembly with fresh r, s.
+pub fn assemble_stage<E: Curve>(
+    key: &CompiledKey<E>,
+    witness: &Witness<E::ScalarField>,
+    w: &[ScalarInt<E>],
+    sums: &DeviceSums<E>,
     rng: &mut (impl RngCore + CryptoRng),
     t: &mut Timings,
 ) -> Result<Proof<E>, Error> {
@@ -180,18 +200,46 @@ pub fn tail_stage<E: Curve>(
         h: sums.h,
     };
     let (r, s) = (E::ScalarField::rand(rng), E::ScalarField::rand(rng));
-    let proof = t.time(Stage::Assemble, || assemble(key, &all, r, s));
-    if self_check {
-        let public = witness.public(key.n_public);
-        let ok = t.time(Stage::Verify, || match key.prepared_vk() {
-            Some(prepared) => prepared.verify(public, &proof),
-            None => verify(&key.vk, public, &proof),
-        })?;
-        if !ok {
-            return Err(Error::NotSatisfied);
-        }
+    Ok(t.time(Stage::Assemble, || assemble(key, &all, r, s)))
+}
+
+/// One proof checked: with the key's prepared verification key where it has one.
+fn check_one<E: Curve>(
+    key: &CompiledKey<E>,
+    public: &[E::ScalarField],
+    proof: &Proof<E>,
+) -> Result<bool, Error> {
+    match key.prepared_vk() {
+        Some(prepared) => prepared.verify(public, proof),
+        None => verify(&key.vk, public, proof),
     }
-    Ok(proof)
+}
+
+/// The self-check of several proofs of one key (public inputs, proof): checked together
+/// ([`crate::verify::PreparedVerifyingKey::verify_batch`], one final exponentiation) where
+/// the key has a prepared verification key, and one by one where that fails, to name the
+/// failures. Each proof's outcome in order: `Ok`, [`Error::NotSatisfied`], or the error
+/// its check gave.
+pub fn self_check_batch<E: Curve>(
+    key: &CompiledKey<E>,
+    items: &[(&[E::ScalarField], &Proof<E>)],
+    rng: &mut (impl RngCore + CryptoRng),
+) -> Vec<Result<(), Error>> {
+    let one = |(public, proof): &(&[E::ScalarField], &Proof<E>)| match check_one(key, public, proof)
+    {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(Error::NotSatisfied),
+        Err(e) => Err(e),
+    };
+    let together = match key.prepared_vk() {
+        Some(prepared) if items.len() > 1 => prepared.verify_batch(items, rng),
+        _ => return items.iter().map(one).collect(),
+    };
+    match together {
+        Ok(true) => items.iter().map(|_| Ok(())).collect(),
+        // Some proof failed (or one's inputs do not fit the key): find which.
+        _ => items.iter().map(one).collect(),
+    }
 }
 
 /// `evals` must span the domain, or be empty where the device reduces.

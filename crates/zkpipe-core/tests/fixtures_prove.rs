@@ -83,6 +83,49 @@ fn prove_and_verify<E: Curve>(curve: &str) {
             prepared.verify(&public[1..], &proof),
             Err(Error::PublicInputCount { .. })
         ));
+        // Checked together (the daemon's tail): all good passes; one bad one anywhere, or
+        // inputs of the wrong count, fails the batch, and the one-by-one fallback names
+        // exactly the bad one.
+        let rng = &mut rand::rngs::OsRng;
+        let good = [
+            (&public[..], &proof),
+            (&public[..], &again),
+            (&spub[..], &sp),
+        ];
+        assert!(prepared.verify_batch(&good, rng).unwrap());
+        assert!(prepared.verify_batch(&good[..1], rng).unwrap());
+        assert!(prepared.verify_batch(&[], rng).unwrap());
+        for bad in [(&wrong[..], &proof), (&public[..], &swapped)] {
+            for at in 0..=good.len() {
+                let mut items = good.to_vec();
+                items.insert(at, bad);
+                assert!(!prepared.verify_batch(&items, rng).unwrap(), "bad at {at}");
+            }
+        }
+        let short = [(&public[..], &proof), (&public[1..], &again)];
+        assert!(matches!(
+            prepared.verify_batch(&short, rng),
+            Err(Error::PublicInputCount { .. })
+        ));
+        key.prepare_resident();
+        let items = [
+            (&public[..], &proof),
+            (&public[..], &swapped),
+            (&spub[..], &sp),
+            (&public[1..], &again),
+        ];
+        let outcomes = zkpipe_core::stages::self_check_batch(&key, &items, rng);
+        assert!(outcomes[0].is_ok() && outcomes[2].is_ok(), "{outcomes:?}");
+        assert!(
+            matches!(outcomes[1], Err(Error::NotSatisfied)),
+            "{outcomes:?}"
+        );
+        assert!(
+            matches!(outcomes[3], Err(Error::PublicInputCount { .. })),
+            "{outcomes:?}"
+        );
+        let all_good = zkpipe_core::stages::self_check_batch(&key, &good, rng);
+        assert!(all_good.iter().all(Result::is_ok), "{all_good:?}");
     }
 }
 

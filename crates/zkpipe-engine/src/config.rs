@@ -185,6 +185,13 @@ pub struct EngineConfig {
     /// Tail stage (G2 MSM on CPU, assemble, self-check, serialize). Default: 2 workers,
     /// half the cores.
     pub tail: StageConfig,
+    /// Most proofs of one key a tail worker takes at once: a device batch leaves the
+    /// device together, and their self-checks together need one final exponentiation
+    /// (`zkpipe_core::stages::self_check_batch`), about half the tail's CPU per proof.
+    /// Default: 1, each proof alone: with 8 the daemon used 16% less CPU at c = 64 but
+    /// its proofs' records reached the job store in bursts that slowed accepts (proofs/s
+    /// no better; experiment 026). Worth it where the CPU is short.
+    pub tail_batch: usize,
     /// Capacity of each bounded queue between stages (a device's queue holds at least
     /// the largest batch less one, see `device_batch`). Default: 4.
     pub queue_depth: usize,
@@ -282,6 +289,7 @@ impl Default for EngineConfig {
                 workers: 8,
                 threads: (cores / 2).max(1),
             },
+            tail_batch: 1,
             queue_depth: 4,
             max_partitions_per_job: 64,
             max_pending_partitions: 4096,
@@ -320,6 +328,9 @@ impl EngineConfig {
         }
         if self.device_batch == Some(0) {
             return Err("device: batch must be at least 1".into());
+        }
+        if self.tail_batch == 0 {
+            return Err("tail: batch must be at least 1".into());
         }
         if self.memory_limit == 0 {
             return Err("memory limit must be positive".into());

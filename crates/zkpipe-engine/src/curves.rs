@@ -29,12 +29,13 @@ pub(crate) trait LoadedKey: Send + Sync {
         scalars: bool,
     ) -> Result<(), CoreError>;
 
-    /// The tail stage of `part`: (proof.json, public.json).
+    /// The tail stage of `parts` (of this key), their self-checks together: each one's
+    /// (proof.json, public.json), in order.
     fn tail(
         &self,
-        part: &mut PartitionData,
+        parts: &mut [&mut PartitionData],
         self_check: bool,
-    ) -> Result<(String, String), CoreError>;
+    ) -> Vec<Result<(String, String), CoreError>>;
 
     /// This key bound to device `device` of `devices` (its resident copy there).
     fn bind(&self, devices: &dyn Devices, device: usize) -> Result<Arc<dyn DeviceKey>, CoreError>;
@@ -116,6 +117,26 @@ fn part_of<E: BindCurve>(part: &mut PartitionData) -> Result<&mut Part<E>, CoreE
         })
 }
 
+/// The `Part<E>`s among `parts` with their indices, and a result per partition: an
+/// error for one of another curve, a placeholder `Ok` the caller fills for the others.
+#[allow(clippy::type_complexity)]
+fn typed_parts<'a, E: BindCurve, T: Default>(
+    parts: &'a mut [&mut PartitionData],
+) -> (Vec<(usize, &'a mut Part<E>)>, Vec<Result<T, CoreError>>) {
+    let mut typed = Vec::with_capacity(parts.len());
+    let mut results = Vec::with_capacity(parts.len());
+    for (i, p) in parts.iter_mut().enumerate() {
+        match part_of::<E>(p) {
+            Ok(p) => {
+                typed.push((i, p));
+                results.push(Ok(T::default()));
+            }
+            Err(e) => results.push(Err(e)),
+        }
+    }
+    (typed, results)
+}
+
 impl<E: BindCurve> LoadedKey for Loaded<E> {
     fn reduce(
         &self,
@@ -128,10 +149,18 @@ impl<E: BindCurve> LoadedKey for Loaded<E> {
 
     fn tail(
         &self,
-        part: &mut PartitionData,
+        parts: &mut [&mut PartitionData],
         self_check: bool,
-    ) -> Result<(String, String), CoreError> {
-        part_of::<E>(part)?.tail(&self.0, self_check)
+    ) -> Vec<Result<(String, String), CoreError>> {
+        let (typed, mut results) = typed_parts::<E, _>(parts);
+        let (slots, mut typed): (Vec<usize>, Vec<&mut Part<E>>) = typed.into_iter().unzip();
+        for (i, r) in slots
+            .into_iter()
+            .zip(Part::tail_batch(&mut typed, &self.0, self_check))
+        {
+            results[i] = r;
+        }
+        results
     }
 
     fn bind(&self, devices: &dyn Devices, device: usize) -> Result<Arc<dyn DeviceKey>, CoreError> {
@@ -147,19 +176,8 @@ impl<E: BindCurve> DeviceKey for Bound<E> {
     }
 
     fn pass(&self, parts: &mut [&mut PartitionData]) -> Vec<Result<(), CoreError>> {
-        let mut typed = Vec::with_capacity(parts.len());
-        let mut slots = Vec::with_capacity(parts.len());
-        let mut results: Vec<Result<(), CoreError>> = Vec::with_capacity(parts.len());
-        for (i, p) in parts.iter_mut().enumerate() {
-            match part_of::<E>(p) {
-                Ok(p) => {
-                    slots.push(i);
-                    typed.push(p);
-                    results.push(Ok(()));
-                }
-                Err(e) => results.push(Err(e)),
-            }
-        }
+        let (typed, mut results) = typed_parts::<E, _>(parts);
+        let (slots, mut typed): (Vec<usize>, Vec<&mut Part<E>>) = typed.into_iter().unzip();
         for (i, r) in slots.into_iter().zip(Part::device(&mut typed, &*self.0)) {
             results[i] = r;
         }

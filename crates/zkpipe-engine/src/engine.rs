@@ -196,6 +196,7 @@ impl Engine {
             input: Arc::clone(&tail),
             pool: pools.get("tail", config.tail.threads)?,
             self_check: config.self_check,
+            batch: config.tail_batch,
             outcomes: Arc::clone(&outcomes),
         });
         workers(

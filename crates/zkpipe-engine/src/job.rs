@@ -2,7 +2,7 @@
 //! priority, a caller's request id, a state, and the proofs. The engine's own shared
 //! record of a job in flight is `live_job::Job`.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A job's id, given by the job store: never reused, across restarts too.
 pub type JobId = u64;
@@ -148,4 +148,7 @@ pub struct JobSnapshot {
     pub error: Option<String>,
     /// The caller's request id ("" if none).
     pub request_id: String,
+    /// When it reached its final state on this daemon (`None` while it runs, and for a
+    /// fleet's job read from the shared store).
+    pub finished_at: Option<Instant>,
 }

@@ -270,6 +270,7 @@ impl Job {
             },
             error: i.error.clone(),
             request_id: self.request_id.clone(),
+            finished_at: i.finished_at,
         }
     }
 

@@ -3,8 +3,8 @@
 //! reserved.
 
 use prometheus::{
-    Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
-    IntGaugeVec, Opts, Registry, TextEncoder,
+    Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec,
+    IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
 /// The engine's metrics.
@@ -32,6 +32,8 @@ pub struct Metrics {
     /// Partitions per device pass, per device: above 1 where the backend batches proofs
     /// of one key into one pass.
     pub device_batch_size: HistogramVec,
+    /// Proofs per tail batch (their self-checks share one final exponentiation).
+    pub tail_batch_size: Histogram,
     /// Host bytes reserved (keys and partitions).
     pub memory_reserved: IntGauge,
     /// Host-memory budget.
@@ -133,6 +135,13 @@ impl Metrics {
                 ]),
                 &["device"],
             )),
+            tail_batch_size: must(Histogram::with_opts(
+                HistogramOpts::new(
+                    "zkpipe_tail_batch_size",
+                    "Proofs per tail batch (their self-checks share one final exponentiation)",
+                )
+                .buckets(vec![1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0]),
+            )),
             memory_reserved: must(IntGauge::new(
                 "zkpipe_memory_reserved_bytes",
                 "Host bytes reserved by resident keys and in-flight partitions",
@@ -214,6 +223,7 @@ impl Metrics {
         must(r.register(Box::new(m.device_busy_fraction.clone())));
         must(r.register(Box::new(m.device_busy_seconds.clone())));
         must(r.register(Box::new(m.device_batch_size.clone())));
+        must(r.register(Box::new(m.tail_batch_size.clone())));
         must(r.register(Box::new(m.memory_reserved.clone())));
         must(r.register(Box::new(m.memory_limit.clone())));
         must(r.register(Box::new(m.device_memory_reserved.clone())));

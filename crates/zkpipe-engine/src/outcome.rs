@@ -58,14 +58,17 @@ impl Outcomes {
         let timings = ticket.trace.timings(end);
         self.metrics.observe(&timings);
         self.metrics.proofs_completed.inc();
-        self.tracer.record(ticket.trace.clone());
-        let job = &ticket.job;
         let proof = PartitionProof {
             proof_json,
             public_json,
             timings,
         };
-        match job.partition_done(ticket.index, proof) {
+        let recorded = ticket.job.partition_done(ticket.index, proof);
+        // The proof's store write and its sync, after the tail: part of the job's latency.
+        ticket.trace.span("record", end, Instant::now());
+        self.tracer.record(ticket.trace.clone());
+        let job = &ticket.job;
+        match recorded {
             // A fleet's claimed partition: the shared store logs its job's end.
             Ok(true) if job.claimed => {}
             Ok(true) => {

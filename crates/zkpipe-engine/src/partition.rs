@@ -4,12 +4,16 @@
 //! back to the pool, whichever stage it is dropped in.
 
 use crate::buffers::BufferPool;
+use rayon::prelude::*;
 use std::sync::Arc;
+use std::time::Instant;
 use zkpipe_core::curve::field_to_decimal;
 use zkpipe_core::device::{BoundKey, PassInput, PassWitness};
 use zkpipe_core::msm::{DeviceSums, ScalarInt};
 use zkpipe_core::reduce::QapEvals;
-use zkpipe_core::stages::{device_stage, reduce_stage, tail_stage, ReduceOn};
+use zkpipe_core::stages::{assemble_stage, device_stage, reduce_stage, self_check_batch, ReduceOn};
+use zkpipe_core::timings::{Span, Stage};
+use zkpipe_core::Proof;
 use zkpipe_core::{CompiledKey, Curve, Error as CoreError, Timings, Witness};
 use zkpipe_formats::json::to_json_bytes;
 
@@ -107,25 +111,77 @@ impl<E: Curve> Part<E> {
             .collect()
     }
 
-    /// The tail stage on the current rayon pool: (proof.json, public.json).
-    pub fn tail(
-        &mut self,
+    /// The tail stage of `parts` (of one key) on the current rayon pool: each proof
+    /// assembled on a task of its own, then their self-checks together (one final
+    /// exponentiation for the batch; see `zkpipe_core::stages::self_check_batch`). Each
+    /// partition's (proof.json, public.json), in order.
+    pub fn tail_batch(
+        parts: &mut [&mut Self],
         key: &CompiledKey<E>,
         self_check: bool,
-    ) -> Result<(String, String), CoreError> {
+    ) -> Vec<Result<(String, String), CoreError>> {
+        let proofs: Vec<Result<Proof<E>, CoreError>> =
+            parts.par_iter_mut().map(|p| p.assemble(key)).collect();
+        let checks: Vec<Result<(), CoreError>> = if self_check {
+            let start = Instant::now();
+            let items: Vec<(&[E::ScalarField], &Proof<E>)> = parts
+                .iter()
+                .zip(&proofs)
+                .filter_map(|(p, r)| Some((p.witness.public(key.n_public), r.as_ref().ok()?)))
+                .collect();
+            let outcomes = self_check_batch(key, &items, &mut rand::rngs::OsRng);
+            let span = Span {
+                stage: Stage::Verify,
+                start,
+                end: Instant::now(),
+            };
+            // The batch's check is shared; each proof's waterfall shows it whole.
+            for (p, r) in parts.iter_mut().zip(&proofs) {
+                if r.is_ok() {
+                    p.t.spans.push(span);
+                }
+            }
+            let mut outcomes = outcomes.into_iter();
+            proofs
+                .iter()
+                .map(|r| match r {
+                    Ok(_) => outcomes.next().unwrap_or(Err(CoreError::NotSatisfied)),
+                    Err(_) => Ok(()),
+                })
+                .collect()
+        } else {
+            proofs.iter().map(|_| Ok(())).collect()
+        };
+        parts
+            .iter()
+            .zip(proofs)
+            .zip(checks)
+            .map(|((p, proof), check)| {
+                let proof = proof?;
+                check?;
+                Ok(p.json(key, &proof))
+            })
+            .collect()
+    }
+
+    /// This partition's proof from its sums, with fresh randomness.
+    fn assemble(&mut self, key: &CompiledKey<E>) -> Result<Proof<E>, CoreError> {
         let sums = self.sums.ok_or_else(|| CoreError::Backend {
             backend: "engine",
             message: "tail stage before the device stage".into(),
         })?;
-        let proof = tail_stage(
+        assemble_stage(
             key,
             &self.witness,
             &self.w,
             &sums,
-            self_check,
             &mut rand::rngs::OsRng,
             &mut self.t,
-        )?;
+        )
+    }
+
+    /// snarkjs's (proof.json, public.json) of `proof`.
+    fn json(&self, key: &CompiledKey<E>, proof: &Proof<E>) -> (String, String) {
         let public: Vec<String> = self
             .witness
             .public(key.n_public)
@@ -133,10 +189,10 @@ impl<E: Curve> Part<E> {
             .map(field_to_decimal)
             .collect();
         let s = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
-        Ok((
+        (
             s(to_json_bytes(&proof.to_json())),
             s(to_json_bytes(&public)),
-        ))
+        )
     }
 }
 

@@ -5,7 +5,7 @@
 //! Layout of the export: process 1 "partitions" has one track per partition, named
 //! "job J part P (key)", with spans `queued`, `synthesize_wait`, `synthesize` (partitions
 //! submitted with circuit inputs), `reduce_wait`, `key_load`, `reduce`, `device_wait`,
-//! `device`, `tail_wait`, `tail`; process 2 "devices" has one track per device with a span
+//! `device`, `tail_wait`, `tail`, `record` (the proof's store write); process 2 "devices" has one track per device with a span
 //! for every time its lock was held. Waits have category `wait`, work has `stage`.
 
 use crate::job::{JobId, ProofTimings};

@@ -2,6 +2,7 @@
 //! priorities, partitions, cancellation, idempotency, bad input, and a budget that fits
 //! one job at a time. Every proof is verified against the key's verification key.
 
+use ark_ec::PrimeGroup;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -344,6 +345,8 @@ fn a_budget_for_one_job_at_a_time_still_completes_every_job() {
 struct PassLog {
     passes: std::sync::Mutex<Vec<usize>>,
     reduced: std::sync::atomic::AtomicUsize,
+    /// Proofs passed so far (`Fault::Corrupt` corrupts every third).
+    proofs: std::sync::atomic::AtomicUsize,
 }
 
 impl PassLog {
@@ -394,6 +397,9 @@ enum Fault {
     None,
     Bind,
     Pass,
+    /// Every third proof's sums come back wrong (A off by the generator), as a faulty
+    /// device's would: only the self-check can tell.
+    Corrupt,
 }
 
 impl Default for TestDevices {
@@ -503,6 +509,16 @@ impl<E: Curve> TestBound<E> {
                 backend: "test",
                 message: "planted pass failure".into(),
             });
+        }
+        let nth = self
+            .devices
+            .log
+            .proofs
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if self.devices.fail == Fault::Corrupt && nth % 3 == 2 {
+            let mut sums = self.cpu.pass(std::slice::from_mut(p)).remove(0)?;
+            sums.a += E::G1::generator();
+            return Ok(sums);
         }
         if !self.devices.reduces {
             return self.cpu.pass(std::slice::from_mut(p)).remove(0);
@@ -745,6 +761,62 @@ fn queued_proofs_of_one_key_share_device_passes_up_to_the_backend_limit() {
     let st = engine.status();
     assert_eq!(st.pending_partitions, 0);
     assert!(st.keys.iter().all(|k| k.refs == 0));
+    engine.shutdown();
+}
+
+/// Proofs leave a batching device together and the tail checks them together: a wrong
+/// proof among them fails its job alone (its self-check), and every other job is done
+/// with a proof that verifies.
+#[test]
+fn a_tail_batch_fails_only_the_proofs_whose_self_check_fails() {
+    let dir = key_dir();
+    let cfg = EngineConfig {
+        // One tail worker, so that the proofs of a device batch queue for it together.
+        tail: StageConfig {
+            workers: 1,
+            threads: 2,
+        },
+        tail_batch: 8,
+        ..config(dir.path())
+    };
+    let devices = TestDevices {
+        fail: Fault::Corrupt,
+        ..batching_devices(None, false)
+    };
+    let engine = Engine::start(cfg, Arc::new(devices)).unwrap();
+    let jobs: Vec<u64> = (0..12)
+        .map(|_| {
+            engine
+                .submit(request("bn254-poseidon", 1, Priority::Normal))
+                .unwrap()
+                .job_id
+        })
+        .collect();
+    let mut failed = 0;
+    for j in jobs {
+        match outcome(&engine, j) {
+            (JobState::Done, _) => check_job(&engine, dir.path(), j),
+            (JobState::Failed, e) => {
+                assert!(e.contains("failed its self-check"), "job {j}: {e}");
+                failed += 1;
+            }
+            other => panic!("job {j}: {other:?}"),
+        }
+    }
+    assert_eq!(failed, 4, "every third of 12 proofs was corrupted");
+    let text = engine.metrics_text();
+    let tail = |name: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(tail("zkpipe_tail_batch_size_sum"), 12.0);
+    assert!(
+        tail("zkpipe_tail_batch_size_count") < 12.0,
+        "some tail batches held several proofs"
+    );
     engine.shutdown();
 }
 

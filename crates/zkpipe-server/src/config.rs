@@ -127,7 +127,7 @@ pub struct FileConfig {
     generators: std::collections::HashMap<String, PathBuf>,
     reduce: StageSection,
     device: DeviceSection,
-    tail: StageSection,
+    tail: TailSection,
     store: StoreSection,
 }
 
@@ -204,6 +204,14 @@ struct PipelineSection {
 struct StageSection {
     workers: Option<usize>,
     threads: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct TailSection {
+    workers: Option<usize>,
+    threads: Option<usize>,
+    batch: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -582,7 +590,14 @@ impl FileConfig {
             ),
             device_passes: self.device.passes.or(d.device_passes),
             device_batch: self.device.batch.or(d.device_batch),
-            tail: stage(&self.tail, d.tail),
+            tail: stage(
+                &StageSection {
+                    workers: self.tail.workers,
+                    threads: self.tail.threads,
+                },
+                d.tail,
+            ),
+            tail_batch: self.tail.batch.unwrap_or(d.tail_batch),
             queue_depth: p.queue_depth.unwrap_or(d.queue_depth),
             max_partitions_per_job: p.max_partitions_per_job.unwrap_or(d.max_partitions_per_job),
             max_pending_partitions: p.max_pending_partitions.unwrap_or(d.max_pending_partitions),
@@ -815,7 +830,20 @@ mod tests {
         );
         assert!(cfg("[device]\nbatch = 0").unwrap_err().contains("batch"));
         assert!(toml::from_str::<FileConfig>("[device]\nbatch = -1").is_err());
-        assert!(toml::from_str::<FileConfig>("[tail]\nbatch = 2").is_err());
+        assert!(toml::from_str::<FileConfig>("[reduce]\nbatch = 2").is_err());
+    }
+
+    #[test]
+    fn tail_batch_is_read_and_checked() {
+        let cfg = |text: &str| {
+            toml::from_str::<FileConfig>(text)
+                .unwrap()
+                .validate(Path::new("."))
+        };
+        let c = cfg("[tail]\nbatch = 3\nworkers = 5").unwrap();
+        assert_eq!((c.engine.tail_batch, c.engine.tail.workers), (3, 5));
+        assert_eq!(cfg("").unwrap().engine.tail_batch, 1);
+        assert!(cfg("[tail]\nbatch = 0").unwrap_err().contains("batch"));
     }
 
     #[test]

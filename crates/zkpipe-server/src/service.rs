@@ -4,6 +4,7 @@
 #![allow(clippy::result_large_err)]
 
 use crate::decode;
+use crate::server_timing::Phases;
 use crate::wire as pb;
 use crate::wire::prover_server::Prover;
 use prost::bytes::Bytes;
@@ -198,9 +199,18 @@ impl ProverService {
             .map_err(status)
     }
 
-    async fn wait(&self, job: u64, timeout_ms: u64) -> Result<pb::JobResult, Status> {
+    /// Waits for `job`; its time goes into `phases` as `ended` (up to the job's end) and
+    /// `wake` (see [`Phases::end_wait`]).
+    async fn wait(
+        &self,
+        job: u64,
+        timeout_ms: u64,
+        phases: &mut Phases,
+        ended: &'static str,
+    ) -> Result<pb::JobResult, Status> {
         let timeout = Duration::from_millis(timeout_ms).min(self.max_await);
         let s = self.engine.wait_async(job, timeout).await.map_err(status)?;
+        phases.end_wait(ended, s.finished_at);
         Ok(job_result(s))
     }
 }
@@ -211,30 +221,47 @@ impl Prover for ProverService {
         &self,
         req: Request<pb::SubmitProofRequest>,
     ) -> Result<Response<pb::SubmitProofResponse>, Status> {
+        let mut phases = Phases::start(&req);
         let s = self
             .submit(decode::submit_request(req.into_inner())?)
             .await?;
-        Ok(Response::new(pb::SubmitProofResponse {
+        phases.end("accept");
+        let mut response = Response::new(pb::SubmitProofResponse {
             job_id: s.job_id,
             existing: s.existing,
-        }))
+        });
+        phases.attach(&mut response);
+        Ok(response)
     }
 
     async fn await_proof(
         &self,
         req: Request<pb::AwaitProofRequest>,
     ) -> Result<Response<pb::JobResult>, Status> {
+        let mut phases = Phases::start(&req);
         let r = req.into_inner();
-        Ok(Response::new(self.wait(r.job_id, r.timeout_ms).await?))
+        let result = self
+            .wait(r.job_id, r.timeout_ms, &mut phases, "wait")
+            .await?;
+        let mut response = Response::new(result);
+        phases.attach(&mut response);
+        Ok(response)
     }
 
     async fn prove(
         &self,
         req: Request<pb::ProveRequest>,
     ) -> Result<Response<pb::JobResult>, Status> {
+        let mut phases = Phases::start(&req);
         let (submit, timeout_ms) = decode::prove_request(req.into_inner())?;
         let s = self.submit(submit).await?;
-        Ok(Response::new(self.wait(s.job_id, timeout_ms).await?))
+        phases.end("accept");
+        let result = self
+            .wait(s.job_id, timeout_ms, &mut phases, "prove")
+            .await?;
+        let mut response = Response::new(result);
+        phases.attach(&mut response);
+        Ok(response)
     }
 
     async fn cancel_proof(

@@ -63,6 +63,10 @@ pub async fn serve_http(
                 }
             },
         };
+        // As on the gRPC listener: no Nagle delay on replies.
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(%peer, error = %e, "setting TCP_NODELAY");
+        }
         let (acceptor, router) = (acceptor.clone(), router.clone());
         tokio::spawn(async move {
             let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {

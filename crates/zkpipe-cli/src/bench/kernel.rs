@@ -6,7 +6,9 @@
 //!   (/proc/PID/task/*/status: /proc/PID/status counts the main thread's only),
 //! - its minor / major page faults and user / system CPU time (/proc/PID/stat),
 //! - CPU time per thread group (/proc/PID/task/*/stat, grouped by [`thread_group`]),
-//! - its peak RSS over the interval: writing "5" to /proc/PID/clear_refs resets VmHWM.
+//! - its peak RSS over the interval: writing "5" to /proc/PID/clear_refs resets VmHWM,
+//! - the whole machine's busy CPU time (the `cpu` line of /proc/stat: all but idle and
+//!   iowait), to tell a saturated machine from a waiting process.
 //!
 //! Per-thread counts of a thread that ends during the interval are lost.
 
@@ -20,6 +22,7 @@ const TICKS_PER_SECOND: f64 = 100.0;
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     tlb_shootdowns: Option<u64>,
+    machine_busy_ticks: Option<u64>,
     stat: Option<ProcStat>,
     /// Thread id → its counters.
     threads: Option<BTreeMap<u64, ThreadSample>>,
@@ -56,6 +59,8 @@ pub struct ProcStat {
 pub struct Counters {
     /// TLB shootdowns on every CPU of the machine.
     pub tlb_shootdowns: Option<u64>,
+    /// Busy CPU seconds of the whole machine, every process's.
+    pub machine_cpu_s: Option<f64>,
     /// The process's voluntary context switches.
     pub voluntary_ctxt_switches: Option<u64>,
     /// Its involuntary context switches.
@@ -91,6 +96,18 @@ pub fn parse_tlb(interrupts: &str) -> Option<u64> {
         .split_whitespace()
         .map_while(|w| w.parse::<u64>().ok());
     Some(counts.sum())
+}
+
+/// Busy clock ticks of every CPU from /proc/stat text: the `cpu` line's user, nice,
+/// system, irq, softirq and steal (not idle, iowait, or guest, which user already counts).
+pub fn parse_machine_busy(stat: &str) -> Option<u64> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let f: Vec<u64> = line["cpu ".len()..]
+        .split_whitespace()
+        .map_while(|w| w.parse().ok())
+        .collect();
+    let at = |i: usize| f.get(i).copied();
+    Some(at(0)? + at(1)? + at(2)? + at(5)? + at(6)? + at(7).unwrap_or(0))
 }
 
 /// A numeric field of /proc/PID/status text ("VmHWM:  1234 kB" → 1234).
@@ -176,9 +193,16 @@ pub fn snapshot(pid: u32) -> Snapshot {
     let read = |p: PathBuf| std::fs::read_to_string(p).ok();
     Snapshot {
         tlb_shootdowns: read("/proc/interrupts".into()).and_then(|t| parse_tlb(&t)),
+        machine_busy_ticks: read("/proc/stat".into()).and_then(|t| parse_machine_busy(&t)),
         stat: read(proc_path(pid, "stat")).and_then(|t| parse_stat(&t).map(|x| x.1)),
         threads: threads(pid),
     }
+}
+
+/// The CPU seconds (user + system) `pid` has used so far.
+pub fn process_cpu_s(pid: u32) -> Option<f64> {
+    let (_, s) = parse_stat(&std::fs::read_to_string(proc_path(pid, "stat")).ok()?)?;
+    Some((s.user_ticks + s.system_ticks) as f64 / TICKS_PER_SECOND)
 }
 
 /// Resets the peak RSS (VmHWM) of `pid`; false where the kernel refused or lacks it.
@@ -240,6 +264,7 @@ pub fn counters(
     let threads = before.threads.as_ref().zip(after.threads.as_ref());
     Counters {
         tlb_shootdowns: diff(before.tlb_shootdowns, after.tlb_shootdowns),
+        machine_cpu_s: seconds(diff(before.machine_busy_ticks, after.machine_busy_ticks)),
         voluntary_ctxt_switches: threads.and_then(|(b, a)| thread_sum(b, a, |t| t.voluntary)),
         nonvoluntary_ctxt_switches: threads.and_then(|(b, a)| thread_sum(b, a, |t| t.involuntary)),
         minor_faults: stat(|s| s.minor_faults),
@@ -285,6 +310,10 @@ mod tests {
             TLB:        120         30   TLB shootdowns\n";
         assert_eq!(parse_tlb(interrupts), Some(150));
         assert_eq!(parse_tlb("CPU0\n"), None);
+        // user nice system idle iowait irq softirq steal guest guest_nice
+        let stat = "cpu  100 5 20 900 7 1 2 3 50 0\ncpu0 50 2 10 450 3 0 1 1 25 0\n";
+        assert_eq!(parse_machine_busy(stat), Some(100 + 5 + 20 + 1 + 2 + 3));
+        assert_eq!(parse_machine_busy("cpu0 1 2 3\n"), None);
         let status = "Name:\tzkpipe\nVmHWM:\t  2048 kB\nvoluntary_ctxt_switches:\t7\n";
         assert_eq!(status_field(status, "VmHWM"), Some(2048));
         assert_eq!(status_field(status, "voluntary_ctxt_switches"), Some(7));
@@ -340,5 +369,6 @@ mod tests {
         assert!(c.minor_faults.is_some() && c.user_cpu_s.is_some());
         assert!(c.cpu_s_by_thread.is_some() && c.voluntary_ctxt_switches.is_some());
         assert!(c.peak_rss_bytes.unwrap() > 0);
+        assert!(c.machine_cpu_s.is_some());
     }
 }

@@ -5,11 +5,12 @@
 
 use super::client::{connect, duration, rpc, runtime, state_name, Client, ServerArg};
 use anyhow::{bail, Result};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use zkpipe_engine::Priority;
-use zkpipe_server::pb;
+use zkpipe_server::{pb, server_timing};
 
 /// Arguments of `loadtest`.
 #[derive(clap::Args)]
@@ -74,6 +75,13 @@ pub struct Summary {
     pub proofs_per_second: f64,
     /// Latency of the completed jobs (Prove call to reply).
     pub job_latency_ms: Percentiles,
+    /// The daemon's parts of that latency (its `server-timing` reply metadata: receive,
+    /// accept, prove, wake), and `outside`: the latency less those parts (the request's
+    /// send before its headers arrived, the reply's return, this client's scheduling).
+    pub server_timing_ms: BTreeMap<String, Percentiles>,
+    /// Partitions per device pass over the run, all devices (the daemon's
+    /// `zkpipe_device_batch_size` histogram); none if no pass ran.
+    pub mean_device_batch: Option<f64>,
     /// Each device's lock-held seconds over the run / `wall_s`, by metric label set.
     pub device_busy_fraction: Vec<(String, f64)>,
     /// The daemon's peak RSS since it started, as its metrics report it.
@@ -83,11 +91,16 @@ pub struct Summary {
 /// Percentiles of a sample.
 #[derive(serde::Serialize)]
 pub struct Percentiles {
-    min: f64,
-    p50: f64,
-    p90: f64,
-    p99: f64,
-    max: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Largest.
+    pub max: f64,
 }
 
 fn percentiles(mut v: Vec<f64>) -> Percentiles {
@@ -106,6 +119,36 @@ fn percentiles(mut v: Vec<f64>) -> Percentiles {
         p99: at(0.99),
         max: at(1.0),
     }
+}
+
+/// Percentiles of each server-timing part over `jobs`, and of `outside` (latency less
+/// the parts) over the jobs that carried parts.
+fn server_parts(jobs: &[JobRecord]) -> BTreeMap<String, Percentiles> {
+    let mut parts: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for j in jobs.iter().filter(|j| !j.server_timing.is_empty()) {
+        let mut inside = 0.0;
+        for (name, ms) in &j.server_timing {
+            parts.entry(name.clone()).or_default().push(*ms);
+            inside += ms;
+        }
+        parts
+            .entry("outside".into())
+            .or_default()
+            .push(j.latency_s * 1e3 - inside);
+    }
+    parts
+        .into_iter()
+        .map(|(k, v)| (k, percentiles(v)))
+        .collect()
+}
+
+/// Mean partitions per device pass between two metrics texts (sum and count of the
+/// `zkpipe_device_batch_size` histogram, over every device).
+fn mean_batch(before: &str, after: &str) -> Option<f64> {
+    let total = |text: &str, name: &str| metric(text, name).iter().map(|x| x.1).sum::<f64>();
+    let delta = |name: &str| total(after, name) - total(before, name);
+    let passes = delta("zkpipe_device_batch_size_count");
+    (passes > 0.0).then(|| delta("zkpipe_device_batch_size_sum") / passes)
 }
 
 /// Values of a metric by its label set, from Prometheus text.
@@ -166,6 +209,9 @@ pub struct JobRecord {
     pub latency_s: f64,
     /// Each partition's device time (lock held), in milliseconds.
     pub device_ms: Vec<f64>,
+    /// The daemon's parts of the latency, in milliseconds, in order (see
+    /// [`Summary::server_timing_ms`]).
+    pub server_timing: Vec<(String, f64)>,
 }
 
 /// The outcome of a load run.
@@ -209,6 +255,7 @@ async fn client_jobs(mut c: Client, load: Load) -> (Vec<JobRecord>, Vec<String>)
         match r {
             Ok(r) if r.get_ref().state == pb::JobState::Done as i32 => {
                 let latency_s = t0.elapsed().as_secs_f64();
+                let server_timing = server_timing::of_response(&r);
                 let r = r.into_inner();
                 done.push(JobRecord {
                     job_id: r.job_id,
@@ -218,6 +265,7 @@ async fn client_jobs(mut c: Client, load: Load) -> (Vec<JobRecord>, Vec<String>)
                         .iter()
                         .map(|p| p.timings.map_or(0.0, |t| t.device_ms))
                         .collect(),
+                    server_timing,
                 });
             }
             Ok(r) => failed.push(format!(
@@ -243,7 +291,8 @@ pub async fn run_load(c: &Client, load: &Load) -> Result<LoadRun> {
             None => c.clone(),
         });
     }
-    let before = metric(&metrics_text(c).await?, "zkpipe_device_busy_seconds");
+    let before_text = metrics_text(c).await?;
+    let before = metric(&before_text, "zkpipe_device_busy_seconds");
     let start = Instant::now();
     let tasks: Vec<_> = clients
         .into_iter()
@@ -285,7 +334,9 @@ pub async fn run_load(c: &Client, load: &Load) -> Result<LoadRun> {
         },
         proofs_per_second: proofs as f64 / wall,
         job_latency_ms: percentiles(jobs.iter().map(|j| j.latency_s * 1e3).collect()),
+        server_timing_ms: server_parts(&jobs),
         device_busy_fraction: busy,
+        mean_device_batch: mean_batch(&before_text, &text),
         daemon_peak_rss_bytes: metric(&text, "zkpipe_process_peak_rss_bytes")
             .first()
             .map(|x| x.1),
@@ -341,8 +392,19 @@ pub fn run(a: Args) -> Result<()> {
             "job latency ms: min {:.1} p50 {:.1} p90 {:.1} p99 {:.1} max {:.1}",
             l.min, l.p50, l.p90, l.p99, l.max
         )?;
+        if !s.server_timing_ms.is_empty() {
+            let parts: Vec<String> = s
+                .server_timing_ms
+                .iter()
+                .map(|(k, p)| format!("{k} {:.1}/{:.1}", p.p50, p.p90))
+                .collect();
+            writeln!(text, "of which (p50/p90 ms): {}", parts.join(", "))?;
+        }
         for (d, f) in &s.device_busy_fraction {
             writeln!(text, "device {d} busy {:.1}%", f * 100.0)?;
+        }
+        if let Some(b) = s.mean_device_batch {
+            writeln!(text, "partitions per device pass: {b:.1} (mean)")?;
         }
         if let Some(r) = s.daemon_peak_rss_bytes {
             writeln!(text, "daemon peak RSS {:.1} MiB", r / (1 << 20) as f64)?;

@@ -311,9 +311,13 @@ async fn run_cell(
     let pid = t.daemon.pid();
     let rss_reset = kernel::reset_peak_rss(pid);
     let before = kernel::snapshot(pid);
+    let client_before = kernel::process_cpu_s(std::process::id());
     let run = run_load(&t.client, &plan.load(clients, plan.jobs, &t.server))
         .await
         .context(where_.clone())?;
+    let client_cpu_s = kernel::process_cpu_s(std::process::id())
+        .zip(client_before)
+        .map(|(a, b)| a - b);
     let after = kernel::snapshot(pid);
     let counters = kernel::counters(&before, &after, kernel::peak_rss_bytes(pid), rss_reset);
     if let Some(f) = run.failed.first() {
@@ -346,7 +350,9 @@ async fn run_cell(
         &trace_name,
         filter_jobs(&trace, &jobs).to_string().as_bytes(),
     )?;
-    Ok(cell(&v, round, run, waterfall, counters, trace_name))
+    let mut cell = cell(&v, round, run, waterfall, counters, trace_name);
+    cell.client_cpu_s = client_cpu_s;
+    Ok(cell)
 }
 
 /// A cell's record from its load run and measurements.
@@ -369,6 +375,11 @@ fn cell(
     };
     let latency: Vec<f64> = run.jobs.iter().map(|j| j.latency_s).collect();
     let busy: Vec<f64> = s.device_busy_fraction.iter().map(|x| x.1).collect();
+    let latency_parts_ms = s
+        .server_timing_ms
+        .iter()
+        .map(|(part, p)| (part.clone(), p.p50))
+        .collect();
     let mut job_ids: Vec<u64> = run.jobs.iter().map(|j| j.job_id).collect();
     job_ids.sort_unstable();
     Cell {
@@ -391,6 +402,9 @@ fn cell(
         waterfall,
         stage_inflation: BTreeMap::new(),
         kernel,
+        mean_device_batch: s.mean_device_batch,
+        client_cpu_s: None,
+        latency_parts_ms,
         trace,
         job_ids,
     }
@@ -410,6 +424,8 @@ fn write_results(
     print!("{}", report::stage_table(cells));
     println!();
     print!("{}", report::kernel_table(cells));
+    println!();
+    print!("{}", report::request_table(cells));
     println!();
     print!("{}", report::summary_table(&rows));
     let title = format!(

@@ -902,6 +902,7 @@ async fn snapshot(
         request_id: row
             .get::<Option<String>, _>("request_id")
             .unwrap_or_default(),
+        finished_at: None,
     })
 }
 

@@ -90,7 +90,7 @@ impl DeviceStage {
                 .filter_map(|(r, result)| self.finish(r, result, start, end))
                 .collect();
             match &self.inline_tail {
-                Some(tail) => proved.into_iter().for_each(|p| tail.process(p)),
+                Some(tail) => tail.process(proved),
                 None => {
                     drop(permit);
                     for p in proved {

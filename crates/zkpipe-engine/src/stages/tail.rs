@@ -1,12 +1,15 @@
 //! The tail stage, on its own pool: the G2 MSM when the device leaves it to the CPU,
-//! assembly with fresh randomness, the self-check, and snarkjs JSON. Delivers the proof
+//! assembly with fresh randomness, the self-check (several proofs of one key checked
+//! together), and snarkjs JSON. Delivers the proof
 //! to its job and records the partition's waterfall.
 
+use crate::curves::PartitionData;
 use crate::messages::Proved;
 use crate::outcome::{guarded, Outcomes};
 use crate::queue::PriorityQueue;
 use std::sync::Arc;
 use std::time::Instant;
+use zkpipe_core::Error as CoreError;
 
 /// The tail stage: a few workers sharing one rayon pool.
 pub(crate) struct Tail {
@@ -14,44 +17,105 @@ pub(crate) struct Tail {
     pub pool: Arc<rayon::ThreadPool>,
     /// Verify every proof before delivering it.
     pub self_check: bool,
+    /// Most proofs of one key a worker takes at once (`tail.batch`).
+    pub batch: usize,
     pub outcomes: Arc<Outcomes>,
 }
 
 impl Tail {
-    /// One worker; runs until its input queue is closed.
+    /// One worker; runs until its input queue is closed. With the partition it popped it
+    /// takes queued ones of the same key (a device batch leaves the device together), up
+    /// to `batch`, never waiting for more.
     pub fn run(&self) {
         while let Some(p) = self.input.pop() {
-            self.process(p);
+            let mut batch = vec![p];
+            if self.batch > 1 {
+                let key = Arc::clone(&batch[0].key);
+                let more = self.input.take_matching(self.batch - 1, |q| {
+                    (Arc::ptr_eq(&q.key, &key) && !q.ticket.is_cancelled()).then_some(())
+                });
+                batch.extend(more.into_iter().map(|(q, ())| q));
+            }
+            self.process(batch);
         }
     }
 
-    /// The tail of one partition (also run by a device worker that keeps the device's
-    /// gate through the tail, `device.release_before_tail = false`).
-    pub fn process(&self, p: Proved) {
+    /// The tail of partitions of one key, their self-checks together (also run by a
+    /// device worker that keeps the device's gate through the tail,
+    /// `device.release_before_tail = false`).
+    pub fn process(&self, batch: Vec<Proved>) {
+        let mut batch: Vec<Proved> = batch
+            .into_iter()
+            .filter(|p| !p.ticket.is_cancelled())
+            .collect();
+        let Some(key) = batch.first().map(|p| Arc::clone(&p.key)) else {
+            return;
+        };
+        self.outcomes
+            .metrics
+            .tail_batch_size
+            .observe(batch.len() as f64);
+        let starts: Vec<Instant> = batch
+            .iter_mut()
+            .map(|p| p.ticket.end_wait("tail_wait"))
+            .collect();
+        let results = {
+            // The self-check's pairings (and a G2 MSM on the CPU) are a bandwidth burst.
+            let _burst = zkpipe_core::throttle::burst();
+            let mut data: Vec<&mut PartitionData> = batch.iter_mut().map(|p| &mut p.data).collect();
+            self.pool
+                .install(|| guarded(|| Ok(key.tail(&mut data, self.self_check))))
+        };
+        let end = Instant::now();
+        // A panic leaves no proof of the batch to trust.
+        let results = results.unwrap_or_else(|e| {
+            let msg = e.to_string();
+            (0..batch.len())
+                .map(|_| {
+                    Err(CoreError::Backend {
+                        backend: "engine",
+                        message: msg.clone(),
+                    })
+                })
+                .collect()
+        });
+        // Side by side, each on a thread of its own (they wait on the disk, not the CPU,
+        // so not on the pool): a delivery records its proof in the job store and waits
+        // for the sync, which the store's group commit shares among writers at once. One
+        // by one, a batch would wait for a sync per proof.
+        let mut done = batch.into_iter().zip(starts).zip(results);
+        let first = done.next();
+        std::thread::scope(|s| {
+            for ((p, start), r) in done {
+                s.spawn(move || self.finish(p, start, end, r));
+            }
+            if let Some(((p, start), r)) = first {
+                self.finish(p, start, end, r);
+            }
+        });
+    }
+
+    /// Delivers one partition's outcome of a tail that ran from `start` to `end`.
+    fn finish(
+        &self,
+        p: Proved,
+        start: Instant,
+        end: Instant,
+        r: Result<(String, String), CoreError>,
+    ) {
         let Proved {
-            mut data,
-            key,
+            data,
+            key: _,
             lease,
             host,
             mut ticket,
         } = p;
-        if ticket.is_cancelled() {
-            return;
-        }
-        let start = ticket.end_wait("tail_wait");
-        let r = {
-            // The self-check's pairings (and a G2 MSM on the CPU) are a bandwidth burst.
-            let _burst = zkpipe_core::throttle::burst();
-            self.pool
-                .install(|| guarded(|| key.tail(&mut data, self.self_check)))
-        };
-        let end = Instant::now();
         ticket.trace.span("tail", start, end);
-        if r.is_ok() {
-            ticket.log_stage_done("tail", start, end);
-        }
         match r {
-            Ok((proof, public)) => self.outcomes.deliver(&mut ticket, proof, public, end),
+            Ok((proof, public)) => {
+                ticket.log_stage_done("tail", start, end);
+                self.outcomes.deliver(&mut ticket, proof, public, end);
+            }
             Err(e) => self.outcomes.fail_proving(&mut ticket, "tail", e),
         }
         // The buffers go back before the memory and the key are released.

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// Partition spans in pipeline order (others follow, by name).
-const STAGE_ORDER: [&str; 10] = [
+const STAGE_ORDER: [&str; 11] = [
     "queued",
     "synthesize_wait",
     "synthesize",
@@ -20,6 +20,7 @@ const STAGE_ORDER: [&str; 10] = [
     "device",
     "tail_wait",
     "tail",
+    "record",
 ];
 
 /// The measurements of one cell: one variant at one client count in one round.
@@ -58,6 +59,13 @@ pub struct Cell {
     pub stage_inflation: BTreeMap<String, Option<f64>>,
     /// The daemon's kernel counters over the cell.
     pub kernel: Counters,
+    /// Mean partitions per device pass over the cell.
+    pub mean_device_batch: Option<f64>,
+    /// The sweep's own CPU seconds over the cell (user + system): its load clients'.
+    pub client_cpu_s: Option<f64>,
+    /// Median of each part of a job's latency, in ms: the daemon's `server-timing` parts
+    /// and `outside` (the latency less them; see `loadtest`).
+    pub latency_parts_ms: BTreeMap<String, f64>,
     /// The cell's trace (Chrome-trace JSON of its jobs), relative to the output folder.
     pub trace: String,
     /// The cell's jobs.
@@ -306,6 +314,72 @@ pub fn kernel_table(cells: &[Cell]) -> String {
     s
 }
 
+/// Parts of a job's latency in the order a job meets them (others follow, by name).
+const LATENCY_PART_ORDER: [&str; 6] = ["receive", "accept", "prove", "wake", "wait", "outside"];
+
+/// The request-path table: each cell's mean latency, the medians of its parts, and CPU
+/// seconds of the daemon, the load clients and the whole machine over the cell.
+pub fn request_table(cells: &[Cell]) -> String {
+    let w = name_width(cells);
+    let mut parts: Vec<&String> = cells
+        .iter()
+        .flat_map(|c| c.latency_parts_ms.keys())
+        .collect();
+    parts.sort_by_key(|n| {
+        (
+            LATENCY_PART_ORDER
+                .iter()
+                .position(|p| p == n)
+                .unwrap_or(usize::MAX),
+            n.as_str(),
+        )
+    });
+    parts.dedup();
+    let mut s = String::from(
+        "job latency: mean ms, median ms of each part (the daemon's server-timing; outside = \
+         the rest), mean partitions per device pass, CPU s over the cell\n",
+    );
+    let _ = write!(
+        s,
+        "{:>5} {:<w$} {:>4} {:>9}",
+        "round", "variant", "c", "latency"
+    );
+    for p in &parts {
+        let _ = write!(s, " {p:>8}");
+    }
+    let _ = writeln!(
+        s,
+        " {:>6} {:>9} {:>9} {:>9}",
+        "batch", "daemon_s", "client_s", "machine_s"
+    );
+    let secs = |x: Option<f64>| opt(x.map(|x| format!("{x:.2}")));
+    for c in cells {
+        let _ = write!(
+            s,
+            "{:>5} {:<w$} {:>4} {:>9.2}",
+            c.round,
+            c.variant,
+            c.clients,
+            c.avg_job_latency_s * 1e3
+        );
+        for p in &parts {
+            let v = c.latency_parts_ms.get(*p).map(|ms| format!("{ms:.2}"));
+            let _ = write!(s, " {:>8}", opt(v));
+        }
+        let k = &c.kernel;
+        let daemon = k.user_cpu_s.zip(k.system_cpu_s).map(|(u, s)| u + s);
+        let _ = writeln!(
+            s,
+            " {:>6} {:>9} {:>9} {:>9}",
+            opt(c.mean_device_batch.map(|b| format!("{b:.1}"))),
+            secs(daemon),
+            secs(c.client_cpu_s),
+            secs(k.machine_cpu_s)
+        );
+    }
+    s
+}
+
 /// The summary table over rounds.
 pub fn summary_table(rows: &[SummaryRow]) -> String {
     let w = width_for(rows.iter().map(|r| r.variant.as_str()));
@@ -407,6 +481,9 @@ mod tests {
             },
             stage_inflation: BTreeMap::new(),
             kernel: Counters::default(),
+            mean_device_batch: None,
+            client_cpu_s: None,
+            latency_parts_ms: BTreeMap::new(),
             trace: String::new(),
             job_ids: vec![1],
         }
