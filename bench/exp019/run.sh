@@ -107,6 +107,12 @@ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee -a "$out/st
 . "$(dirname "$0")/../lib/dev_keys.sh"
 keys=${KEYS:-bn13 bn14 bn16 bn20 bls13 bls16 bls20}
 variants=${VARIANTS:-old new sppark constant}
+variant_sweep() { # name: this build's daemon at the daemon step's cell, the variants in
+  # ${variants[@]}, ROUNDS rounds interleaved; the table in $out/NAME.txt, the sweep in $out/NAME
+  timeout 500 "$bin" sweep --config "$work/zkpipe.toml" --backend cuda --out "$out/$1" --rounds "${ROUNDS:-2}" \
+    "${variants[@]}" bn14 "$work/keys/bn14.wtns" -c 64 -j 16 -p 1 > "$out/$1.txt" 2>&1 || log "sweep $1 failed"
+  grep -A8 "over rounds" "$out/$1.txt" | tee -a "$out/steps.log"
+}
 make_keys() {
   for k in $keys; do
     case $k in
@@ -303,9 +309,7 @@ store)
       both) variants+=(--variant 'both: server.witness_inline_max="64KiB"; pipeline.self_check=false') ;;
     esac
   done
-  timeout 500 "$bin" sweep --config "$work/zkpipe.toml" --backend cuda --out "$out/store" --rounds "${ROUNDS:-2}" \
-    "${variants[@]}" bn14 "$work/keys/bn14.wtns" -c 64 -j 16 -p 1 > "$out/store.txt" 2>&1 || log "sweep store failed"
-  grep -A8 "over rounds" "$out/store.txt" | tee -a "$out/steps.log"
+  variant_sweep store
   ;;
 device)
   small_daemon_config
@@ -324,9 +328,7 @@ device)
       nocheck) variants+=(--variant 'nocheck: pipeline.self_check=false') ;;
     esac
   done
-  timeout 500 "$bin" sweep --config "$work/zkpipe.toml" --backend cuda --out "$out/device" --rounds "${ROUNDS:-2}" \
-    "${variants[@]}" bn14 "$work/keys/bn14.wtns" -c 64 -j 16 -p 1 > "$out/device.txt" 2>&1 || log "sweep device failed"
-  grep -A8 "over rounds" "$out/device.txt" | tee -a "$out/steps.log"
+  variant_sweep device
   ;;
 statedir)
   # The same build at the same cell with the daemons' state folders ($TMPDIR) on the

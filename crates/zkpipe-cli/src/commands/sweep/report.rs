@@ -215,23 +215,27 @@ pub fn row(c: &Cell, name_width: usize) -> String {
     )
 }
 
-/// The stage names present in any cell, in pipeline order.
-fn stage_names(cells: &[Cell]) -> Vec<String> {
-    let mut names: Vec<String> = cells
-        .iter()
-        .flat_map(|c| c.waterfall.stage_median_ms.keys().cloned())
-        .collect();
+/// `names` once each, those in `order` first in its order, the others after them by name.
+fn in_order<'a>(names: impl Iterator<Item = &'a String>, order: &[&str]) -> Vec<String> {
+    let mut names: Vec<String> = names.cloned().collect();
     names.sort_by_key(|n| {
         (
-            STAGE_ORDER
-                .iter()
-                .position(|s| s == n)
-                .unwrap_or(usize::MAX),
+            order.iter().position(|s| s == n).unwrap_or(usize::MAX),
             n.clone(),
         )
     });
     names.dedup();
     names
+}
+
+/// The stage names present in any cell, in pipeline order.
+fn stage_names(cells: &[Cell]) -> Vec<String> {
+    in_order(
+        cells
+            .iter()
+            .flat_map(|c| c.waterfall.stage_median_ms.keys()),
+        &STAGE_ORDER,
+    )
 }
 
 /// The waterfall table: each cell's stage medians (ms) and their inflation.
@@ -321,20 +325,10 @@ const LATENCY_PART_ORDER: [&str; 6] = ["receive", "accept", "prove", "wake", "wa
 /// seconds of the daemon, the load clients and the whole machine over the cell.
 pub fn request_table(cells: &[Cell]) -> String {
     let w = name_width(cells);
-    let mut parts: Vec<&String> = cells
-        .iter()
-        .flat_map(|c| c.latency_parts_ms.keys())
-        .collect();
-    parts.sort_by_key(|n| {
-        (
-            LATENCY_PART_ORDER
-                .iter()
-                .position(|p| p == n)
-                .unwrap_or(usize::MAX),
-            n.as_str(),
-        )
-    });
-    parts.dedup();
+    let parts = in_order(
+        cells.iter().flat_map(|c| c.latency_parts_ms.keys()),
+        &LATENCY_PART_ORDER,
+    );
     let mut s = String::from(
         "job latency: mean ms, median ms of each part (the daemon's server-timing; outside = \
          the rest), mean partitions per device pass, CPU s over the cell\n",
@@ -363,7 +357,7 @@ pub fn request_table(cells: &[Cell]) -> String {
             c.avg_job_latency_s * 1e3
         );
         for p in &parts {
-            let v = c.latency_parts_ms.get(*p).map(|ms| format!("{ms:.2}"));
+            let v = c.latency_parts_ms.get(p).map(|ms| format!("{ms:.2}"));
             let _ = write!(s, " {:>8}", opt(v));
         }
         let k = &c.kernel;
@@ -487,6 +481,38 @@ mod tests {
             trace: String::new(),
             job_ids: vec![1],
         }
+    }
+
+    /// The request-path table lists a job's parts in the order a job meets them (others
+    /// after), with a dash where a cell lacks one, and the CPU columns.
+    #[test]
+    fn the_request_table_orders_the_latency_parts() {
+        let mut a = cell("a", 1, 64, 0.001, 1.0);
+        a.latency_parts_ms = BTreeMap::from([
+            ("outside".to_string(), 0.9),
+            ("prove".to_string(), 50.0),
+            ("accept".to_string(), 5.25),
+            ("receive".to_string(), 0.1),
+            ("extra".to_string(), 1.0),
+        ]);
+        a.mean_device_batch = Some(9.5);
+        a.client_cpu_s = Some(0.75);
+        a.kernel.machine_cpu_s = Some(10.0);
+        let mut b = cell("b", 1, 64, 0.001, 1.0);
+        b.latency_parts_ms = BTreeMap::from([("wake".to_string(), 0.05)]);
+        let t = request_table(&[a, b]);
+        let lines: Vec<&str> = t.lines().collect();
+        let header: Vec<&str> = lines[1].split_whitespace().collect();
+        assert_eq!(
+            header[4..10],
+            ["receive", "accept", "prove", "wake", "outside", "extra"],
+            "{t}"
+        );
+        let row_a: Vec<&str> = lines[2].split_whitespace().collect();
+        assert_eq!(row_a[4..10], ["0.10", "5.25", "50.00", "-", "0.90", "1.00"]);
+        assert_eq!(row_a[10..], ["9.5", "-", "0.75", "10.00"], "{t}");
+        let row_b: Vec<&str> = lines[3].split_whitespace().collect();
+        assert_eq!(row_b[7], "0.05", "{t}");
     }
 
     #[test]
