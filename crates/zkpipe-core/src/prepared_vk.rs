@@ -77,7 +77,6 @@ impl<E: Curve> PreparedVerifyingKey<E> {
             [(public, proof)] => return self.verify(public, proof),
             _ => {}
         }
-        let n_public = self.ic.len().saturating_sub(1);
         let weights: Vec<E::ScalarField> = items
             .iter()
             .map(|_| E::ScalarField::from(rng.gen::<u128>() | 1))
@@ -85,12 +84,7 @@ impl<E: Curve> PreparedVerifyingKey<E> {
         // Σ rᵢ·vk_xᵢ = (Σ rᵢ)·IC₀ + Σⱼ (Σᵢ rᵢ·publicᵢⱼ)·ICⱼ₊₁: one MSM over IC.
         let mut ic_scalars = vec![E::ScalarField::zero(); self.ic.len()];
         for ((public, _), r) in items.iter().zip(&weights) {
-            if public.len() != n_public {
-                return Err(Error::PublicInputCount {
-                    expected: n_public,
-                    found: public.len(),
-                });
-            }
+            check_public_count(&self.ic, public)?;
             ic_scalars[0] += r;
             for (s, x) in ic_scalars[1..].iter_mut().zip(public.iter()) {
                 *s += *r * x;
@@ -121,17 +115,23 @@ impl<E: Curve> PreparedVerifyingKey<E> {
     }
 }
 
-/// vk_x = IC₀ + Σ publicᵢ · ICᵢ₊₁; an error if the count does not match the key's.
-pub(crate) fn public_combination<E: Curve>(
-    ic: &[E::G1Affine],
-    public: &[E::ScalarField],
-) -> Result<E::G1Affine, Error> {
+/// An error unless there is one public input per IC point after the first.
+fn check_public_count<G, F>(ic: &[G], public: &[F]) -> Result<(), Error> {
     if public.len() + 1 != ic.len() {
         return Err(Error::PublicInputCount {
             expected: ic.len().saturating_sub(1),
             found: public.len(),
         });
     }
+    Ok(())
+}
+
+/// vk_x = IC₀ + Σ publicᵢ · ICᵢ₊₁; an error if the count does not match the key's.
+pub(crate) fn public_combination<E: Curve>(
+    ic: &[E::G1Affine],
+    public: &[E::ScalarField],
+) -> Result<E::G1Affine, Error> {
+    check_public_count(ic, public)?;
     let scalars: Vec<_> = public.iter().map(|x| x.into_bigint()).collect();
     Ok((E::G1::msm_bigint(&ic[1..], &scalars) + ic[0]).into_affine())
 }
