@@ -708,17 +708,21 @@ fn batching_devices(memory: Option<u64>, reduces: bool) -> TestDevices {
     }
 }
 
-/// Submits `n` single-partition jobs of `id` at once and checks every proof.
-fn prove_many(engine: &Engine, dir: &Path, id: &str, n: usize) {
-    let jobs: Vec<u64> = (0..n)
+/// Submits `n` single-partition jobs of `id` at once; their ids.
+fn submit_many(engine: &Engine, id: &str, n: usize) -> Vec<u64> {
+    (0..n)
         .map(|_| {
             engine
                 .submit(request(id, 1, Priority::Normal))
                 .unwrap()
                 .job_id
         })
-        .collect();
-    for j in jobs {
+        .collect()
+}
+
+/// Submits `n` single-partition jobs of `id` at once and checks every proof.
+fn prove_many(engine: &Engine, dir: &Path, id: &str, n: usize) {
+    for j in submit_many(engine, id, n) {
         check_job(engine, dir, j);
     }
 }
@@ -784,16 +788,8 @@ fn a_tail_batch_fails_only_the_proofs_whose_self_check_fails() {
         ..batching_devices(None, false)
     };
     let engine = Engine::start(cfg, Arc::new(devices)).unwrap();
-    let jobs: Vec<u64> = (0..12)
-        .map(|_| {
-            engine
-                .submit(request("bn254-poseidon", 1, Priority::Normal))
-                .unwrap()
-                .job_id
-        })
-        .collect();
     let mut failed = 0;
-    for j in jobs {
+    for j in submit_many(&engine, "bn254-poseidon", 12) {
         match outcome(&engine, j) {
             (JobState::Done, _) => check_job(&engine, dir.path(), j),
             (JobState::Failed, e) => {
