@@ -75,6 +75,12 @@
 #           built statically on the devbox, outside the repo, not kept in it) on KEYS
 #           (default sha-bn bn16 bn20), ROUNDS rounds interleaved (default 3); every proof
 #           verified by `zkpipe verify`.
+#   cpuprof where a CPU proof's time goes, on KEYS (default sha-bn bn16 bn20): whole processes
+#           of the old build, this build (`prove --backend cpu`, default checks, cache warm;
+#           each also once with --timings) and rapidsnark, ROUNDS rounds interleaved
+#           (default 3), every proof verified; then one run each of this build and
+#           rapidsnark under `perf record` (perfkit, as hostprof), with perf's per-symbol
+#           summaries (experiment 027).
 #   fixtures every bundled fixture (both curves) proved on the GPU and self-checked, with
 #           and without --constant-work.
 #   snarkrs-cuda warm GPU proofs side by side (BN254): `snarkrs bench --backend cuda --mode
@@ -267,6 +273,48 @@ snarkrs | rapidsnark)
         ok=$("$bin" verify "$work/keys/$k.zkey" "$work/pub.json" "$work/p.json" 2>&1 | tail -1)
         echo "cpu $k $v r$round: $(tail -1 "$work/time.txt"), verify: $ok" | tee -a "$out/steps.log"
       done
+    done
+  done
+  ;;
+cpuprof)
+  keys=${KEYS:-sha-bn bn16 bn20}
+  lscpu | grep -E "^Model name|^CPU\(s\)|^Thread" | tee -a "$out/steps.log"
+  make_keys
+  [ -e .carry/perfkit.tar.xz ] || { log "no .carry/perfkit.tar.xz"; exit 1; }
+  [ -x "$work/perfkit/run-perf" ] || tar xJf .carry/perfkit.tar.xz -C "$work"
+  perf=$work/perfkit/run-perf
+  files() { echo "$work/keys/$1.zkey $work/keys/$1.wtns $work/p.json $work/pub.json"; }
+  for k in $keys; do
+    cache=$work/key-cache-$k
+    # shellcheck disable=SC2046 # files() is four plain paths
+    [ -d "$cache" ] || ZKPIPE_KEY_CACHE="$cache" "$bin" prove $(files "$k") --backend cpu --no-verify > /dev/null 2>&1
+    for round in $(seq 1 "${ROUNDS:-3}"); do
+      order="zkpipe-old zkpipe rapidsnark"
+      [ $((round % 2)) = 0 ] && order="rapidsnark zkpipe zkpipe-old"
+      for who in $order; do
+        b=$work/bin/$who
+        [ -x "$b" ] || continue
+        if [ $who = rapidsnark ]; then cmd=("$b"); else cmd=("$b" prove --backend cpu); fi
+        if [ $who != rapidsnark ]; then
+          ZKPIPE_KEY_CACHE="$cache" "${cmd[@]}" $(files "$k") --timings > /dev/null 2> "$out/timings-$who-$k-r$round.txt" \
+            || log "$who $k failed"
+        fi
+        rm -f "$work/p.json"
+        ZKPIPE_KEY_CACHE="$cache" /usr/bin/time -o "$work/time.txt" -f "%e s %M KiB" "${cmd[@]}" $(files "$k") > /dev/null 2>&1 \
+          || echo "FAILED" > "$work/time.txt"
+        ok=$("$bin" verify "$work/keys/$k.zkey" "$work/pub.json" "$work/p.json" 2>&1 | tail -1)
+        echo "cpu $k $who r$round: $(tail -1 "$work/time.txt"), verify: $ok" | tee -a "$out/steps.log"
+      done
+    done
+    for who in zkpipe rapidsnark; do
+      if [ $who = zkpipe ]; then cmd=("$bin" prove --backend cpu); else cmd=("$work/bin/rapidsnark"); fi
+      [ -x "${cmd[0]}" ] || continue
+      # shellcheck disable=SC2046
+      ZKPIPE_KEY_CACHE="$cache" timeout 120 "$perf" record -F 999 -o "$work/perf.data" -- "${cmd[@]}" $(files "$k") \
+        > /dev/null 2> "$out/perf-record-$who-$k.txt" || log "perf $who $k failed"
+      "$perf" report -i "$work/perf.data" --stdio --no-children --percentage relative --sort dso,sym \
+        2>/dev/null | grep -v '^#' | grep -v '^$' | sed -n 1,80p > "$out/perf-$who-$k.txt" || true
+      rm -f "$work/perf.data"
     done
   done
   ;;

@@ -286,7 +286,7 @@ fn section_name(s: PointSection) -> &'static str {
 
 /// Converts one point section in parallel and checks it as `checks` says, then releases
 /// its pages.
-fn load_points<P: Send + Sync>(
+fn load_points<P: Send + Sync + Default>(
     zkey: &ZkeyFile,
     section: PointSection,
     checks: PointChecks,
@@ -306,20 +306,34 @@ fn load_points<P: Send + Sync>(
         index,
         problem,
     };
-    let points = zkey
-        .points(section)
+    // Collected in place (an indexed collect: every thread writes its own part), the
+    // first bad point by index kept aside; collecting `Result`s would gather the parts in
+    // lists and copy them together on one thread (experiment 027).
+    let first_bad = std::sync::Mutex::new(None::<(usize, PointError)>);
+    let mut points = Vec::new();
+    zkey.points(section)
         .par_chunks_exact(size)
         .enumerate()
         .map(|(index, b)| {
-            let p = parse(b, on_curve).map_err(|problem| bad(index, problem))?;
-            if per_point && !in_subgroup(&p) {
-                return Err(bad(index, PointError::NotInSubgroup));
-            }
-            Ok(p)
+            let checked = parse(b, on_curve).and_then(|p| {
+                if per_point && !in_subgroup(&p) {
+                    return Err(PointError::NotInSubgroup);
+                }
+                Ok(p)
+            });
+            checked.unwrap_or_else(|problem| {
+                let mut first = first_bad.lock().unwrap_or_else(|e| e.into_inner());
+                if first.as_ref().is_none_or(|(i, _)| index < *i) {
+                    *first = Some((index, problem));
+                }
+                P::default()
+            })
         })
-        .collect::<Result<Vec<P>, Error>>();
+        .collect_into_vec(&mut points);
     zkey.release(section);
-    let points = points?;
+    if let Some((index, problem)) = first_bad.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Err(bad(index, problem));
+    }
     if checks == PointChecks::Batched {
         let mut rng = <rand_chacha::ChaCha20Rng as rand::SeedableRng>::from_entropy();
         if !all_in_subgroup(&points, &mut rng) {
@@ -334,19 +348,217 @@ fn load_points<P: Send + Sync>(
 }
 
 /// Section 4 → CSR of A and B. Values are stored as v·R², so v = stored · R⁻².
+///
+/// Keys whose entries come row by row in each matrix (snarkjs writes them so, and so does
+/// `setup --dev`) are compiled on every thread: a first pass checks and counts the entries
+/// of each block, a second converts them into their places. Any other order is compiled
+/// on one thread. (A 2^20 key's ~8M entries took ~1.1 s on one thread, half of a one-shot
+/// CPU proof's key load; experiment 027.)
 fn compile_matrices<F: PrimeField>(
     zkey: &ZkeyFile,
     rows: usize,
+) -> Result<(Csr<F>, Csr<F>), Error> {
+    compile_matrices_in_blocks(zkey, rows, COEFFICIENT_BLOCK)
+}
+
+/// [`compile_matrices`] with `block` entries per block.
+fn compile_matrices_in_blocks<F: PrimeField>(
+    zkey: &ZkeyFile,
+    rows: usize,
+    block: usize,
+) -> Result<(Csr<F>, Csr<F>), Error> {
+    let r_inv_sq = montgomery_r::<F>()
+        .square()
+        .inverse()
+        .ok_or_else(|| Error::InvalidKey("R is not invertible".into()))?;
+    let n = zkey.n_coefficients() as usize;
+    let block_range = |b: usize| b * block..((b + 1) * block).min(n);
+    let scans: Vec<BlockScan> = (0..n.div_ceil(block))
+        .into_par_iter()
+        .map(|b| BlockScan::of(zkey, block_range(b)))
+        .collect::<Result<_, _>>()?;
+    if !rows_ascend(&scans) {
+        return compile_matrices_in_file_order(zkey, rows, r_inv_sq);
+    }
+    let [a, b] = [0, 1].map(|m| {
+        let nnz: usize = scans.iter().map(|s| s.count[m]).sum();
+        Csr {
+            row_starts: vec![0u32; rows + 1],
+            cols: vec![0u32; nnz],
+            vals: zeros(nnz),
+        }
+    });
+    let mut mats = [a, b];
+    // Each block's share of both matrices: its entries' places, and the row starts of the
+    // rows its entries open (rows past the previous block's last row, up to its own last).
+    let mut shares: Vec<[MatrixShare<'_, F>; 2]> = Vec::with_capacity(scans.len());
+    {
+        let [ma, mb] = &mut mats;
+        let mut rest = [ma, mb].map(|m| {
+            (
+                m.row_starts.as_mut_slice(),
+                m.cols.as_mut_slice(),
+                m.vals.as_mut_slice(),
+            )
+        });
+        let mut placed = [0usize; 2];
+        let mut opened = [0usize; 2]; // rows whose start is already assigned
+        for scan in &scans {
+            shares.push(std::array::from_fn(|m| {
+                let (starts, cols, vals) = std::mem::take(&mut rest[m]);
+                let count = scan.count[m];
+                let new_rows = if count == 0 {
+                    0
+                } else {
+                    scan.last[m] as usize + 1 - opened[m]
+                };
+                let (my_starts, starts) = starts.split_at_mut(new_rows);
+                let (my_cols, cols) = cols.split_at_mut(count);
+                let (my_vals, vals) = vals.split_at_mut(count);
+                rest[m] = (starts, cols, vals);
+                let share = MatrixShare {
+                    first_place: placed[m],
+                    first_row: opened[m],
+                    starts: my_starts,
+                    cols: my_cols,
+                    vals: my_vals,
+                    filled: 0,
+                    opened: 0,
+                };
+                placed[m] += count;
+                opened[m] += new_rows;
+                share
+            }));
+        }
+        // Rows after the last entry (and the end marker) start at nnz.
+        for (m, (starts, _, _)) in rest.iter_mut().enumerate() {
+            starts.fill(placed[m] as u32);
+        }
+    }
+    shares
+        .into_par_iter()
+        .enumerate()
+        .try_for_each(|(b, mut share)| {
+            for i in block_range(b) {
+                let coef = zkey.coefficient(i)?;
+                let value = stored_value::<F>(zkey, i, coef.value)? * r_inv_sq;
+                share[matrix_index(coef.matrix)].place(
+                    coef.constraint as usize,
+                    coef.signal,
+                    value,
+                );
+            }
+            Ok::<_, Error>(())
+        })?;
+    let [a, b] = mats;
+    Ok((a, b))
+}
+
+/// Entries per block of [`compile_matrices`]'s passes.
+const COEFFICIENT_BLOCK: usize = 1 << 15;
+
+/// `n` zeros, written by every thread (a 2^20 key's values are ~150 MiB).
+fn zeros<F: PrimeField>(n: usize) -> Vec<F> {
+    let mut v = Vec::with_capacity(n);
+    (0..n)
+        .into_par_iter()
+        .map(|_| F::ZERO)
+        .collect_into_vec(&mut v);
+    v
+}
+
+/// One block of section 4, per matrix: how many entries, its first and last row, and
+/// whether its rows never go down.
+struct BlockScan {
+    count: [usize; 2],
+    first: [u32; 2],
+    last: [u32; 2],
+    ascending: [bool; 2],
+}
+
+impl BlockScan {
+    fn of(zkey: &ZkeyFile, range: std::ops::Range<usize>) -> Result<Self, Error> {
+        let mut s = BlockScan {
+            count: [0; 2],
+            first: [0; 2],
+            last: [0; 2],
+            ascending: [true; 2],
+        };
+        for i in range {
+            let coef = zkey.coefficient(i)?;
+            let (m, row) = (matrix_index(coef.matrix), coef.constraint);
+            if s.count[m] == 0 {
+                s.first[m] = row;
+            } else if row < s.last[m] {
+                s.ascending[m] = false;
+            }
+            s.last[m] = row;
+            s.count[m] += 1;
+        }
+        Ok(s)
+    }
+}
+
+/// Whether each matrix's rows never go down over the whole section.
+fn rows_ascend(scans: &[BlockScan]) -> bool {
+    (0..2).all(|m| {
+        let mut last = 0u32;
+        scans.iter().filter(|s| s.count[m] > 0).all(|s| {
+            let ok = s.ascending[m] && s.first[m] >= last;
+            last = s.last[m];
+            ok
+        })
+    })
+}
+
+/// One block's places in one matrix (entries in row order, so a block's places are
+/// consecutive, and so are the rows it opens).
+struct MatrixShare<'a, F> {
+    /// Place of the block's first entry in the matrix.
+    first_place: usize,
+    /// First row whose start this block may assign (the rows before are opened already).
+    first_row: usize,
+    starts: &'a mut [u32],
+    cols: &'a mut [u32],
+    vals: &'a mut [F],
+    filled: usize,
+    opened: usize,
+}
+
+impl<F> MatrixShare<'_, F> {
+    /// Puts the block's next entry in this matrix in place, first opening every row up to
+    /// its own (rows without entries start where the next row does).
+    fn place(&mut self, row: usize, col: u32, value: F) {
+        let place = (self.first_place + self.filled) as u32;
+        let open_to = (row + 1).saturating_sub(self.first_row);
+        if open_to > self.opened {
+            self.starts[self.opened..open_to].fill(place);
+            self.opened = open_to;
+        }
+        self.cols[self.filled] = col;
+        self.vals[self.filled] = value;
+        self.filled += 1;
+    }
+}
+
+fn stored_value<F: PrimeField>(zkey: &ZkeyFile, index: usize, bytes: &[u8]) -> Result<F, Error> {
+    field_from_le(bytes).ok_or_else(|| Error::InvalidScalar {
+        what: format!("{}: coefficient {index}", zkey.path().display()),
+        value: zkpipe_formats::curve::le_to_decimal(bytes),
+    })
+}
+
+/// [`compile_matrices`] on one thread, for entries in any order.
+fn compile_matrices_in_file_order<F: PrimeField>(
+    zkey: &ZkeyFile,
+    rows: usize,
+    r_inv_sq: F,
 ) -> Result<(Csr<F>, Csr<F>), Error> {
     let mut counts = [vec![0u32; rows + 1], vec![0u32; rows + 1]];
     for coef in zkey.coefficients() {
         let coef = coef?;
         counts[matrix_index(coef.matrix)][coef.constraint as usize + 1] += 1;
     }
-    let r_inv_sq = montgomery_r::<F>()
-        .square()
-        .inverse()
-        .ok_or_else(|| Error::InvalidKey("R is not invertible".into()))?;
     let mut mats: Vec<Csr<F>> = counts
         .into_iter()
         .map(|mut starts| {
@@ -365,10 +577,7 @@ fn compile_matrices<F: PrimeField>(
     for (index, coef) in zkey.coefficients().enumerate() {
         let coef = coef?;
         let m = matrix_index(coef.matrix);
-        let stored: F = field_from_le(coef.value).ok_or_else(|| Error::InvalidScalar {
-            what: format!("{}: coefficient {index}", zkey.path().display()),
-            value: zkpipe_formats::curve::le_to_decimal(coef.value),
-        })?;
+        let stored: F = stored_value(zkey, index, coef.value)?;
         let slot = &mut fill[m][coef.constraint as usize];
         mats[m].cols[*slot as usize] = coef.signal;
         mats[m].vals[*slot as usize] = stored * r_inv_sq;
@@ -390,4 +599,82 @@ fn matrix_index(m: Matrix) -> usize {
 pub fn montgomery_r<F: PrimeField>() -> F {
     let limbs = F::MODULUS.as_ref().len() as u64;
     F::from(2u64).pow([64 * limbs])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zkpipe_formats::mapped::MappedFile;
+
+    fn fixture_key(curve: &str) -> ZkeyFile {
+        let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures")
+            .join(curve)
+            .join("poseidon/circuit.zkey");
+        ZkeyFile::open(path).unwrap()
+    }
+
+    fn r_inv_sq<F: PrimeField>() -> F {
+        montgomery_r::<F>().square().inverse().unwrap()
+    }
+
+    fn assert_same<F: PrimeField>(got: &(Csr<F>, Csr<F>), want: &(Csr<F>, Csr<F>), what: &str) {
+        for (g, w) in [(&got.0, &want.0), (&got.1, &want.1)] {
+            assert_eq!(g.row_starts, w.row_starts, "{what}: row starts");
+            assert_eq!(g.cols, w.cols, "{what}: columns");
+            assert_eq!(g.vals, w.vals, "{what}: values");
+        }
+    }
+
+    /// The blocked build gives exactly the one-thread build's matrices, however the
+    /// entries fall into blocks (rows split across blocks, blocks without one matrix).
+    #[test]
+    fn blocks_compile_the_same_matrices() {
+        type F = ark_bn254::Fr;
+        let z = fixture_key("bn254");
+        let rows = z.header.domain_size as usize;
+        let want = compile_matrices_in_file_order::<F>(&z, rows, r_inv_sq()).unwrap();
+        assert!(want.0.cols.len() + want.1.cols.len() == z.n_coefficients() as usize);
+        for block in [1, 2, 3, 7, 64, 1000, COEFFICIENT_BLOCK] {
+            let got = compile_matrices_in_blocks::<F>(&z, rows, block).unwrap();
+            assert_same(&got, &want, &format!("block {block}"));
+        }
+    }
+
+    /// Entries out of row order take the one-thread build, which sorts them by row.
+    #[test]
+    fn entries_in_any_order_compile() {
+        type F = ark_bls12_381::Fr;
+        let z = fixture_key("bls12-381");
+        let rows = z.header.domain_size as usize;
+        let want = compile_matrices::<F>(&z, rows).unwrap();
+        // The same entries, last first.
+        let mut bytes = z.bytes().to_vec();
+        let entry = 12 + z.header.curve.n8r();
+        let n = z.n_coefficients() as usize;
+        let first =
+            z.coefficient(0).unwrap().value.as_ptr() as usize - z.bytes().as_ptr() as usize - 12;
+        let entries: Vec<Vec<u8>> = bytes[first..first + n * entry]
+            .chunks(entry)
+            .map(<[u8]>::to_vec)
+            .collect();
+        for (k, e) in entries.iter().rev().enumerate() {
+            bytes[first + k * entry..first + (k + 1) * entry].copy_from_slice(e);
+        }
+        let reversed = ZkeyFile::from_file(MappedFile::from_bytes("reversed.zkey", bytes)).unwrap();
+        let got = compile_matrices_in_blocks::<F>(&reversed, rows, 64).unwrap();
+        for (g, w) in [(&got.0, &want.0), (&got.1, &want.1)] {
+            assert_eq!(g.row_starts, w.row_starts);
+            for r in 0..rows {
+                let (gc, gv) = g.row(r);
+                let (wc, wv) = w.row(r);
+                let mut g: Vec<_> = gc.iter().zip(gv).rev().collect();
+                let w: Vec<_> = wc.iter().zip(wv).collect();
+                g.sort_by_key(|(c, _)| **c);
+                let mut w = w;
+                w.sort_by_key(|(c, _)| **c);
+                assert_eq!(g, w, "row {r}");
+            }
+        }
+    }
 }

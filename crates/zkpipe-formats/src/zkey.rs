@@ -313,43 +313,46 @@ impl ZkeyFile {
 
     /// The entries of section 4, each checked for a valid matrix, row and column.
     pub fn coefficients(&self) -> impl Iterator<Item = Result<Coefficient<'_>, Error>> + '_ {
-        let n8r = self.header.curve.n8r();
-        let entry = 12 + n8r;
-        let data =
-            &self.file.bytes()[self.layout.coefficients.start + 4..self.layout.coefficients.end];
+        (0..self.layout.n_coefficients as usize).map(move |i| self.coefficient(i))
+    }
+
+    /// Entry `i` of section 4 (below [`Self::n_coefficients`]), checked as
+    /// [`Self::coefficients`] checks it: entries can be read in any order, by many threads.
+    pub fn coefficient(&self, i: usize) -> Result<Coefficient<'_>, Error> {
+        let entry = 12 + self.header.curve.n8r();
+        let at = self.layout.coefficients.start + 4 + i * entry;
+        let e = &self.file.bytes()[at..at + entry];
         let (domain, n_vars) = (self.header.domain_size, self.header.n_vars);
-        data.chunks_exact(entry).enumerate().map(move |(i, e)| {
-            let u = |o: usize| u32::from_le_bytes([e[o], e[o + 1], e[o + 2], e[o + 3]]);
-            let bad = |why: String| {
-                Error::new(
-                    self.path(),
-                    ErrorKind::InvalidRecord {
-                        what: "coefficient",
-                        index: i as u64,
-                        why,
-                    },
-                )
-            };
-            let matrix = match u(0) {
-                0 => Matrix::A,
-                1 => Matrix::B,
-                m => return Err(bad(format!("matrix {m} is neither A (0) nor B (1)"))),
-            };
-            let (constraint, signal) = (u(4), u(8));
-            if constraint >= domain {
-                return Err(bad(format!(
-                    "constraint {constraint} ≥ domain size {domain}"
-                )));
-            }
-            if signal >= n_vars {
-                return Err(bad(format!("signal {signal} ≥ nVars {n_vars}")));
-            }
-            Ok(Coefficient {
-                matrix,
-                constraint,
-                signal,
-                value: &e[12..],
-            })
+        let u = |o: usize| u32::from_le_bytes([e[o], e[o + 1], e[o + 2], e[o + 3]]);
+        let bad = |why: String| {
+            Error::new(
+                self.path(),
+                ErrorKind::InvalidRecord {
+                    what: "coefficient",
+                    index: i as u64,
+                    why,
+                },
+            )
+        };
+        let matrix = match u(0) {
+            0 => Matrix::A,
+            1 => Matrix::B,
+            m => return Err(bad(format!("matrix {m} is neither A (0) nor B (1)"))),
+        };
+        let (constraint, signal) = (u(4), u(8));
+        if constraint >= domain {
+            return Err(bad(format!(
+                "constraint {constraint} ≥ domain size {domain}"
+            )));
+        }
+        if signal >= n_vars {
+            return Err(bad(format!("signal {signal} ≥ nVars {n_vars}")));
+        }
+        Ok(Coefficient {
+            matrix,
+            constraint,
+            signal,
+            value: &e[12..],
         })
     }
 }
