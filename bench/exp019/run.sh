@@ -79,8 +79,15 @@
 #           of the old build, this build (`prove --backend cpu`, default checks, cache warm;
 #           each also once with --timings) and rapidsnark, ROUNDS rounds interleaved
 #           (default 3), every proof verified; then one run each of this build and
-#           rapidsnark under `perf record` (perfkit, as hostprof), with perf's per-symbol
-#           summaries (experiment 027).
+#           rapidsnark under `perf record` (perfkit, as hostprof; NO_PERF=1 skips it), with
+#           perf's per-symbol summaries (experiment 027). CPU_VARIANTS picks and orders the
+#           runs (default "zkpipe-old zkpipe rapidsnark"; also thp: glibc's huge-page
+#           tunable set in the environment, mimalloc: ZKPIPE_ALLOCATOR=mimalloc); the order
+#           reverses every other round.
+#   msmplan the CPU MSM's window width and point groups on 16 threads (.carry/msm_bench.xz:
+#           `cargo build --release -p zkpipe-core --example msm_bench`): BN254 G1 at 2^LOG
+#           (default 16), WINDOWS (default 10 11 12 13 14 16) × POINT_GROUPS (default 1 2 4),
+#           and the planner's own choice; RUNS runs each (default 9; experiment 027).
 #   fixtures every bundled fixture (both curves) proved on the GPU and self-checked, with
 #           and without --constant-work.
 #   snarkrs-cuda warm GPU proofs side by side (BN254): `snarkrs bench --backend cuda --mode
@@ -105,7 +112,7 @@ unpack() { # name
   local b=$work/bin/$1
   [ -x "$b" ] && cmp -s <(xz -dc ".carry/$1.xz") "$b" || { xz -dc ".carry/$1.xz" > "$b"; chmod +x "$b"; }
 }
-for b in zkpipe zkpipe-gpu-check zkpipe-old snarkrs rapidsnark; do [ -e ".carry/$b.xz" ] && unpack "$b"; done
+for b in zkpipe zkpipe-gpu-check zkpipe-old snarkrs rapidsnark msm_bench; do [ -e ".carry/$b.xz" ] && unpack "$b"; done
 bin=$work/bin/zkpipe
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee -a "$out/steps.log"
 
@@ -279,6 +286,7 @@ snarkrs | rapidsnark)
 cpuprof)
   keys=${KEYS:-sha-bn bn16 bn20}
   lscpu | grep -E "^Model name|^CPU\(s\)|^Thread" | tee -a "$out/steps.log"
+  echo "THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)" | tee -a "$out/steps.log"
   make_keys
   [ -e .carry/perfkit.tar.xz ] || { log "no .carry/perfkit.tar.xz"; exit 1; }
   [ -x "$work/perfkit/run-perf" ] || tar xJf .carry/perfkit.tar.xz -C "$work"
@@ -289,23 +297,35 @@ cpuprof)
     # shellcheck disable=SC2046 # files() is four plain paths
     [ -d "$cache" ] || ZKPIPE_KEY_CACHE="$cache" "$bin" prove $(files "$k") --backend cpu --no-verify > /dev/null 2>&1
     for round in $(seq 1 "${ROUNDS:-3}"); do
-      order="zkpipe-old zkpipe rapidsnark"
-      [ $((round % 2)) = 0 ] && order="rapidsnark zkpipe zkpipe-old"
+      order=${CPU_VARIANTS:-zkpipe-old zkpipe rapidsnark}
+      [ $((round % 2)) = 0 ] && order=$(echo "$order" | tr ' ' '\n' | tac | tr '\n' ' ')
       for who in $order; do
-        b=$work/bin/$who
-        [ -x "$b" ] || continue
-        if [ $who = rapidsnark ]; then cmd=("$b"); else cmd=("$b" prove --backend cpu); fi
-        if [ $who != rapidsnark ]; then
-          ZKPIPE_KEY_CACHE="$cache" "${cmd[@]}" $(files "$k") --timings > /dev/null 2> "$out/timings-$who-$k-r$round.txt" \
+        envs=(ZKPIPE_KEY_CACHE="$cache")
+        cmd=("$bin" prove --backend cpu)
+        case $who in
+          zkpipe-old) cmd=("$work/bin/zkpipe-old" prove --backend cpu) ;;
+          zkpipe) ;;
+          thp) envs+=(GLIBC_TUNABLES=glibc.malloc.hugetlb=1) ;;
+          mimalloc) envs+=(ZKPIPE_ALLOCATOR=mimalloc) ;;
+          rapidsnark) cmd=("$work/bin/rapidsnark") ;;
+          *) log "unknown CPU variant $who"; continue ;;
+        esac
+        [ -x "${cmd[0]}" ] || continue
+        if [ "$who" != rapidsnark ]; then
+          env "${envs[@]}" "${cmd[@]}" $(files "$k") --timings > /dev/null 2> "$out/timings-$who-$k-r$round.txt" \
             || log "$who $k failed"
         fi
         rm -f "$work/p.json"
-        ZKPIPE_KEY_CACHE="$cache" /usr/bin/time -o "$work/time.txt" -f "%e s %M KiB" "${cmd[@]}" $(files "$k") > /dev/null 2>&1 \
+        # Wall time from bash's microsecond clock (time's %e has 10 ms steps), peak RSS from time.
+        t0=$EPOCHREALTIME
+        env "${envs[@]}" /usr/bin/time -o "$work/time.txt" -f "%M KiB" "${cmd[@]}" $(files "$k") > /dev/null 2>&1 \
           || echo "FAILED" > "$work/time.txt"
+        ms=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", (b - a) * 1000 }')
         ok=$("$bin" verify "$work/keys/$k.zkey" "$work/pub.json" "$work/p.json" 2>&1 | tail -1)
-        echo "cpu $k $who r$round: $(tail -1 "$work/time.txt"), verify: $ok" | tee -a "$out/steps.log"
+        echo "cpu $k $who r$round: $ms ms $(tail -1 "$work/time.txt"), verify: $ok" | tee -a "$out/steps.log"
       done
     done
+    [ -n "${NO_PERF:-}" ] && continue
     for who in zkpipe rapidsnark; do
       if [ $who = zkpipe ]; then cmd=("$bin" prove --backend cpu); else cmd=("$work/bin/rapidsnark"); fi
       [ -x "${cmd[0]}" ] || continue
@@ -315,6 +335,18 @@ cpuprof)
       "$perf" report -i "$work/perf.data" --stdio --no-children --percentage relative --sort dso,sym \
         2>/dev/null | grep -v '^#' | grep -v '^$' | sed -n 1,80p > "$out/perf-$who-$k.txt" || true
       rm -f "$work/perf.data"
+    done
+  done
+  ;;
+msmplan)
+  b=$work/bin/msm_bench
+  [ -x "$b" ] || { log "no .carry/msm_bench.xz"; exit 1; }
+  log "planner's choice"
+  MSM_BENCH_ONLY=ours "$b" "${LOG:-16}" "${RUNS:-9}" 16 bn254-g1 | tail -1 | tee -a "$out/steps.log"
+  for c in ${WINDOWS:-10 11 12 13 14 16}; do
+    for g in ${POINT_GROUPS:-1 2 4}; do
+      MSM_BENCH_ONLY=ours MSM_BENCH_GROUPS=$g "$b" "${LOG:-16}" "${RUNS:-9}" 16 bn254-g1 "$c" | tail -1 \
+        | tee -a "$out/steps.log"
     done
   done
   ;;

@@ -45,19 +45,21 @@ pub fn select<E: BindCurve>(
         })?;
         bind(&gpus, gpu, key)
     };
+    // One proof: [B]₂ runs in the pass, beside the other MSMs (experiment 027).
+    let on_cpu = |key| CpuBound::bind(key).with_g2_in_pass();
     match choice {
-        BackendChoice::Cpu => Ok(Box::new(CpuBound::bind(key))),
+        BackendChoice::Cpu => Ok(Box::new(on_cpu(key))),
         BackendChoice::Cuda => on_gpu(key).context("--backend cuda"),
         BackendChoice::Auto => {
             if zkpipe_cuda::device_count() == 0 {
-                return Ok(Box::new(CpuBound::bind(key)));
+                return Ok(Box::new(on_cpu(key)));
             }
             match on_gpu(Arc::clone(&key)) {
                 Ok(b) => Ok(b),
                 // A key too big for the GPU still proves, on the CPU; say so once.
                 Err(e) if out_of_memory(&e) => {
                     eprintln!("zkpipe: note: {e}; proving on the CPU");
-                    Ok(Box::new(CpuBound::bind(key)))
+                    Ok(Box::new(on_cpu(key)))
                 }
                 Err(e) => bail!("--backend auto: the GPU is present but failed: {e}"),
             }

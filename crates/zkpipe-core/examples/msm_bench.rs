@@ -65,6 +65,13 @@ fn bench<P: SWCurveConfig>(
             {
                 p.chunk = ch;
             }
+            // MSM_BENCH_GROUPS overrides the point groups per window (tuning only).
+            if let Some(g) = std::env::var("MSM_BENCH_GROUPS")
+                .ok()
+                .and_then(|s| s.parse().ok())
+            {
+                p.groups = g;
+            }
             p
         });
         let (mut ark, mut ours) = (Vec::new(), Vec::new());

@@ -94,6 +94,8 @@ impl Devices for CpuDevices {
 pub struct CpuBound<E: Curve> {
     key: Arc<CompiledKey<E>>,
     mask: Option<Arc<CpuMask<E>>>,
+    /// The pass makes [B]₂ alongside the other MSMs ([`CpuBound::with_g2_in_pass`]).
+    g2_in_pass: bool,
 }
 
 impl<E: Curve> std::fmt::Debug for CpuBound<E> {
@@ -102,6 +104,7 @@ impl<E: Curve> std::fmt::Debug for CpuBound<E> {
         f.debug_struct("CpuBound")
             .field("key", &self.key)
             .field("masked", &self.mask.is_some())
+            .field("g2_in_pass", &self.g2_in_pass)
             .finish()
     }
 }
@@ -109,7 +112,11 @@ impl<E: Curve> std::fmt::Debug for CpuBound<E> {
 impl<E: Curve> CpuBound<E> {
     /// Binds `key` to the CPU, unmasked.
     pub fn new(key: Arc<CompiledKey<E>>) -> Self {
-        Self { key, mask: None }
+        Self {
+            key,
+            mask: None,
+            g2_in_pass: false,
+        }
     }
 
     /// Binds `key` to the CPU with a fresh mask ([`crate::msm::mask`]): its passes make
@@ -117,7 +124,20 @@ impl<E: Curve> CpuBound<E> {
     /// one proof's MSMs.
     pub fn masked(key: Arc<CompiledKey<E>>) -> Self {
         let mask = Some(Arc::new(CpuMask::draw(&key)));
-        Self { key, mask }
+        Self {
+            key,
+            mask,
+            g2_in_pass: false,
+        }
+    }
+
+    /// Makes [B]₂ in the pass too, alongside the quotient and the G1 MSMs, instead of
+    /// leaving it to the tail. For a lone proof (the one-shot CLI), where the tail would
+    /// run it after the pass on an otherwise idle pool; a daemon keeps it in its tail pool,
+    /// so that the device pool is free for the next job sooner.
+    pub fn with_g2_in_pass(mut self) -> Self {
+        self.g2_in_pass = true;
+        self
     }
 
     /// Binds `key` as this process proves: [`Self::masked`] where constant-work MSMs are
@@ -165,7 +185,10 @@ impl<E: Curve> BoundKey<E> for CpuBound<E> {
     }
 
     fn caps(&self) -> Caps {
-        cpu_caps(self.mask.is_some())
+        Caps {
+            g2: self.mask.is_some() || self.g2_in_pass,
+            ..cpu_caps(self.mask.is_some())
+        }
     }
 
     fn quotient(&self, evals: &mut QapEvals<E::ScalarField>) -> Result<(), Error> {
@@ -219,7 +242,10 @@ impl<E: Curve> CpuBound<E> {
                     || {
                         rayon::join(
                             || g1(G1Set::A, w),
-                            || mask.map(|_| timed(Stage::MsmB2, || msm_g2::<E>(&key.points.b2, w))),
+                            || {
+                                (mask.is_some() || self.g2_in_pass)
+                                    .then(|| timed(Stage::MsmB2, || msm_g2::<E>(&key.points.b2, w)))
+                            },
                         )
                     },
                     || rayon::join(|| g1(G1Set::B1, w), || g1(G1Set::C, private)),

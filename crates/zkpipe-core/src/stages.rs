@@ -453,6 +453,12 @@ mod tests {
             Some(b2),
             "[B]₂ where the caps say so"
         );
+        // A lone proof's CPU binding makes [B]₂ in the pass, and the same other sums.
+        let lone = CpuBound::new(Arc::clone(&key)).with_g2_in_pass();
+        assert!(lone.caps().g2);
+        let got = run(&lone, &mut [good.clone()]).remove(0).unwrap();
+        assert_eq!(got.b2, Some(b2));
+        assert_eq!(strip(&got), want_good);
     }
 
     /// A device that reads the witness's field elements gets no scalars from the reduce

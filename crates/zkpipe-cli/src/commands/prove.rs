@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use zkpipe_core::curve::field_to_decimal;
 use zkpipe_core::key_cache::{compile_checked, CheckOutcome, CheckedKeys};
+use zkpipe_core::timings::timed;
 use zkpipe_core::{prove, BindCurve, PointChecks, ProveOptions, Stage, Timings, Witness};
 use zkpipe_formats::files::Plan;
 use zkpipe_formats::json::to_json_bytes;
@@ -74,13 +75,14 @@ pub fn run(a: Args) -> Result<()> {
 
 /// Proves the witness `witness` yields (named `witness_name` in messages) with the key at
 /// `zkey`, and writes the proof and the public signals through `plan` (proof, public).
-/// The witness is made after the key is loaded and checked against it (curve, length).
+/// The witness is made while the key is compiled, then checked against it (curve,
+/// length); a bad key is reported before a bad witness.
 pub fn prove_to(
     flags: &ProveFlags,
     zkey: &Path,
     witness_name: &Path,
     plan: Plan,
-    witness: impl FnOnce() -> Result<Wtns>,
+    witness: impl FnOnce() -> Result<Wtns> + Send,
 ) -> Result<()> {
     let mut t = Timings::default();
     let file = t.time(Stage::LoadKey, || ZkeyFile::open(zkey))?;
@@ -103,7 +105,7 @@ impl Job<'_> {
     fn prove<E: BindCurve>(
         &self,
         file: &ZkeyFile,
-        witness: impl FnOnce() -> Result<Wtns>,
+        witness: impl FnOnce() -> Result<Wtns> + Send,
         plan: Plan,
         t: &mut Timings,
     ) -> Result<()> {
@@ -115,9 +117,17 @@ impl Job<'_> {
         };
         // The point checks run once per key file (zkpipe_core::key_cache).
         let cache = CheckedKeys::user();
-        let (key, outcome) = t.time(Stage::LoadKey, || {
-            compile_checked::<E>(file, checks, cache.as_ref())
-        })?;
+        // The witness is read (or computed) on another thread while the key compiles.
+        let ((compiled, key_span), (wtns, wtns_span)) = rayon::join(
+            || {
+                timed(Stage::LoadKey, || {
+                    compile_checked::<E>(file, checks, cache.as_ref())
+                })
+            },
+            || timed(Stage::LoadWitness, witness),
+        );
+        t.spans.extend([key_span, wtns_span]);
+        let (key, outcome) = compiled?;
         if a.timings && outcome == CheckOutcome::Remembered {
             eprintln!(
                 "key checks ({checks}): passed before, remembered in {}",
@@ -128,8 +138,8 @@ impl Job<'_> {
         }
         let key = std::sync::Arc::new(key);
         let witness = t.time(Stage::LoadWitness, || {
-            let wtns = witness()?;
-            Witness::check_for(&wtns, &key).with_context(|| self.witness_name.display().to_string())
+            Witness::check_for(&wtns?, &key)
+                .with_context(|| self.witness_name.display().to_string())
         })?;
         zkpipe_core::msm::constant_work::set(a.constant_work);
         let bound = t.time(Stage::Upload, || select(a.backend, Arc::clone(&key), a.gpu))?;
