@@ -292,6 +292,19 @@ cpuprof)
   [ -x "$work/perfkit/run-perf" ] || tar xJf .carry/perfkit.tar.xz -C "$work"
   perf=$work/perfkit/run-perf
   files() { echo "$work/keys/$1.zkey $work/keys/$1.wtns $work/p.json $work/pub.json"; }
+  cpu_variant() { # who: sets envs and cmd for that run; fails where it cannot run here
+    envs=(ZKPIPE_KEY_CACHE="$cache")
+    cmd=("$bin" prove --backend cpu)
+    case $1 in
+      zkpipe-old) cmd=("$work/bin/zkpipe-old" prove --backend cpu) ;;
+      zkpipe) ;;
+      thp) envs+=(GLIBC_TUNABLES=glibc.malloc.hugetlb=1) ;;
+      mimalloc) envs+=(ZKPIPE_ALLOCATOR=mimalloc) ;;
+      rapidsnark) cmd=("$work/bin/rapidsnark") ;;
+      *) log "unknown CPU variant $1"; return 1 ;;
+    esac
+    [ -x "${cmd[0]}" ]
+  }
   for k in $keys; do
     cache=$work/key-cache-$k
     # shellcheck disable=SC2046 # files() is four plain paths
@@ -300,17 +313,7 @@ cpuprof)
       order=${CPU_VARIANTS:-zkpipe-old zkpipe rapidsnark}
       [ $((round % 2)) = 0 ] && order=$(echo "$order" | tr ' ' '\n' | tac | tr '\n' ' ')
       for who in $order; do
-        envs=(ZKPIPE_KEY_CACHE="$cache")
-        cmd=("$bin" prove --backend cpu)
-        case $who in
-          zkpipe-old) cmd=("$work/bin/zkpipe-old" prove --backend cpu) ;;
-          zkpipe) ;;
-          thp) envs+=(GLIBC_TUNABLES=glibc.malloc.hugetlb=1) ;;
-          mimalloc) envs+=(ZKPIPE_ALLOCATOR=mimalloc) ;;
-          rapidsnark) cmd=("$work/bin/rapidsnark") ;;
-          *) log "unknown CPU variant $who"; continue ;;
-        esac
-        [ -x "${cmd[0]}" ] || continue
+        cpu_variant "$who" || continue
         if [ "$who" != rapidsnark ]; then
           env "${envs[@]}" "${cmd[@]}" $(files "$k") --timings > /dev/null 2> "$out/timings-$who-$k-r$round.txt" \
             || log "$who $k failed"
@@ -327,10 +330,9 @@ cpuprof)
     done
     [ -n "${NO_PERF:-}" ] && continue
     for who in zkpipe rapidsnark; do
-      if [ $who = zkpipe ]; then cmd=("$bin" prove --backend cpu); else cmd=("$work/bin/rapidsnark"); fi
-      [ -x "${cmd[0]}" ] || continue
+      cpu_variant "$who" || continue
       # shellcheck disable=SC2046
-      ZKPIPE_KEY_CACHE="$cache" timeout 120 "$perf" record -F 999 -o "$work/perf.data" -- "${cmd[@]}" $(files "$k") \
+      env "${envs[@]}" timeout 120 "$perf" record -F 999 -o "$work/perf.data" -- "${cmd[@]}" $(files "$k") \
         > /dev/null 2> "$out/perf-record-$who-$k.txt" || log "perf $who $k failed"
       "$perf" report -i "$work/perf.data" --stdio --no-children --percentage relative --sort dso,sym \
         2>/dev/null | grep -v '^#' | grep -v '^$' | sed -n 1,80p > "$out/perf-$who-$k.txt" || true

@@ -367,10 +367,7 @@ fn compile_matrices_in_blocks<F: PrimeField>(
     rows: usize,
     block: usize,
 ) -> Result<(Csr<F>, Csr<F>), Error> {
-    let r_inv_sq = montgomery_r::<F>()
-        .square()
-        .inverse()
-        .ok_or_else(|| Error::InvalidKey("R is not invertible".into()))?;
+    let r_inv_sq = r_inv_sq::<F>()?;
     let n = zkey.n_coefficients() as usize;
     let block_range = |b: usize| b * block..((b + 1) * block).min(n);
     let scans: Vec<BlockScan> = (0..n.div_ceil(block))
@@ -595,6 +592,14 @@ fn matrix_index(m: Matrix) -> usize {
     }
 }
 
+/// R⁻², by which section 4's stored values (v·R²) are multiplied to give v.
+fn r_inv_sq<F: PrimeField>() -> Result<F, Error> {
+    montgomery_r::<F>()
+        .square()
+        .inverse()
+        .ok_or_else(|| Error::InvalidKey("R is not invertible".into()))
+}
+
 /// R = 2^(64·limbs) mod r, the Montgomery radix snarkjs and arkworks share.
 pub fn montgomery_r<F: PrimeField>() -> F {
     let limbs = F::MODULUS.as_ref().len() as u64;
@@ -614,10 +619,6 @@ mod tests {
         ZkeyFile::open(path).unwrap()
     }
 
-    fn r_inv_sq<F: PrimeField>() -> F {
-        montgomery_r::<F>().square().inverse().unwrap()
-    }
-
     fn assert_same<F: PrimeField>(got: &(Csr<F>, Csr<F>), want: &(Csr<F>, Csr<F>), what: &str) {
         for (g, w) in [(&got.0, &want.0), (&got.1, &want.1)] {
             assert_eq!(g.row_starts, w.row_starts, "{what}: row starts");
@@ -633,7 +634,7 @@ mod tests {
         type F = ark_bn254::Fr;
         let z = fixture_key("bn254");
         let rows = z.header.domain_size as usize;
-        let want = compile_matrices_in_file_order::<F>(&z, rows, r_inv_sq()).unwrap();
+        let want = compile_matrices_in_file_order::<F>(&z, rows, r_inv_sq().unwrap()).unwrap();
         assert!(want.0.cols.len() + want.1.cols.len() == z.n_coefficients() as usize);
         for block in [1, 2, 3, 7, 64, 1000, COEFFICIENT_BLOCK] {
             let got = compile_matrices_in_blocks::<F>(&z, rows, block).unwrap();
