@@ -88,6 +88,9 @@
 #           `cargo build --release -p zkpipe-core --example msm_bench`): BN254 G1 at 2^LOG
 #           (default 16), WINDOWS (default 10 11 12 13 14 16) × POINT_GROUPS (default 1 2 4),
 #           and the planner's own choice; RUNS runs each (default 9; experiment 027).
+#   quotient the CPU quotient stage against arkworks' FFTs (.carry/quotient_bench.xz:
+#           `cargo build --release -p zkpipe-core --example quotient_bench`) at 2^LOGS
+#           (default 16 20), THREADS (default 1,4,8,16), RUNS runs (default 9; experiment 028).
 #   fixtures every bundled fixture (both curves) proved on the GPU and self-checked, with
 #           and without --constant-work.
 #   snarkrs-cuda warm GPU proofs side by side (BN254): `snarkrs bench --backend cuda --mode
@@ -112,7 +115,7 @@ unpack() { # name
   local b=$work/bin/$1
   [ -x "$b" ] && cmp -s <(xz -dc ".carry/$1.xz") "$b" || { xz -dc ".carry/$1.xz" > "$b"; chmod +x "$b"; }
 }
-for b in zkpipe zkpipe-gpu-check zkpipe-old snarkrs rapidsnark msm_bench; do [ -e ".carry/$b.xz" ] && unpack "$b"; done
+for b in zkpipe zkpipe-gpu-check zkpipe-old snarkrs rapidsnark msm_bench quotient_bench; do [ -e ".carry/$b.xz" ] && unpack "$b"; done
 bin=$work/bin/zkpipe
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee -a "$out/steps.log"
 
@@ -350,6 +353,13 @@ msmplan)
       MSM_BENCH_ONLY=ours MSM_BENCH_GROUPS=$g "$b" "${LOG:-16}" "${RUNS:-9}" 16 bn254-g1 "$c" | tail -1 \
         | tee -a "$out/steps.log"
     done
+  done
+  ;;
+quotient)
+  b=$work/bin/quotient_bench
+  [ -x "$b" ] || { log "no .carry/quotient_bench.xz"; exit 1; }
+  for log_n in ${LOGS:-16 20}; do
+    "$b" "$log_n" "${RUNS:-9}" "${THREADS:-1,4,8,16}" | tee -a "$out/steps.log"
   done
   ;;
 hostprof)

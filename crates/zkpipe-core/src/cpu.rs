@@ -9,12 +9,12 @@ use crate::key::CompiledKey;
 use crate::msm::mask::CpuMask;
 use crate::msm::pippenger::BatchAffineMsm;
 use crate::msm::{constant_work, scalars_into, DeviceSums, ScalarInt};
-use crate::quotient;
+use crate::quotient::{self, coset::CosetTransform};
 use crate::reduce::QapEvals;
 use crate::timings::{timed, Stage};
 use crate::{Bls12_381, Bn254};
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use zkpipe_formats::CurveId;
 
 /// The CPU as the only device, "cpu". Its passes leave [B]₂ to the tail (which also runs
@@ -88,11 +88,15 @@ impl Devices for CpuDevices {
     }
 }
 
-/// A key bound to the CPU: nothing to upload, so it holds the key, and a mask where its
-/// MSMs do constant work.
+/// A key bound to the CPU: nothing to upload, so it holds the key, the quotient's
+/// transform, and a mask where its MSMs do constant work.
 #[derive(Clone)]
 pub struct CpuBound<E: Curve> {
     key: Arc<CompiledKey<E>>,
+    /// The domain's twiddles and shift (7.5 MiB at 2^16 in IFMA lanes, 2^4 times that at
+    /// 2^20), made once per binding, in the background from the moment of binding: in a
+    /// one-shot proof they are usually ready before the quotient starts (experiment 028).
+    coset: Arc<OnceLock<CosetTransform<E::ScalarField>>>,
     mask: Option<Arc<CpuMask<E>>>,
     /// The pass makes [B]₂ alongside the other MSMs ([`CpuBound::with_g2_in_pass`]).
     g2_in_pass: bool,
@@ -113,6 +117,7 @@ impl<E: Curve> CpuBound<E> {
     /// Binds `key` to the CPU, unmasked.
     pub fn new(key: Arc<CompiledKey<E>>) -> Self {
         Self {
+            coset: coset_in_background(&key),
             key,
             mask: None,
             g2_in_pass: false,
@@ -123,9 +128,11 @@ impl<E: Curve> CpuBound<E> {
     /// [B]₂ too, and their MSMs do the same work for every witness. Drawing the mask costs
     /// one proof's MSMs.
     pub fn masked(key: Arc<CompiledKey<E>>) -> Self {
+        let coset = coset_in_background(&key);
         let mask = Some(Arc::new(CpuMask::draw(&key)));
         Self {
             key,
+            coset,
             mask,
             g2_in_pass: false,
         }
@@ -149,6 +156,28 @@ impl<E: Curve> CpuBound<E> {
             Self::new(key)
         }
     }
+
+    /// Runs the CPU quotient with the binding's transform; with one made for this call
+    /// while the background build has not finished. Never waits for that build: a rayon
+    /// task blocked on it could sit on top of the build's own unfinished work.
+    fn run_quotient(&self, evals: &mut QapEvals<E::ScalarField>) {
+        match self.coset.get() {
+            Some(t) => quotient::quotient_with(t, evals),
+            None => quotient::quotient(&self.key.domain, evals),
+        }
+    }
+}
+
+/// A cell that a rayon task fills with `key`'s quotient transform.
+fn coset_in_background<E: Curve>(
+    key: &Arc<CompiledKey<E>>,
+) -> Arc<OnceLock<CosetTransform<E::ScalarField>>> {
+    let cell = Arc::new(OnceLock::new());
+    let (c, key) = (Arc::clone(&cell), Arc::clone(key));
+    rayon::spawn(move || {
+        let _ = c.set(key.domain.transform());
+    });
+    cell
 }
 
 /// Σ scalarsᵢ·basesᵢ in G1 on the CPU (lengths must match).
@@ -192,7 +221,7 @@ impl<E: Curve> BoundKey<E> for CpuBound<E> {
     }
 
     fn quotient(&self, evals: &mut QapEvals<E::ScalarField>) -> Result<(), Error> {
-        quotient::quotient(&self.key.domain, evals);
+        self.run_quotient(evals);
         Ok(())
     }
 
@@ -230,7 +259,7 @@ impl<E: Curve> CpuBound<E> {
         let (evals, h) = (&mut *p.evals, &mut *p.h);
         let ((quotient, msm_h), ((msm_a, msm_b2), (msm_b1, msm_c))) = rayon::join(
             || {
-                let q = timed(Stage::Quotient, || quotient::quotient(&key.domain, evals));
+                let q = timed(Stage::Quotient, || self.run_quotient(evals));
                 match mask {
                     Some(m) => m.mask_h_into(evals.h(), h),
                     None => scalars_into(evals.h(), h),

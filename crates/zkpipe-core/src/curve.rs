@@ -9,13 +9,15 @@ use crate::msm::pippenger::BatchAffineMsm;
 use ark_ec::pairing::{Pairing, PairingOutput};
 use ark_ec::AdditiveGroup;
 use ark_ec::AffineRepr;
-use ark_ff::{BigInteger, Field, Fp, MontBackend, MontConfig, PrimeField};
+use ark_ff::{BigInt, BigInteger, Field, Fp, MontBackend, MontConfig, PrimeField};
 use num_bigint::BigUint;
 use zkpipe_formats::CurveId;
 
 /// A pairing-friendly curve in snarkjs's conventions (both groups short Weierstrass, so
 /// the CPU backend's batch-affine MSM serves them).
-pub trait Curve: Pairing<G1Affine: BatchAffineMsm, G2Affine: BatchAffineMsm> {
+pub trait Curve:
+    Pairing<G1Affine: BatchAffineMsm, G2Affine: BatchAffineMsm, ScalarField: MontLimbs>
+{
     /// Which curve this is in file headers.
     const ID: CurveId;
 
@@ -40,6 +42,25 @@ pub trait Curve: Pairing<G1Affine: BatchAffineMsm, G2Affine: BatchAffineMsm> {
     fn g1_all_in_subgroup(points: &[Self::G1Affine], rng: &mut dyn rand::RngCore) -> bool;
     /// Subgroup membership of many on-curve G2 points at once (randomized, error ≤ 2⁻⁶⁴).
     fn g2_all_in_subgroup(points: &[Self::G2Affine], rng: &mut dyn rand::RngCore) -> bool;
+}
+
+/// A field whose elements are stored as arkworks stores both scalar fields here: four
+/// 64-bit limbs of a·2^256 mod p. The IFMA lanes read and write those limbs as they are.
+pub trait MontLimbs: PrimeField {
+    /// The stored limbs.
+    fn mont_limbs(&self) -> [u64; 4];
+    /// The element whose stored limbs are `limbs` (which must be below p).
+    fn from_mont_limbs(limbs: [u64; 4]) -> Self;
+}
+
+impl<C: MontConfig<4>> MontLimbs for Fp<MontBackend<C, 4>, 4> {
+    fn mont_limbs(&self) -> [u64; 4] {
+        (self.0).0
+    }
+
+    fn from_mont_limbs(limbs: [u64; 4]) -> Self {
+        Fp::new_unchecked(BigInt(limbs))
+    }
 }
 
 /// A base-field element from its Montgomery limbs, if below the modulus.

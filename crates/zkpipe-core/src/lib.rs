@@ -15,7 +15,8 @@
 //! that `prove` and the engine run; [`device`] is the seam to whatever runs steps 2–3
 //! ([`cpu`] is the reference). Everything is generic over [`curve::Curve`]; concrete
 //! curves appear only at the edges, where a file's header decides which one to use.
-// Unsafe code is denied everywhere but `ifma` (SIMD intrinsics: gathers, scatters, loads).
+// Unsafe code is denied everywhere but the two `ifma` modules (SIMD intrinsics: gathers,
+// scatters, loads).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -39,6 +40,8 @@ pub mod verify;
 pub mod check;
 pub mod cpu;
 pub mod device;
+#[cfg(target_arch = "x86_64")]
+mod ifma;
 pub mod proof;
 pub mod throttle;
 pub mod timings;

@@ -23,8 +23,8 @@
 //! this module is generic over the curve: any short-Weierstrass curve with a = 0 whose base
 //! field is F_p or a quadratic extension with u² = −1 (every group here).
 //!
-//! The lane field arithmetic is in [`field`]; this file holds the point layout, the
-//! conversions and the pair additions.
+//! The lane field arithmetic is in [`crate::ifma::field`]; this file holds the point layout,
+//! the conversions and the pair additions.
 
 #![allow(unsafe_code)]
 // Limb loops index several arrays by the same j, as the arithmetic is written on paper.
@@ -39,9 +39,7 @@ use ark_ff::{Field, PrimeField, Zero};
 
 use crate::msm::adder::{PairAdder, PairKind};
 
-mod field;
-
-use field::{
+use crate::ifma::field::{
     dump, el_add, el_blend, el_mul, el_square, el_sub, fe_mul, from52, gather, pack, scatter,
     splat, to52, undump, unpack, vmod, El, Fe, Modulus, LANES,
 };
@@ -50,12 +48,7 @@ use field::{
 /// latency overlaps.
 const CHAINS: usize = 4;
 
-/// Whether this CPU runs the lanes (checked once per MSM; `std` caches the CPUID).
-pub(crate) fn available() -> bool {
-    std::env::var_os("ZKPIPE_NO_IFMA").is_none()
-        && is_x86_feature_detected!("avx512f")
-        && is_x86_feature_detected!("avx512ifma")
-}
+pub(crate) use crate::ifma::available;
 
 /// A point in lane form: L limbs per F_p component, D components per coordinate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,8 +4,9 @@
 //! [`Modulus`], fully reduced after every operation; and the moves between registers and
 //! memory (gathers and scatters of point coordinates, packing and unpacking per-lane arrays).
 //!
-//! [`super::LaneAdder`] builds its point additions from these. `unsafe` and the limb loops'
-//! indexing are allowed for the whole `ifma` module, at the top of its `mod.rs`.
+//! The MSM's pair additions (`msm::ifma`) and the quotient's NTT ([`super::ntt`]) are built
+//! from these. `unsafe` and the limb loops' indexing are allowed for the whole module, at
+//! the top of its `mod.rs`.
 
 use std::arch::x86_64::*;
 
@@ -14,22 +15,22 @@ use ark_ff::PrimeField;
 const MASK: u64 = (1 << 52) - 1;
 
 /// Pairs per group: one per 64-bit lane of a 512-bit register.
-pub(super) const LANES: usize = 8;
+pub(crate) const LANES: usize = 8;
 
 /// The modulus in radix 2^52 and the constants the lanes need.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Modulus<const L: usize> {
+pub(crate) struct Modulus<const L: usize> {
     p: [u64; L],
     /// −p⁻¹ mod 2^52.
     n0: u64,
     /// R' mod p: one, in lane form.
-    pub(super) one: [u64; L],
+    pub(crate) one: [u64; L],
     /// R'² mod p: multiplying a standard-form integer by it gives lane form.
-    pub(super) r2: [u64; L],
+    pub(crate) r2: [u64; L],
 }
 
 impl<const L: usize> Modulus<L> {
-    pub(super) fn of<F: PrimeField>() -> Self {
+    pub(crate) fn of<F: PrimeField>() -> Self {
         let p = to52(F::MODULUS.as_ref());
         let mut inv = 1u64; // p⁻¹ mod 2^64 by Newton's iteration (p is odd)
         for _ in 0..6 {
@@ -45,7 +46,7 @@ impl<const L: usize> Modulus<L> {
     }
 
     /// p − a for a in [1, p), on 52-bit limbs; 0 stays 0.
-    pub(super) fn neg(&self, a: &[u64; L]) -> [u64; L] {
+    pub(crate) fn neg(&self, a: &[u64; L]) -> [u64; L] {
         if a.iter().all(|&w| w == 0) {
             return *a;
         }
@@ -61,7 +62,7 @@ impl<const L: usize> Modulus<L> {
 }
 
 /// 52-bit limbs of a little-endian 64-bit-limb integer (which must fit in 52·L bits).
-pub(super) fn to52<const L: usize>(words: &[u64]) -> [u64; L] {
+pub(crate) fn to52<const L: usize>(words: &[u64]) -> [u64; L] {
     std::array::from_fn(|i| {
         let (w, s) = (52 * i / 64, 52 * i % 64);
         let lo = words.get(w).map_or(0, |&v| v >> s);
@@ -74,7 +75,7 @@ pub(super) fn to52<const L: usize>(words: &[u64]) -> [u64; L] {
 }
 
 /// The inverse of [`to52`], into `out` (bits past its end must be zero).
-pub(super) fn from52<const L: usize>(limbs: &[u64; L], out: &mut [u64]) {
+pub(crate) fn from52<const L: usize>(limbs: &[u64; L], out: &mut [u64]) {
     out.fill(0);
     for (i, &limb) in limbs.iter().enumerate() {
         let (w, s) = (52 * i / 64, 52 * i % 64);
@@ -90,7 +91,7 @@ pub(super) fn from52<const L: usize>(limbs: &[u64; L], out: &mut [u64]) {
 }
 
 /// The modulus broadcast to all lanes.
-pub(super) struct VMod<const L: usize> {
+pub(crate) struct VMod<const L: usize> {
     p: [__m512i; L],
     n0: __m512i,
     mask: __m512i,
@@ -98,13 +99,13 @@ pub(super) struct VMod<const L: usize> {
 
 /// One F_p component of eight elements: limb j of lane l is `.0[j]`'s lane l.
 #[derive(Clone, Copy)]
-pub(super) struct Fe<const L: usize>(pub(super) [__m512i; L]);
+pub(crate) struct Fe<const L: usize>(pub(crate) [__m512i; L]);
 
 /// Eight elements of F_p or F_p²: D components.
-pub(super) type El<const L: usize, const D: usize> = [Fe<L>; D];
+pub(crate) type El<const L: usize, const D: usize> = [Fe<L>; D];
 
 #[target_feature(enable = "avx512f,avx512ifma")]
-pub(super) fn vmod<const L: usize>(m: &Modulus<L>) -> VMod<L> {
+pub(crate) fn vmod<const L: usize>(m: &Modulus<L>) -> VMod<L> {
     VMod {
         p: m.p.map(|w| _mm512_set1_epi64(w as i64)),
         n0: _mm512_set1_epi64(m.n0 as i64),
@@ -113,7 +114,7 @@ pub(super) fn vmod<const L: usize>(m: &Modulus<L>) -> VMod<L> {
 }
 
 #[target_feature(enable = "avx512f,avx512ifma")]
-pub(super) fn splat<const L: usize>(limbs: &[u64; L]) -> Fe<L> {
+pub(crate) fn splat<const L: usize>(limbs: &[u64; L]) -> Fe<L> {
     Fe(limbs.map(|w| _mm512_set1_epi64(w as i64)))
 }
 
@@ -147,13 +148,13 @@ fn reduce_once<const L: usize>(t: [__m512i; L], m: &VMod<L>) -> Fe<L> {
 }
 
 #[target_feature(enable = "avx512f,avx512ifma")]
-fn fe_add<const L: usize>(a: Fe<L>, b: Fe<L>, m: &VMod<L>) -> Fe<L> {
+pub(crate) fn fe_add<const L: usize>(a: Fe<L>, b: Fe<L>, m: &VMod<L>) -> Fe<L> {
     let s = std::array::from_fn(|j| _mm512_add_epi64(a.0[j], b.0[j]));
     reduce_once(normalize(s, m), m)
 }
 
 #[target_feature(enable = "avx512f,avx512ifma")]
-fn fe_sub<const L: usize>(a: Fe<L>, b: Fe<L>, m: &VMod<L>) -> Fe<L> {
+pub(crate) fn fe_sub<const L: usize>(a: Fe<L>, b: Fe<L>, m: &VMod<L>) -> Fe<L> {
     let mut t = [_mm512_setzero_si512(); L];
     let mut borrow = _mm512_setzero_si512();
     for j in 0..L {
@@ -172,7 +173,7 @@ fn fe_sub<const L: usize>(a: Fe<L>, b: Fe<L>, m: &VMod<L>) -> Fe<L> {
 /// Montgomery product a·b/R' mod p, fully reduced (operand scanning; the 52-bit products
 /// accumulate in 64-bit lanes, which hold 2^12 of them, so carries wait until the end).
 #[target_feature(enable = "avx512f,avx512ifma")]
-pub(super) fn fe_mul<const L: usize>(a: Fe<L>, b: Fe<L>, m: &VMod<L>) -> Fe<L> {
+pub(crate) fn fe_mul<const L: usize>(a: Fe<L>, b: Fe<L>, m: &VMod<L>) -> Fe<L> {
     let zero = _mm512_setzero_si512();
     let mut t = [zero; L];
     let mut top = zero;
@@ -207,7 +208,7 @@ pub(super) fn fe_mul<const L: usize>(a: Fe<L>, b: Fe<L>, m: &VMod<L>) -> Fe<L> {
 }
 
 #[target_feature(enable = "avx512f,avx512ifma")]
-pub(super) fn el_add<const L: usize, const D: usize>(
+pub(crate) fn el_add<const L: usize, const D: usize>(
     a: El<L, D>,
     b: El<L, D>,
     m: &VMod<L>,
@@ -216,7 +217,7 @@ pub(super) fn el_add<const L: usize, const D: usize>(
 }
 
 #[target_feature(enable = "avx512f,avx512ifma")]
-pub(super) fn el_sub<const L: usize, const D: usize>(
+pub(crate) fn el_sub<const L: usize, const D: usize>(
     a: El<L, D>,
     b: El<L, D>,
     m: &VMod<L>,
@@ -226,7 +227,7 @@ pub(super) fn el_sub<const L: usize, const D: usize>(
 
 /// a·b; in F_p² (u² = −1) by Karatsuba, three F_p products.
 #[target_feature(enable = "avx512f,avx512ifma")]
-pub(super) fn el_mul<const L: usize, const D: usize>(
+pub(crate) fn el_mul<const L: usize, const D: usize>(
     a: El<L, D>,
     b: El<L, D>,
     m: &VMod<L>,
@@ -244,7 +245,7 @@ pub(super) fn el_mul<const L: usize, const D: usize>(
 
 /// a²; in F_p², (a₀ + a₁)(a₀ − a₁) + 2a₀a₁·u, two F_p products.
 #[target_feature(enable = "avx512f,avx512ifma")]
-pub(super) fn el_square<const L: usize, const D: usize>(a: El<L, D>, m: &VMod<L>) -> El<L, D> {
+pub(crate) fn el_square<const L: usize, const D: usize>(a: El<L, D>, m: &VMod<L>) -> El<L, D> {
     if D == 1 {
         return std::array::from_fn(|_| fe_mul(a[0], a[0], m));
     }
@@ -255,7 +256,7 @@ pub(super) fn el_square<const L: usize, const D: usize>(a: El<L, D>, m: &VMod<L>
 }
 
 #[target_feature(enable = "avx512f,avx512ifma")]
-pub(super) fn el_blend<const L: usize, const D: usize>(
+pub(crate) fn el_blend<const L: usize, const D: usize>(
     k: __mmask8,
     a: El<L, D>,
     b: El<L, D>,
@@ -272,7 +273,7 @@ pub(super) fn el_blend<const L: usize, const D: usize>(
 /// # Safety
 /// Every lane's `at + offset + L·D` must lie within the slice `base` points into.
 #[target_feature(enable = "avx512f,avx512ifma")]
-pub(super) unsafe fn gather<const L: usize, const D: usize>(
+pub(crate) unsafe fn gather<const L: usize, const D: usize>(
     base: *const u64,
     at: __m512i,
     offset: usize,
@@ -291,7 +292,7 @@ pub(super) unsafe fn gather<const L: usize, const D: usize>(
 /// # Safety
 /// As [`gather`], for the lanes in `k`; those lanes' `at` must be distinct.
 #[target_feature(enable = "avx512f,avx512ifma")]
-pub(super) unsafe fn scatter<const L: usize, const D: usize>(
+pub(crate) unsafe fn scatter<const L: usize, const D: usize>(
     base: *mut u64,
     at: __m512i,
     offset: usize,
@@ -309,7 +310,7 @@ pub(super) unsafe fn scatter<const L: usize, const D: usize>(
 
 /// Eight lane elements out to arrays, one per lane.
 #[target_feature(enable = "avx512f,avx512ifma")]
-pub(super) fn unpack<const L: usize, const D: usize>(v: El<L, D>) -> [[[u64; L]; D]; LANES] {
+pub(crate) fn unpack<const L: usize, const D: usize>(v: El<L, D>) -> [[[u64; L]; D]; LANES] {
     let mut out = [[[0u64; L]; D]; LANES];
     for c in 0..D {
         for j in 0..L {
@@ -326,7 +327,7 @@ pub(super) fn unpack<const L: usize, const D: usize>(v: El<L, D>) -> [[[u64; L];
 
 /// The lanes' raw registers, for scratch.
 #[target_feature(enable = "avx512f,avx512ifma")]
-pub(super) fn dump<const L: usize, const D: usize>(v: El<L, D>) -> [[[u64; LANES]; L]; D] {
+pub(crate) fn dump<const L: usize, const D: usize>(v: El<L, D>) -> [[[u64; LANES]; L]; D] {
     let mut out = [[[0u64; LANES]; L]; D];
     for c in 0..D {
         for j in 0..L {
@@ -339,7 +340,7 @@ pub(super) fn dump<const L: usize, const D: usize>(v: El<L, D>) -> [[[u64; LANES
 
 /// The inverse of [`dump`].
 #[target_feature(enable = "avx512f,avx512ifma")]
-pub(super) fn undump<const L: usize, const D: usize>(raw: &[[[u64; LANES]; L]; D]) -> El<L, D> {
+pub(crate) fn undump<const L: usize, const D: usize>(raw: &[[[u64; LANES]; L]; D]) -> El<L, D> {
     // SAFETY: 8 u64s; unaligned loads are allowed.
     std::array::from_fn(|c| {
         Fe(std::array::from_fn(|j| unsafe {
@@ -350,7 +351,7 @@ pub(super) fn undump<const L: usize, const D: usize>(raw: &[[[u64; LANES]; L]; D
 
 /// Arrays, one per lane, into eight lane elements.
 #[target_feature(enable = "avx512f,avx512ifma")]
-pub(super) fn pack<const L: usize, const D: usize>(xs: &[[[u64; L]; D]; LANES]) -> El<L, D> {
+pub(crate) fn pack<const L: usize, const D: usize>(xs: &[[[u64; L]; D]; LANES]) -> El<L, D> {
     std::array::from_fn(|c| {
         Fe(std::array::from_fn(|j| {
             let lane: [u64; LANES] = std::array::from_fn(|l| xs[l][c][j]);

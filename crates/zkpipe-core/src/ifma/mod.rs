@@ -1,0 +1,20 @@
+//! Field arithmetic on eight elements at once in AVX-512 IFMA registers ([`field`]), and
+//! the quotient's NTT built on it ([`ntt`]). The MSM's pair additions (`msm::ifma`) use
+//! [`field`] too.
+//!
+//! Everything here runs only where [`available`] says so; callers keep a scalar path.
+
+#![allow(unsafe_code)]
+// Limb loops index several arrays by the same j, as the arithmetic is written on paper.
+#![allow(clippy::needless_range_loop)]
+
+pub(crate) mod field;
+pub(crate) mod ntt;
+
+/// Whether this CPU runs the lanes (`ZKPIPE_NO_IFMA=1` turns them off; `std` caches the
+/// CPUID).
+pub(crate) fn available() -> bool {
+    std::env::var_os("ZKPIPE_NO_IFMA").is_none()
+        && is_x86_feature_detected!("avx512f")
+        && is_x86_feature_detected!("avx512ifma")
+}
