@@ -59,7 +59,8 @@ impl LaneNtt {
     /// [`MIN_SIZE`]) and the coset `shift`·⟨`omega`⟩. None where this CPU has no IFMA.
     ///
     /// Every table is made in lanes, one lane product per eight entries: a level's
-    /// twiddles are a geometric sequence, and so is each octet's shift (below).
+    /// twiddles are a geometric sequence, and each octet's shifts are one fixed pattern
+    /// times the octet's own factor (below).
     pub(crate) fn new<F: MontLimbs>(n: usize, omega: F, shift: F) -> Option<Self> {
         if !super::available() || n < MIN_SIZE || !n.is_power_of_two() {
             return None;
@@ -97,7 +98,7 @@ impl LaneNtt {
             }
             g
         });
-        // Zeroed by the allocator's fresh pages, then written in place on every thread.
+        // Allocated once, then written in place on every thread.
         let mut shift_table = vec![[[0; LANES]; L]; n / LANES];
         shift_table
             .par_chunks_mut(8)
@@ -143,6 +144,7 @@ impl LaneNtt {
         }
         x.par_chunks_mut(block)
             .zip(self.shift.par_chunks(block))
+            // SAFETY: as above.
             .for_each(|(x, shift)| unsafe { self.block(x, shift) });
         let mut mg = block;
         while mg < groups {
