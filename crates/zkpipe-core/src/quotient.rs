@@ -62,9 +62,9 @@ impl<F: PrimeField> QuotientDomain<F> {
 }
 
 impl<F: MontLimbs> QuotientDomain<F> {
-    /// The change of basis from this domain to the coset. Made per proof, not kept with
-    /// the key: 2n field elements (64 MiB at 2^20) against n/2 + n multiplications, split
-    /// over every thread.
+    /// The change of basis from this domain to the coset. Its tables hold 2n field
+    /// elements, or 3n × 40 bytes in IFMA lanes (120 MiB at 2^20). They are not kept with
+    /// the key, which GPU bindings share; a CPU binding keeps one (`crate::cpu`).
     pub fn transform(&self) -> CosetTransform<F> {
         CosetTransform::new(
             self.size(),

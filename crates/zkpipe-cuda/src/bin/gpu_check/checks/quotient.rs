@@ -101,7 +101,7 @@ pub fn check_quotient<E: Curve + GpuCurve>(name: &str, cfg: &Cfg) -> bool {
             let t = Instant::now();
             quotient(&d, &mut cpu);
             println!(
-                "{name} quotient 2^{log} arkworks CPU ({} threads), once: {:.1} ms",
+                "{name} quotient 2^{log} CPU ({} threads, zkpipe's transform), once: {:.1} ms",
                 rayon::current_num_threads(),
                 t.elapsed().as_secs_f64() * 1e3
             );
