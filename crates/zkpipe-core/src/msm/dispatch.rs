@@ -11,7 +11,7 @@ use crate::msm::adder::{ArkAdder, PairAdder};
 /// `"arkworks affine"` (for reports; every group of both curves fits the lanes).
 pub fn cpu_adder() -> &'static str {
     #[cfg(target_arch = "x86_64")]
-    if crate::msm::ifma::available() {
+    if crate::ifma::available() {
         return "avx512-ifma lanes";
     }
     "arkworks affine"

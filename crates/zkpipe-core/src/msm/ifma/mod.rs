@@ -37,6 +37,7 @@ use std::marker::PhantomData;
 use ark_ec::short_weierstrass::{Affine, SWCurveConfig};
 use ark_ff::{Field, PrimeField, Zero};
 
+use crate::ifma::available;
 use crate::msm::adder::{PairAdder, PairKind};
 
 use crate::ifma::field::{
@@ -47,8 +48,6 @@ use crate::ifma::field::{
 /// Independent product chains in the batch inversion, so that the chained products'
 /// latency overlaps.
 const CHAINS: usize = 4;
-
-pub(crate) use crate::ifma::available;
 
 /// A point in lane form: L limbs per F_p component, D components per coordinate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
