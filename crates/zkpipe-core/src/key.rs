@@ -4,7 +4,7 @@
 
 use crate::blinding::BlindingBases;
 pub use crate::csr::Csr;
-use crate::curve::{field_from_le, Curve};
+use crate::curve::{Curve, MontLimbs};
 use crate::error::{Error, PointError};
 use crate::prepared_vk::PreparedVerifyingKey;
 use crate::quotient::QuotientDomain;
@@ -241,7 +241,24 @@ impl<E: Curve> CompiledKey<E> {
         self.blinding.get().is_some()
     }
 
-    /// The verification key prepared for many checks, if [`Self::prepare_resident`] made it.
+    /// Prepares the verification key on the rayon pool, for a one-shot proof's self-check:
+    /// built while the proof is, it saves the check its G2 preparation and e(α, β)
+    /// (experiment 029). The check uses it only if it is ready (it never waits for it),
+    /// and a key that has one keeps it.
+    pub fn prepare_vk_in_background(self: &Arc<Self>) {
+        if self.prepared_vk.get().is_some() {
+            return;
+        }
+        let key = Arc::clone(self);
+        // Made first and then set, never `get_or_init` on a pool thread: a worker blocked
+        // there could sit on top of the very work it waits for.
+        rayon::spawn(move || {
+            let _ = key.prepared_vk.set(Arc::new(key.vk.prepare()));
+        });
+    }
+
+    /// The verification key prepared for many checks, if [`Self::prepare_resident`] or
+    /// [`Self::prepare_vk_in_background`] made it.
     pub fn prepared_vk(&self) -> Option<&PreparedVerifyingKey<E>> {
         self.prepared_vk.get().map(|p| p.as_ref())
     }
@@ -354,20 +371,17 @@ fn load_points<P: Send + Sync + Default>(
 /// of each block, a second converts them into their places. Any other order is compiled
 /// on one thread. (A 2^20 key's ~8M entries took ~1.1 s on one thread, half of a one-shot
 /// CPU proof's key load; experiment 027.)
-fn compile_matrices<F: PrimeField>(
-    zkey: &ZkeyFile,
-    rows: usize,
-) -> Result<(Csr<F>, Csr<F>), Error> {
+fn compile_matrices<F: MontLimbs>(zkey: &ZkeyFile, rows: usize) -> Result<(Csr<F>, Csr<F>), Error> {
     compile_matrices_in_blocks(zkey, rows, COEFFICIENT_BLOCK)
 }
 
 /// [`compile_matrices`] with `block` entries per block.
-fn compile_matrices_in_blocks<F: PrimeField>(
+fn compile_matrices_in_blocks<F: MontLimbs>(
     zkey: &ZkeyFile,
     rows: usize,
     block: usize,
 ) -> Result<(Csr<F>, Csr<F>), Error> {
-    let r_inv_sq = r_inv_sq::<F>()?;
+    let stored = StoredValues::<F>::new()?;
     let n = zkey.n_coefficients() as usize;
     let block_range = |b: usize| b * block..((b + 1) * block).min(n);
     let scans: Vec<BlockScan> = (0..n.div_ceil(block))
@@ -375,7 +389,7 @@ fn compile_matrices_in_blocks<F: PrimeField>(
         .map(|b| BlockScan::of(zkey, block_range(b)))
         .collect::<Result<_, _>>()?;
     if !rows_ascend(&scans) {
-        return compile_matrices_in_file_order(zkey, rows, r_inv_sq);
+        return compile_matrices_in_file_order(zkey, rows, stored);
     }
     let [a, b] = [0, 1].map(|m| {
         let nnz: usize = scans.iter().map(|s| s.count[m]).sum();
@@ -438,7 +452,7 @@ fn compile_matrices_in_blocks<F: PrimeField>(
         .try_for_each(|(b, mut share)| {
             for i in block_range(b) {
                 let coef = zkey.coefficient(i)?;
-                let value = stored_value::<F>(zkey, i, coef.value)? * r_inv_sq;
+                let value = stored.value(zkey, i, coef.value)?;
                 share[matrix_index(coef.matrix)].place(
                     coef.constraint as usize,
                     coef.signal,
@@ -452,7 +466,7 @@ fn compile_matrices_in_blocks<F: PrimeField>(
 }
 
 /// Entries per block of [`compile_matrices`]'s passes.
-const COEFFICIENT_BLOCK: usize = 1 << 15;
+const COEFFICIENT_BLOCK: usize = 1 << 12;
 
 /// `n` zeros, written by every thread (a 2^20 key's values are ~150 MiB).
 fn zeros<F: PrimeField>(n: usize) -> Vec<F> {
@@ -538,18 +552,11 @@ impl<F> MatrixShare<'_, F> {
     }
 }
 
-fn stored_value<F: PrimeField>(zkey: &ZkeyFile, index: usize, bytes: &[u8]) -> Result<F, Error> {
-    field_from_le(bytes).ok_or_else(|| Error::InvalidScalar {
-        what: format!("{}: coefficient {index}", zkey.path().display()),
-        value: zkpipe_formats::curve::le_to_decimal(bytes),
-    })
-}
-
 /// [`compile_matrices`] on one thread, for entries in any order.
-fn compile_matrices_in_file_order<F: PrimeField>(
+fn compile_matrices_in_file_order<F: MontLimbs>(
     zkey: &ZkeyFile,
     rows: usize,
-    r_inv_sq: F,
+    stored: StoredValues<F>,
 ) -> Result<(Csr<F>, Csr<F>), Error> {
     let mut counts = [vec![0u32; rows + 1], vec![0u32; rows + 1]];
     for coef in zkey.coefficients() {
@@ -574,10 +581,10 @@ fn compile_matrices_in_file_order<F: PrimeField>(
     for (index, coef) in zkey.coefficients().enumerate() {
         let coef = coef?;
         let m = matrix_index(coef.matrix);
-        let stored: F = stored_value(zkey, index, coef.value)?;
+        let value = stored.value(zkey, index, coef.value)?;
         let slot = &mut fill[m][coef.constraint as usize];
         mats[m].cols[*slot as usize] = coef.signal;
-        mats[m].vals[*slot as usize] = stored * r_inv_sq;
+        mats[m].vals[*slot as usize] = value;
         *slot += 1;
     }
     let b = mats.pop().unwrap_or_default();
@@ -592,12 +599,44 @@ fn matrix_index(m: Matrix) -> usize {
     }
 }
 
-/// R⁻², by which section 4's stored values (v·R²) are multiplied to give v.
-fn r_inv_sq<F: PrimeField>() -> Result<F, Error> {
-    montgomery_r::<F>()
-        .square()
-        .inverse()
-        .ok_or_else(|| Error::InvalidKey("R is not invertible".into()))
+/// Section 4's stored values, v·R² as little-endian integers, made into the field
+/// elements v. Read as Montgomery limbs (arkworks keeps x as x·R) a stored value is v·R
+/// already, so one multiplication by R⁻¹ gives v, where converting it as an integer and
+/// then multiplying by R⁻² took two (experiment 029).
+#[derive(Clone, Copy)]
+struct StoredValues<F> {
+    r_inv: F,
+}
+
+impl<F: MontLimbs> StoredValues<F> {
+    fn new() -> Result<Self, Error> {
+        let r_inv = montgomery_r::<F>()
+            .inverse()
+            .ok_or_else(|| Error::InvalidKey("R is not invertible".into()))?;
+        Ok(Self { r_inv })
+    }
+
+    /// Coefficient `index`'s value v from its stored bytes.
+    fn value(&self, zkey: &ZkeyFile, index: usize, bytes: &[u8]) -> Result<F, Error> {
+        let mut big = F::BigInt::default();
+        let fits = bytes.len() <= 32 && {
+            for (limb, chunk) in big.as_mut().iter_mut().zip(bytes.chunks(8)) {
+                let mut a = [0u8; 8];
+                a[..chunk.len()].copy_from_slice(chunk);
+                *limb = u64::from_le_bytes(a);
+            }
+            big < F::MODULUS
+        };
+        if !fits {
+            return Err(Error::InvalidScalar {
+                what: format!("{}: coefficient {index}", zkey.path().display()),
+                value: zkpipe_formats::curve::le_to_decimal(bytes),
+            });
+        }
+        let mut limbs = [0u64; 4];
+        limbs.copy_from_slice(big.as_ref());
+        Ok(F::from_mont_limbs(limbs) * self.r_inv)
+    }
 }
 
 /// R = 2^(64·limbs) mod r, the Montgomery radix snarkjs and arkworks share.
@@ -634,7 +673,8 @@ mod tests {
         type F = ark_bn254::Fr;
         let z = fixture_key("bn254");
         let rows = z.header.domain_size as usize;
-        let want = compile_matrices_in_file_order::<F>(&z, rows, r_inv_sq().unwrap()).unwrap();
+        let want =
+            compile_matrices_in_file_order::<F>(&z, rows, StoredValues::new().unwrap()).unwrap();
         assert!(want.0.cols.len() + want.1.cols.len() == z.n_coefficients() as usize);
         for block in [1, 2, 3, 7, 64, 1000, COEFFICIENT_BLOCK] {
             let got = compile_matrices_in_blocks::<F>(&z, rows, block).unwrap();

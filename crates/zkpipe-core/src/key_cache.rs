@@ -24,8 +24,11 @@ use zkpipe_formats::zkey::ZkeyFile;
 pub const CACHE_ENV: &str = "ZKPIPE_KEY_CACHE";
 
 /// Bytes hashed per task: the digest is SHA-256 over the length and the SHA-256 of each
-/// chunk, so a large key hashes on every core.
-const CHUNK: usize = 8 << 20;
+/// chunk, so a key hashes on every core. 1 MiB chunks keep a 2^16 circuit's ~34 MiB key
+/// on all 16 cores of the benchmark host: with 8 MiB ones its five chunks took 6–11 ms
+/// there, now 2.6–2.9 (experiment 029). Changing it changes every digest, so keys
+/// remembered before are checked once more.
+const CHUNK: usize = 1 << 20;
 
 /// A key file's digest (see [`CHUNK`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

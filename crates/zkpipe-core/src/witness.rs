@@ -17,6 +17,11 @@ const LARGE_WITNESS_BYTES: usize = 16 << 20;
 /// 2^14 job, most of it work-stealing); a big one-shot witness still converts in parallel.
 const VALUES_PER_TASK: usize = 1 << 15;
 
+/// Values per task of a one-shot proof's conversion ([`Witness::for_curve`]): its pool is
+/// otherwise idle, so a 2^16 circuit's ~60k values spread over 16 cores instead of
+/// taking ~5 ms on one (experiment 029).
+const ONE_SHOT_VALUES_PER_TASK: usize = 1 << 12;
+
 /// The values of all signals: w[0] = 1, then public outputs and inputs, then private ones.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Witness<F> {
@@ -25,8 +30,41 @@ pub struct Witness<F> {
 }
 
 impl<F: PrimeField> Witness<F> {
-    /// Converts a parsed `.wtns` (whose values the parser has range-checked).
+    /// Converts a parsed `.wtns` (whose values the parser has range-checked), for callers
+    /// that convert many witnesses at once (the daemon's request threads): a witness of
+    /// fewer than two tasks' worth is converted on the calling thread.
     pub fn from_wtns(wtns: &Wtns) -> Result<Self, Error> {
+        Self::convert(wtns, VALUES_PER_TASK)
+    }
+
+    /// Converts `wtns` for a proof on curve `E`, for a caller that proves one witness at a
+    /// time (the CLI's `prove`): the values are split over the whole pool in tasks of
+    /// [`ONE_SHOT_VALUES_PER_TASK`]. Its curve is checked first, so that a witness of the
+    /// other curve is named as such, not as out-of-range values.
+    pub fn for_curve<E: Curve<ScalarField = F>>(wtns: &Wtns) -> Result<Self, Error> {
+        check_curve::<E>(wtns)?;
+        Self::convert(wtns, ONE_SHOT_VALUES_PER_TASK)
+    }
+
+    /// Checks that this witness has a value for each of `key`'s nVars signals.
+    pub fn check_len<E: Curve<ScalarField = F>>(&self, key: &CompiledKey<E>) -> Result<(), Error> {
+        check_len(self.values.len(), key)
+    }
+
+    /// Checks that this witness can be proved with `key` (same curve, nVars values), then
+    /// converts it as [`Self::for_curve`] does.
+    pub fn check_for<E: Curve<ScalarField = F>>(
+        wtns: &Wtns,
+        key: &CompiledKey<E>,
+    ) -> Result<Self, Error> {
+        check_curve::<E>(wtns)?;
+        check_len(wtns.n_witness as usize, key)?;
+        Self::convert(wtns, ONE_SHOT_VALUES_PER_TASK)
+    }
+
+    /// The values of `wtns`, in tasks of `per_task` values (on the calling thread when
+    /// there are fewer than two tasks' worth).
+    fn convert(wtns: &Wtns, per_task: usize) -> Result<Self, Error> {
         // A large witness's conversion is a bandwidth burst of its own.
         let _burst = (wtns.values.len() >= LARGE_WITNESS_BYTES).then(crate::throttle::burst);
         let n8 = wtns.curve.n8r();
@@ -36,47 +74,44 @@ impl<F: PrimeField> Witness<F> {
                 value: zkpipe_formats::curve::le_to_decimal(b),
             })
         };
-        let values = if wtns.values.len() / n8 < 2 * VALUES_PER_TASK {
+        let values = if wtns.values.len() / n8 < 2 * per_task {
             let mut values = Vec::with_capacity(wtns.values.len() / n8);
             for v in wtns.values.chunks_exact(n8).enumerate().map(value) {
                 values.push(v?);
             }
             values
         } else {
-            let tasks = wtns
-                .values
-                .par_chunks_exact(n8)
-                .with_min_len(VALUES_PER_TASK);
+            let tasks = wtns.values.par_chunks_exact(n8).with_min_len(per_task);
             tasks.enumerate().map(value).collect::<Result<_, _>>()?
         };
         Ok(Self { values })
-    }
-
-    /// Checks that this witness can be proved with `key`: same curve, nVars values.
-    pub fn check_for<E: Curve<ScalarField = F>>(
-        wtns: &Wtns,
-        key: &CompiledKey<E>,
-    ) -> Result<Self, Error> {
-        if wtns.curve != E::ID {
-            return Err(Error::CurveMismatch {
-                what: "witness",
-                found: wtns.curve,
-                expected: E::ID,
-            });
-        }
-        if wtns.n_witness as usize != key.n_vars {
-            return Err(Error::WitnessLength {
-                expected: key.n_vars,
-                found: wtns.n_witness as usize,
-            });
-        }
-        Self::from_wtns(wtns)
     }
 
     /// The public signals w[1..=n_public].
     pub fn public(&self, n_public: usize) -> &[F] {
         &self.values[1..=n_public]
     }
+}
+
+fn check_curve<E: Curve>(wtns: &Wtns) -> Result<(), Error> {
+    if wtns.curve != E::ID {
+        return Err(Error::CurveMismatch {
+            what: "witness",
+            found: wtns.curve,
+            expected: E::ID,
+        });
+    }
+    Ok(())
+}
+
+fn check_len<E: Curve>(values: usize, key: &CompiledKey<E>) -> Result<(), Error> {
+    if values != key.n_vars {
+        return Err(Error::WitnessLength {
+            expected: key.n_vars,
+            found: values,
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -108,6 +143,29 @@ mod tests {
             let expected: Vec<Fr> = raw.iter().map(|&v| Fr::from(v)).collect();
             assert_eq!(w.values, expected, "{n} values");
         }
+    }
+
+    #[test]
+    fn one_shot_conversion_matches_and_checks_the_curve_first() {
+        for n in [
+            3,
+            2 * ONE_SHOT_VALUES_PER_TASK - 1,
+            5 * ONE_SHOT_VALUES_PER_TASK + 7,
+        ] {
+            let raw: Vec<u64> = (0..n as u64).map(|i| i * 11 + 1).collect();
+            let w = Witness::<Fr>::for_curve::<ark_bn254::Bn254>(&wtns_of(&raw)).unwrap();
+            assert_eq!(
+                w,
+                Witness::<Fr>::from_wtns(&wtns_of(&raw)).unwrap(),
+                "{n} values"
+            );
+        }
+        // A BLS12-381 witness is named as one, whatever its values.
+        let mut wtns = wtns_of(&[1, 2, 3]);
+        wtns.curve = CurveId::Bls12_381;
+        wtns.values[32..64].fill(0xff);
+        let e = Witness::<Fr>::for_curve::<ark_bn254::Bn254>(&wtns).unwrap_err();
+        assert!(matches!(e, Error::CurveMismatch { .. }), "{e}");
     }
 
     #[test]

@@ -117,14 +117,22 @@ impl Job<'_> {
         };
         // The point checks run once per key file (zkpipe_core::key_cache).
         let cache = CheckedKeys::user();
-        // The witness is read (or computed) on another thread while the key compiles.
-        let ((compiled, key_span), (wtns, wtns_span)) = rayon::join(
+        // The witness is read (or computed) and converted on another thread while the key
+        // compiles; only its length waits for the key.
+        let ((compiled, key_span), (converted, wtns_span)) = rayon::join(
             || {
                 timed(Stage::LoadKey, || {
                     compile_checked::<E>(file, checks, cache.as_ref())
                 })
             },
-            || timed(Stage::LoadWitness, witness),
+            || {
+                timed(Stage::LoadWitness, || {
+                    witness().and_then(|w| {
+                        Witness::for_curve::<E>(&w)
+                            .with_context(|| self.witness_name.display().to_string())
+                    })
+                })
+            },
         );
         t.spans.extend([key_span, wtns_span]);
         let (key, outcome) = compiled?;
@@ -137,10 +145,13 @@ impl Job<'_> {
             );
         }
         let key = std::sync::Arc::new(key);
-        let witness = t.time(Stage::LoadWitness, || {
-            Witness::check_for(&wtns?, &key)
-                .with_context(|| self.witness_name.display().to_string())
-        })?;
+        if !a.no_verify {
+            key.prepare_vk_in_background();
+        }
+        let witness = converted?;
+        witness
+            .check_len(&key)
+            .with_context(|| self.witness_name.display().to_string())?;
         zkpipe_core::msm::constant_work::set(a.constant_work);
         let bound = t.time(Stage::Upload, || select(a.backend, Arc::clone(&key), a.gpu))?;
         let opts = ProveOptions {
@@ -170,6 +181,10 @@ impl Job<'_> {
                 eprintln!("  {:<12} {adder}", "msm_adder");
             }
         }
+        // The process exits next: the key, the witness and the backend's state are left
+        // to the OS, which takes them back at once, instead of being freed piece by piece
+        // (2–3 ms of a ~65 ms 2^16 proof on 16 cores, experiment 029).
+        std::mem::forget((key, witness, bound));
         Ok(())
     }
 }
