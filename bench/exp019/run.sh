@@ -92,6 +92,10 @@
 #   quotient the CPU quotient stage against arkworks' FFTs (.carry/quotient_bench.xz:
 #           `cargo build --release -p zkpipe-core --example quotient_bench`) at 2^LOGS
 #           (default 16 20), THREADS (default 1,4,8,16), RUNS runs (default 9; experiment 028).
+#   backends whole one-shot `zkpipe prove` processes, default key checks (cache warm), on
+#           --backend cpu and cuda, per key (KEYS, default bn16 bn18 bn20 bls16 bls18 bls20),
+#           ROUNDS rounds interleaved (default 3), every proof verified: where a one-shot
+#           proof is faster on the GPU than on the CPU (experiment 029, --backend auto).
 #   fixtures every bundled fixture (both curves) proved on the GPU and self-checked, with
 #           and without --constant-work.
 #   snarkrs-cuda warm GPU proofs side by side (BN254): `snarkrs bench --backend cuda --mode
@@ -457,6 +461,26 @@ tail)
     --variant 'default:' --variant 'tail8: tail.workers=8' \
     --variant 'tail16: tail.workers=16; tail.threads=16' --variant 'nocheck: pipeline.self_check=false' \
     bn14 "$work/keys/bn14.wtns" -c 64 -j 16 -p 1 > "$out/tail.txt" 2>&1 || log "sweep tail failed"
+  ;;
+backends)
+  keys=${KEYS:-bn16 bn18 bn20 bls16 bls18 bls20} make_keys
+  for k in ${KEYS:-bn16 bn18 bn20 bls16 bls18 bls20}; do
+    cache=$work/key-cache-$k
+    ZKPIPE_KEY_CACHE="$cache" "$bin" prove "$work/keys/$k.zkey" "$work/keys/$k.wtns" "$work/p.json" \
+      "$work/pub.json" --backend cpu --no-verify > /dev/null 2>&1 || log "$k: the warm-up proof failed"
+    for round in $(seq 1 "${ROUNDS:-3}"); do
+      order="cpu cuda"; [ $((round % 2)) = 0 ] && order="cuda cpu"
+      for backend in $order; do
+        rm -f "$work/p.json"
+        t0=$EPOCHREALTIME
+        ZKPIPE_KEY_CACHE="$cache" "$bin" prove "$work/keys/$k.zkey" "$work/keys/$k.wtns" "$work/p.json" \
+          "$work/pub.json" --backend "$backend" > /dev/null 2>>"$out/steps.log" || log "$k $backend failed"
+        ms=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", (b - a) * 1000 }')
+        ok=$("$bin" verify "$work/keys/$k.zkey" "$work/pub.json" "$work/p.json" 2>&1 | tail -1)
+        echo "oneshot $k $backend r$round: $ms ms, verify: $ok" | tee -a "$out/steps.log"
+      done
+    done
+  done
   ;;
 fixtures)
   for curve in bn254 bls12-381; do

@@ -6,7 +6,7 @@
 //! for noise; `--only reduce` measures just that stage (for schedule experiments).
 
 use super::with_curve;
-use crate::backend::{select, BackendChoice};
+use crate::backend::{select, BackendChoice, Proofs};
 use crate::bench::peak_rss_mib;
 use crate::bench::plot::{stacked_bars, Bar};
 use crate::bench::stats::{verdict, Summary};
@@ -165,7 +165,7 @@ fn bench_with<E: BindCurve>(a: &Args, zkey: &ZkeyFile, plan: Plan) -> Result<()>
     let witness = Witness::check_for(&wtns, &key).with_context(|| a.wtns.display().to_string())?;
     let start = Instant::now();
     zkpipe_core::msm::constant_work::set(a.constant_work);
-    let backend = select(a.backend, Arc::clone(&key), a.gpu)?;
+    let backend = select(a.backend, Arc::clone(&key), a.gpu, Proofs::Many)?;
     let upload = start.elapsed().as_secs_f64() * 1e3;
     eprintln!(
         "backend: {}{}",

@@ -1,7 +1,7 @@
 //! `zkpipe prove <zkey> <wtns> <proof.json> <public.json>` (rapidsnark's argument order).
 
 use super::with_curve;
-use crate::backend::{select, BackendChoice};
+use crate::backend::{select, BackendChoice, Proofs};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -50,7 +50,9 @@ pub struct ProveFlags {
     /// How reduce spreads rows over threads: static, dynamic:<rows> or stealing:<rows>.
     #[arg(long, default_value_t = zkpipe_core::reduce::DEFAULT_SCHEDULE)]
     schedule: zkpipe_core::reduce::RowSchedule,
-    /// Where the quotient stage and the MSMs run: auto (GPU if present), cpu, cuda.
+    /// Where the quotient stage and the MSMs run: auto (the GPU if present, but a small
+    /// key, domain up to 2^17 on 16 threads and less on fewer, on the CPU, which proves
+    /// it before the GPU has started), cpu, cuda.
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendChoice,
     /// Which GPU the cuda backend uses (CUDA's device index).
@@ -153,7 +155,9 @@ impl Job<'_> {
             .check_len(&key)
             .with_context(|| self.witness_name.display().to_string())?;
         zkpipe_core::msm::constant_work::set(a.constant_work);
-        let bound = t.time(Stage::Upload, || select(a.backend, Arc::clone(&key), a.gpu))?;
+        let bound = t.time(Stage::Upload, || {
+            select(a.backend, Arc::clone(&key), a.gpu, Proofs::One)
+        })?;
         let opts = ProveOptions {
             self_check: !a.no_verify,
             schedule: a.schedule,
@@ -176,6 +180,7 @@ impl Job<'_> {
         })?;
         if a.timings {
             print_timings(t, self.zkey);
+            eprintln!("  {:<12} {}", "backend", bound.name());
             if bound.name() == "cpu" {
                 let adder = zkpipe_core::msm::pippenger::cpu_adder();
                 eprintln!("  {:<12} {adder}", "msm_adder");
