@@ -298,6 +298,10 @@ async fn warm_up(t: &mut Target, plan: &Plan) -> Result<()> {
     Ok(())
 }
 
+/// How many times a cell's trace is fetched, 20 ms apart, before its missing partitions
+/// are taken to be past the daemon's trace capacity.
+const TRACE_ATTEMPTS: usize = 50;
+
 /// Runs one cell on a daemon and measures it; a failed job is an error.
 async fn run_cell(
     t: &mut Target,
@@ -327,17 +331,28 @@ async fn run_cell(
         );
     }
     let jobs: BTreeSet<u64> = run.jobs.iter().map(|j| j.job_id).collect();
-    let trace = t
-        .client
-        .get_trace(pb::GetTraceRequest {})
-        .await
-        .map_err(rpc)
-        .with_context(|| format!("{where_}: the daemon's trace"))?
-        .into_inner()
-        .chrome_json;
-    let trace: serde_json::Value =
-        serde_json::from_str(&trace).with_context(|| format!("{where_}: the daemon's trace"))?;
-    let waterfall = analyse(&trace, &jobs).with_context(|| where_.clone())?;
+    // A partition enters the trace just after its job is seen done (its `record` span
+    // times the store write that makes it so), so the last ones may be missing for a
+    // moment: ask again for up to ~1 s until every partition of the cell is there.
+    let mut attempt = 0;
+    let (trace, waterfall) = loop {
+        let trace = t
+            .client
+            .get_trace(pb::GetTraceRequest {})
+            .await
+            .map_err(rpc)
+            .with_context(|| format!("{where_}: the daemon's trace"))?
+            .into_inner()
+            .chrome_json;
+        let trace: serde_json::Value = serde_json::from_str(&trace)
+            .with_context(|| format!("{where_}: the daemon's trace"))?;
+        let waterfall = analyse(&trace, &jobs).with_context(|| where_.clone())?;
+        attempt += 1;
+        if waterfall.trace_partitions >= run.summary.proofs || attempt == TRACE_ATTEMPTS {
+            break (trace, waterfall);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
     if waterfall.trace_partitions < run.summary.proofs {
         eprintln!(
             "zkpipe: note: {where_}: the daemon's trace holds {} of the cell's {} partitions \
