@@ -183,6 +183,12 @@ pub fn field_from_decimal<F: PrimeField>(s: &str) -> Option<F> {
 
 /// A prime-field element from little-endian standard-form bytes, rejecting values ≥ the modulus.
 pub fn field_from_le<F: PrimeField>(b: &[u8]) -> Option<F> {
+    F::from_bigint(bigint_from_le::<F>(b)?)
+}
+
+/// The integer of little-endian bytes, as `F`'s big integer type (`None` if too long for
+/// it; not reduced or range-checked).
+pub(crate) fn bigint_from_le<F: PrimeField>(b: &[u8]) -> Option<F::BigInt> {
     let mut big = F::BigInt::default();
     let limbs = big.as_mut();
     if b.len() > limbs.len() * 8 {
@@ -193,7 +199,7 @@ pub fn field_from_le<F: PrimeField>(b: &[u8]) -> Option<F> {
         a[..chunk.len()].copy_from_slice(chunk);
         limbs[i] = u64::from_le_bytes(a);
     }
-    F::from_bigint(big)
+    Some(big)
 }
 
 /// Little-endian standard-form bytes of a prime-field element.

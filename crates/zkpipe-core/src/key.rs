@@ -4,7 +4,7 @@
 
 use crate::blinding::BlindingBases;
 pub use crate::csr::Csr;
-use crate::curve::{Curve, MontLimbs};
+use crate::curve::{bigint_from_le, Curve, MontLimbs};
 use crate::error::{Error, PointError};
 use crate::prepared_vk::PreparedVerifyingKey;
 use crate::quotient::QuotientDomain;
@@ -618,21 +618,12 @@ impl<F: MontLimbs> StoredValues<F> {
 
     /// Coefficient `index`'s value v from its stored bytes.
     fn value(&self, zkey: &ZkeyFile, index: usize, bytes: &[u8]) -> Result<F, Error> {
-        let mut big = F::BigInt::default();
-        let fits = bytes.len() <= 32 && {
-            for (limb, chunk) in big.as_mut().iter_mut().zip(bytes.chunks(8)) {
-                let mut a = [0u8; 8];
-                a[..chunk.len()].copy_from_slice(chunk);
-                *limb = u64::from_le_bytes(a);
-            }
-            big < F::MODULUS
-        };
-        if !fits {
-            return Err(Error::InvalidScalar {
+        let big = bigint_from_le::<F>(bytes)
+            .filter(|big| *big < F::MODULUS)
+            .ok_or_else(|| Error::InvalidScalar {
                 what: format!("{}: coefficient {index}", zkey.path().display()),
                 value: zkpipe_formats::curve::le_to_decimal(bytes),
-            });
-        }
+            })?;
         let mut limbs = [0u64; 4];
         limbs.copy_from_slice(big.as_ref());
         Ok(F::from_mont_limbs(limbs) * self.r_inv)
