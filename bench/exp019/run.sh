@@ -31,7 +31,8 @@
 #           this build with ZKPIPE_CUDA_HOST_SCALARS=1 (hostscalars: the witness converted
 #           on the host, as before experiment 022), this build with ZKPIPE_CUDA_RUN=R
 #           (runR: R pieces per run, run0 the bit sums over pieces as before experiment
-#           024), --constant-work with
+#           024), this build with ZKPIPE_CUDA_PIECE_ORDER=plan (pieceplan: piece sums in
+#           plan order, as before experiment 030), --constant-work with
 #           ZKPIPE_CUDA_CONSTANT=full or both (constfull, constboth: experiment 023)
 #           (VARIANTS picks); ROUNDS rounds
 #           (default 2).
@@ -42,7 +43,7 @@
 #           old build (when .carry has one) and this one, first in turn, ROUNDS rounds interleaved
 #           (default 2); default pipeline config with queue_depth = 64 (experiment 010),
 #           trusted keys. DAEMON_ENV adds a variant: this build with that environment
-#           (e.g. ZKPIPE_CUDA_TABLES=off).
+#           (e.g. ZKPIPE_CUDA_TABLES=off). NOCHECK=1 turns the self-check off for all.
 #   hostprof the daemon step's cell (this build) under `perf record -a` (flat, no call
 #           graphs), then perf's per-thread-name and per-symbol summaries: where the host's
 #           CPU goes at ~550 proofs/s (experiment 025). The GPU machine has no perf:
@@ -57,7 +58,9 @@
 #           default passes1 passes3 batch16): device.passes 1, 3 or 4 (with as many
 #           workers), device.batch=16, tail16 (16 tail workers and threads), p1tail16
 #           (both), tb1 and tb16 (tail.batch 1 and 16: self-checks one by one, or 16
-#           together), nocheck (no self-check); ROUNDS rounds (default 2) interleaved (experiment
+#           together), nocheck (no self-check), tail12 and tail16w (12 or 16 tail workers,
+#           the default threads), nctail12, nctail16 and nctb8 (no self-check with 12 or 16
+#           tail workers, or tail.batch=8); ROUNDS rounds (default 2) interleaved (experiment
 #           026: what holds the device once it is ~99% busy).
 #   statedir this build's daemon at the same cell with its state folder on the disk and in
 #           /dev/shm, ROUNDS rounds (default 2) interleaved, and dd's sync timings of the
@@ -110,6 +113,16 @@
 #           `zkpipe bench --backend cuda` (1 warm-up, RUNS runs, default 3) per key (KEYS,
 #           default bn14 bn20 bls20), each build (.carry's zkpipe, and zkpipe-old when it
 #           is there): where a proof's GPU time goes, kernel by kernel (experiment 024).
+#   batchprof the batched device pass (experiment 030): `zkpipe bench --batch K --backend
+#           cuda --trusted-key --no-verify` of KEYS (default bn14) for K in BATCHES (default
+#           1 2 4 8 16 32), each of BATCH_VARIANTS (default "new old": this build, and
+#           zkpipe-old when .carry has it; pieceplan: this build with
+#           ZKPIPE_CUDA_PIECE_ORDER=plan; conn32: CUDA_DEVICE_MAX_CONNECTIONS=32, where
+#           the others run with CUDA's default of 8),
+#           ROUNDS rounds interleaved (default 2), with ZKPIPE_CUDA_PASS_TRACE=1 (when each
+#           of a pass's MSMs ended; old builds ignore it); then Nsight Compute's per-kernel
+#           summary of this build at K in PROF_BATCHES (default 1 16): how a pass's time
+#           grows with its proofs, and which kernels make the part that does not.
 set -euo pipefail
 step=${1:?step}; out=${2:?out}
 work=${WORK:-bench/work/dev}
@@ -217,6 +230,7 @@ latency)
           notables) cmd=(env ZKPIPE_CUDA_TABLES=off "$bin" "${args[@]}") ;;
           hostscalars) cmd=(env ZKPIPE_CUDA_HOST_SCALARS=1 "$bin" "${args[@]}") ;;
           run[0-9]*) cmd=(env ZKPIPE_CUDA_RUN="${v#run}" "$bin" "${args[@]}") ;;
+          pieceplan) cmd=(env ZKPIPE_CUDA_PIECE_ORDER=plan "$bin" "${args[@]}") ;;
         esac
         timeout 120 "${cmd[@]}" > "$out/$k-$v-r$round.md" 2>&1 || log "FAILED $k $v r$round"
         echo "$k $v r$round: $(grep -m1 'prove total' "$out/$k-$v-r$round.md")" | tee -a "$out/steps.log"
@@ -249,11 +263,14 @@ cpu)
   ;;
 daemon)
   small_daemon_config
+  # NOCHECK=1: every variant without the self-check (the issue's targets are stated so).
+  [ "${NOCHECK:-}" = 1 ] && printf 'self_check = false\n' >> "$work/zkpipe.toml"
   for round in $(seq 1 "${ROUNDS:-2}"); do
     # The first build of a round leaves its spilled witnesses' writeback to the next:
-    # the order turns each round, so neither always goes first (experiment 026).
-    order="old new"; [ $((round % 2)) = 0 ] && order="new old"
-    for v in $order ${DAEMON_ENV:+env}; do
+    # the order turns each round, so none always goes first (experiment 026).
+    order="old new ${DAEMON_ENV:+env}"
+    [ $((round % 2)) = 0 ] && order=$(echo "$order" | awk '{for (i = NF; i > 0; i--) printf "%s ", $i}')
+    for v in $order; do
       b=$bin; [ $v = old ] && b=$work/bin/zkpipe-old
       [ $v = old ] && [ ! -x "$b" ] && continue
       [ $v = env ] && b="env $DAEMON_ENV $bin"
@@ -432,6 +449,11 @@ device)
       tb1) variants+=(--variant 'tb1: tail.batch=1') ;;
       tb16) variants+=(--variant 'tb16: tail.batch=16') ;;
       nocheck) variants+=(--variant 'nocheck: pipeline.self_check=false') ;;
+      nctail12) variants+=(--variant 'nctail12: pipeline.self_check=false; tail.workers=12') ;;
+      nctail16) variants+=(--variant 'nctail16: pipeline.self_check=false; tail.workers=16') ;;
+      nctb8) variants+=(--variant 'nctb8: pipeline.self_check=false; tail.batch=8') ;;
+      tail12) variants+=(--variant 'tail12: tail.workers=12') ;;
+      tail16w) variants+=(--variant 'tail16w: tail.workers=16') ;;
     esac
   done
   variant_sweep device
@@ -532,6 +554,43 @@ profile)
         --runs "${RUNS:-3}" --warmup 1 > "$out/ncu-$k-$v.txt" 2>&1 || log "FAILED ncu $k $v"
       grep -m1 'prove total' "$out/ncu-$k-$v.txt" | tee -a "$out/steps.log" || true
     done
+  done
+  ;;
+batchprof)
+  keys=${KEYS:-bn14} make_keys
+  for round in $(seq "${ROUNDS:-2}"); do
+    for k in ${KEYS:-bn14}; do
+      for kb in ${BATCHES:-1 2 4 8 16 32}; do
+        for v in ${BATCH_VARIANTS:-new old}; do
+          b=$bin; [ $v = old ] && b=$work/bin/zkpipe-old
+          [ -x "$b" ] || continue
+          f="$out/batch-$k-k$kb-$v-r$round.md"
+          order=; [ $v = pieceplan ] && order=plan
+          conn=8; [ $v = conn32 ] && conn=32
+          CUDA_DEVICE_MAX_CONNECTIONS=$conn ZKPIPE_CUDA_PIECE_ORDER=$order ZKPIPE_CUDA_PASS_TRACE=1 timeout 120 "$b" bench "$work/keys/$k.zkey" "$work/keys/$k.wtns" --backend cuda \
+            --trusted-key --no-verify --batch "$kb" --runs "${RUNS:-15}" --warmup 3 > "$f" 2>&1 || log "FAILED batch $k k$kb $v r$round"
+          echo "$k k=$kb $v r$round: $(grep -m1 'prove total' "$f")" | tee -a "$out/steps.log"
+        done
+      done
+    done
+  done
+  for k in ${KEYS:-bn14}; do
+    for kb in ${PROF_BATCHES:-1 16}; do
+      log "ncu $k k=$kb"
+      timeout 300 ncu --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel \
+        "$bin" bench "$work/keys/$k.zkey" "$work/keys/$k.wtns" --backend cuda --trusted-key --no-verify \
+        --batch "$kb" --runs "${PROF_RUNS:-3}" --warmup 1 > "$out/ncu-$k-k$kb.txt" 2>&1 || log "FAILED ncu $k k$kb"
+      grep -m1 'prove total' "$out/ncu-$k-k$kb.txt" | tee -a "$out/steps.log" || true
+    done
+    # Why the heaviest kernels take what they take (occupancy, stalls, throughputs), at
+    # the largest profiled batch: the first few launches of each.
+    kb=$(echo ${PROF_BATCHES:-1 16} | awk '{print $NF}')
+    log "ncu sections $k k=$kb"
+    timeout 300 ncu --clock-control none -k "regex:zkp_bm_(sum_pieces|runs|bitsums)" --launch-count 10 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+      --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
+      "$bin" bench "$work/keys/$k.zkey" "$work/keys/$k.wtns" --backend cuda --trusted-key --no-verify \
+      --batch "$kb" --runs 1 --warmup 1 > "$out/ncu-sections-$k-k$kb.txt" 2>&1 || log "FAILED ncu sections $k k$kb"
   done
   ;;
 *) echo "unknown step $step" >&2; exit 2 ;;

@@ -86,3 +86,47 @@ fn bench_json_has_every_stage_and_compare_has_a_verdict() {
     ]);
     assert_one_line_error(&o, &["schedule"]);
 }
+
+#[test]
+fn bench_batch_proves_several_in_one_device_stage() {
+    let f = fixture("bn254", "multi_public");
+    let d = tempfile::tempdir().unwrap();
+    let json = d.path().join("b.json");
+    let run = |extra: &[&str]| {
+        let mut args: Vec<std::path::PathBuf> = vec![
+            "bench".into(),
+            f.join("circuit.zkey"),
+            f.join("witness.wtns"),
+            "--backend".into(),
+            "cpu".into(),
+        ];
+        args.extend(extra.iter().map(std::path::PathBuf::from));
+        let args: Vec<&std::path::Path> = args.iter().map(|a| a.as_path()).collect();
+        zkpipe(&args)
+    };
+    let o = run(&[
+        "--batch",
+        "3",
+        "--runs",
+        "2",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = text(&o);
+    assert!(out.contains("per proof (total / 3)"), "{out}");
+    assert!(
+        out.contains("3 proofs per run in one device stage"),
+        "{out}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["batch"], 3);
+    // Every proof of the batch was self-checked: each one's verify span is there.
+    let verify = &v["series"][0]["stages"]["verify"]["runs_ms"];
+    assert_eq!(verify.as_array().map(Vec::len), Some(2), "{v}");
+
+    let o = run(&["--batch", "0"]);
+    assert_one_line_error(&o, &["--batch"]);
+    let o = run(&["--batch", "2", "--only", "reduce"]);
+    assert_one_line_error(&o, &["--batch"]);
+}

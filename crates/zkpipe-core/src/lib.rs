@@ -58,7 +58,7 @@ pub use device::{
 pub use error::{Error, PointError};
 pub use key::{CompiledKey, PointChecks, VerifyingKey};
 pub use proof::Proof;
-pub use prover::{prove, ProveOptions};
+pub use prover::{prove, prove_batch, ProveOptions};
 pub use timings::{Stage, Timings};
 pub use verify::verify;
 pub use witness::Witness;

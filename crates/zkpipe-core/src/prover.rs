@@ -39,28 +39,77 @@ pub fn prove<E: Curve>(
     rng: &mut (impl RngCore + CryptoRng),
     t: &mut Timings,
 ) -> Result<Proof<E>, Error> {
+    check_witness(bound.key(), witness)?;
+    prove_batch(bound, &[witness], opts, rng, std::slice::from_mut(t)).remove(0)
+}
+
+/// Proves several witnesses of `bound`'s key with one device stage for all of them (as
+/// the engine's batched device pass does: [`crate::device::Caps::batch_limit`] proofs a
+/// pass), recording each proof's stages in its own `t`. Reduce and tail run one proof
+/// after another on the current rayon pool. Results in input order; a witness of the
+/// wrong length fails alone.
+///
+/// # Panics
+///
+/// If `t` and `witnesses` differ in length.
+pub fn prove_batch<E: Curve>(
+    bound: &dyn BoundKey<E>,
+    witnesses: &[&Witness<E::ScalarField>],
+    opts: &ProveOptions,
+    rng: &mut (impl RngCore + CryptoRng),
+    t: &mut [Timings],
+) -> Vec<Result<Proof<E>, Error>> {
+    assert_eq!(witnesses.len(), t.len(), "one Timings per witness");
     let key = &**bound.key();
-    check_witness(key, witness)?;
-    let mut evals = QapEvals::zeroed(0);
-    let (mut w, mut h) = (Vec::new(), Vec::new());
     let caps = bound.caps();
     let on = ReduceOn::for_caps(caps, opts.schedule);
-    reduce_stage(
-        key,
-        witness,
-        &mut evals,
-        &mut w,
-        on,
-        caps.wants_scalars(),
-        t,
-    )?;
-    let input = PassInput {
-        evals: &mut evals,
-        w: PassWitness::for_caps(caps, &witness.values, &w),
-        h: &mut h,
-        t: &mut *t,
-    };
-    let sums = device_stage(bound, &mut [input]).remove(0)?;
-    drop((evals, h));
-    tail_stage(key, witness, &w, &sums, opts.self_check, rng, t)
+    let k = witnesses.len();
+    let mut evals: Vec<QapEvals<E::ScalarField>> = (0..k).map(|_| QapEvals::zeroed(0)).collect();
+    let mut ws: Vec<Vec<_>> = (0..k).map(|_| Vec::new()).collect();
+    let mut hs: Vec<Vec<_>> = (0..k).map(|_| Vec::new()).collect();
+    let reduced: Vec<Result<(), Error>> = witnesses
+        .iter()
+        .zip(&mut evals)
+        .zip(&mut ws)
+        .zip(t.iter_mut())
+        .map(|(((witness, evals), w), t)| {
+            reduce_stage(key, witness, evals, w, on, caps.wants_scalars(), t)
+        })
+        .collect();
+    // Only the reduced proofs go to the device; the others keep their error.
+    let mut inputs: Vec<PassInput<'_, E>> = Vec::with_capacity(k);
+    for ((((ok, witness), evals), (w, h)), t) in reduced
+        .iter()
+        .zip(witnesses)
+        .zip(&mut evals)
+        .zip(ws.iter().zip(&mut hs))
+        .zip(t.iter_mut())
+    {
+        if ok.is_ok() {
+            inputs.push(PassInput {
+                evals,
+                w: PassWitness::for_caps(caps, &witness.values, w),
+                h,
+                t,
+            });
+        }
+    }
+    let mut sums = device_stage(bound, &mut inputs).into_iter();
+    // The QAP evaluations and h are scratch of the device stage: freed before the tails.
+    drop(inputs);
+    drop((evals, hs));
+    reduced
+        .into_iter()
+        .zip(witnesses)
+        .zip(&ws)
+        .zip(t.iter_mut())
+        .map(|(((ok, witness), w), t)| {
+            ok?;
+            let sums = sums.next().ok_or_else(|| Error::Backend {
+                backend: bound.name(),
+                message: "a device pass returned fewer results than proofs".into(),
+            })??;
+            tail_stage(key, witness, w, &sums, opts.self_check, rng, t)
+        })
+        .collect()
 }

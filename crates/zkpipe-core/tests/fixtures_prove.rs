@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use zkpipe_core::proof::Proof;
 use zkpipe_core::verify::{public_from_json, PreparedVerifyingKey};
 use zkpipe_core::{
-    prove, CompiledKey, CpuBound, Curve, Error, PointChecks, PointError, ProveOptions, Timings,
-    Witness,
+    prove, prove_batch, CompiledKey, CpuBound, Curve, Error, PointChecks, PointError, ProveOptions,
+    Timings, Witness,
 };
 use zkpipe_formats::json::{read_json, ProofJson, PublicJson};
 use zkpipe_formats::mapped::MappedFile;
@@ -50,6 +50,26 @@ fn prove_and_verify<E: Curve>(curve: &str) {
         let proof = prove_once();
         let public = w.public(key.n_public).to_vec();
         assert!(zkpipe_core::verify(&key.vk, &public, &proof).unwrap());
+        // Several witnesses in one device stage: each proof verifies, and a witness of the
+        // wrong length fails alone, in its place.
+        let short = Witness {
+            values: w.values[1..].to_vec(),
+        };
+        let mut each = vec![Timings::default(); 3];
+        let batch = prove_batch(
+            &bound,
+            &[&w, &short, &w],
+            &ProveOptions::default(),
+            &mut rand::rngs::OsRng,
+            &mut each,
+        );
+        assert!(matches!(batch[1], Err(Error::WitnessLength { .. })));
+        let (first, last) = (batch[0].as_ref().unwrap(), batch[2].as_ref().unwrap());
+        assert_ne!(first, last);
+        for p in [first, last] {
+            assert!(zkpipe_core::verify(&key.vk, &public, p).unwrap());
+        }
+        assert!(each[0].total(zkpipe_core::Stage::Assemble) > std::time::Duration::ZERO);
         // Two proofs of one witness differ (fresh r, s) and both verify.
         let again = prove_once();
         assert_ne!(proof, again);

@@ -132,15 +132,34 @@ static __global__ void zkp_bm_pieces(uint32_t* pstart, uint32_t* pend, uint32_t*
     }
 }
 
+// Sort keys of the pieces, longest first: `piece` − length for each of the npieces
+// made, `piece` + 1 (past every real one) for the unused slots up to max_pieces.
+static __global__ void zkp_bm_order_keys(uint32_t* key, uint32_t* idx, const uint32_t* pstart,
+                                         const uint32_t* pend, const uint32_t* npieces,
+                                         size_t max_pieces, uint32_t piece)
+{
+    const uint32_t total = *npieces;
+    for (size_t p = blockIdx.x * (size_t)blockDim.x + threadIdx.x; p < max_pieces;
+         p += (size_t)gridDim.x * blockDim.x) {
+        key[p] = p < total ? piece - (pend[p] - pstart[p]) : piece + 1;
+        idx[p] = (uint32_t)p;
+    }
+}
+
+// Thread q sums piece order[q] (or piece q where `order` is null): with the plan's
+// order, longest first, the threads of a warp sum pieces of about one length, so none
+// waits idle for a longer neighbour, and the grid's last wave holds the short ones.
 template<class bucket_t, class affine_h>
 __global__ void zkp_bm_sum_pieces(typename bucket_t::mem_t* partial, const affine_h* points,
                                   const uint32_t* vals, const uint32_t* pstart,
-                                  const uint32_t* pend, const uint32_t* npieces)
+                                  const uint32_t* pend, const uint32_t* npieces,
+                                  const uint32_t* order)
 {
     const uint32_t deg = bucket_t::degree;
     const uint32_t total = *npieces;
-    for (uint32_t p = (blockIdx.x * blockDim.x + threadIdx.x) / deg; p < total;
-         p += gridDim.x * blockDim.x / deg) {
+    for (uint32_t q = (blockIdx.x * blockDim.x + threadIdx.x) / deg; q < total;
+         q += gridDim.x * blockDim.x / deg) {
+        const uint32_t p = order ? order[q] : q;
         bucket_t acc;
         acc.inf();
         for (uint32_t e = pstart[p]; e < pend[p]; e++) {
@@ -384,6 +403,7 @@ struct zkp_bm_plan_t {
     uint32_t* pend = nullptr;
     uint32_t* pkey = nullptr;     // each piece's bucket key
     uint32_t* roff = nullptr;     // k·groups + 1 run offsets, by group
+    uint32_t* porder = nullptr;   // piece indices, longest piece first (null: in order)
 
     ~zkp_bm_plan_t()
     {
@@ -391,7 +411,7 @@ struct zkp_bm_plan_t {
             return;
         cudaSetDevice(dev);
         for (void* p : {(void*)vals, (void*)poff, (void*)pstart, (void*)pend, (void*)pkey,
-                        (void*)roff})
+                        (void*)roff, (void*)porder})
             if (p)
                 cudaFreeAsync(p, st);
         cudaStreamDestroy(st);
@@ -444,15 +464,16 @@ static size_t zkp_align(size_t x) { return (x + 255) & ~(size_t)255; }
 
 // `scalars`: host array of k device pointers to n scalars each (standard form, or
 // Montgomery with `mont`); `piece`: entries per piece (L); `run`: pieces per run (0: none,
-// the bit sums read the pieces; constant work always reads them); `table_wbits`: the window width
+// the bit sums read the pieces; constant work always reads them); `order`: the pieces are
+// summed longest first (zkp_bm_sum_pieces); `table_wbits`: the window width
 // of the table of the sets the plan will run against (0: sets' own points, the width
 // chosen here); `shape` receives the window width and the bucket groups per proof, which
 // the host needs to put the bit sums together.
 template<class scalar_t>
 static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* scalars,
                                  uint32_t k, uint32_t n, bool mont, uint32_t piece,
-                                 uint32_t run, bool constant_work, uint32_t table_wbits,
-                                 uint32_t* shape, int dev)
+                                 uint32_t run, bool order, bool constant_work,
+                                 uint32_t table_wbits, uint32_t* shape, int dev)
 {
     *out = nullptr;
     zkp_bm_plan_t* plan = nullptr;
@@ -496,6 +517,12 @@ static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* sca
         CUDA_OK(cudaMallocAsync(&plan->pkey, plan->max_pieces * sizeof(uint32_t), st));
         if (plan->run_len)
             CUDA_OK(cudaMallocAsync(&plan->roff, ((size_t)ngroups + 1) * sizeof(uint32_t), st));
+        if (order)
+            CUDA_OK(cudaMallocAsync(&plan->porder, plan->max_pieces * sizeof(uint32_t), st));
+        // Piece lengths are at most `piece`; the unused slots' key is piece + 1.
+        int order_bits = 1;
+        while ((1ull << order_bits) <= (uint64_t)piece + 1)
+            order_bits++;
 
         size_t sort_bytes = 0, scan_bytes = 0, run_scan_bytes = 0;
         CUDA_OK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, (uint32_t*)nullptr,
@@ -505,7 +532,13 @@ static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* sca
                                                (uint32_t*)nullptr, nkeys + 1, st));
         CUDA_OK(cub::DeviceScan::ExclusiveSum(nullptr, run_scan_bytes, (uint32_t*)nullptr,
                                                (uint32_t*)nullptr, ngroups + 1, st));
-        scan_bytes = std::max(scan_bytes, run_scan_bytes);
+        size_t order_bytes = 0;
+        if (order)
+            CUDA_OK(cub::DeviceRadixSort::SortPairs(nullptr, order_bytes, (uint32_t*)nullptr,
+                                                     (uint32_t*)nullptr, (uint32_t*)nullptr,
+                                                     (uint32_t*)nullptr, plan->max_pieces, 0,
+                                                     order_bits, st));
+        scan_bytes = std::max({scan_bytes, run_scan_bytes, order_bytes});
         size_t o_keys = 0;
         size_t o_keys2 = o_keys + zkp_align(len * 4);
         size_t o_vals = o_keys2 + zkp_align(len * 4);
@@ -513,7 +546,9 @@ static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* sca
         size_t o_end = o_start + zkp_align(((size_t)nkeys + 1) * 4);
         size_t o_count = o_end + zkp_align(((size_t)nkeys + 1) * 4);
         size_t o_ptrs = o_count + zkp_align(((size_t)nkeys + 1) * 4);
-        size_t o_temp = o_ptrs + zkp_align(k * sizeof(void*));
+        // The order's keys, its sorted keys and its piece indices (when ordered).
+        size_t o_order = o_ptrs + zkp_align(k * sizeof(void*));
+        size_t o_temp = o_order + (order ? 3 * zkp_align(plan->max_pieces * 4) : 0);
         zkp_scratch_t tmp(o_temp + std::max(sort_bytes, scan_bytes), st);
 
         auto* keys = tmp.at<uint32_t>(o_keys);
@@ -545,6 +580,18 @@ static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* sca
         CUDA_OK(cudaGetLastError());
         CUDA_OK(cudaMemcpyAsync(&plan->npieces, &plan->poff[nkeys], sizeof(uint32_t),
                                 cudaMemcpyDeviceToHost, st));
+        if (order) {
+            auto* okey = tmp.at<uint32_t>(o_order);
+            auto* okey2 = tmp.at<uint32_t>(o_order + zkp_align(plan->max_pieces * 4));
+            auto* oidx = tmp.at<uint32_t>(o_order + 2 * zkp_align(plan->max_pieces * 4));
+            zkp_bm_order_keys<<<zkp_grid(plan->max_pieces, 256), 256, 0, st>>>(
+                okey, oidx, plan->pstart, plan->pend, &plan->poff[nkeys], plan->max_pieces,
+                piece);
+            CUDA_OK(cudaGetLastError());
+            CUDA_OK(cub::DeviceRadixSort::SortPairs(temp, scan_bytes, okey, okey2, oidx,
+                                                     plan->porder, plan->max_pieces, 0,
+                                                     order_bits, st));
+        }
         if (plan->run_len) {
             // Runs: ⌈pieces / run⌉ per group, numbered group by group (count is free again).
             zkp_bm_run_counts<<<zkp_grid((size_t)ngroups + 1, 256), 256, 0, st>>>(
@@ -605,7 +652,8 @@ static RustError zkp_bm_run(const zkp_bm_plan_t* plan, const affine_h* points,
         const uint32_t threads = 128;
         zkp_bm_sum_pieces<bucket_t, affine_h>
             <<<zkp_grid((size_t)plan->npieces * deg, threads), threads, 0, st>>>(
-                partial, points, plan->vals, plan->pstart, plan->pend, &plan->poff[plan->nkeys]);
+                partial, points, plan->vals, plan->pstart, plan->pend, &plan->poff[plan->nkeys],
+                plan->porder);
         CUDA_OK(cudaGetLastError());
         if (runs && plan->nruns) {
             zkp_bm_runs<bucket_t>

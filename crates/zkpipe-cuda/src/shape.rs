@@ -139,6 +139,19 @@ pub(crate) fn plan_piece_len(k: usize, n: usize, tabled: bool) -> u32 {
     piece_len(if tabled { 4 * k } else { k }, n)
 }
 
+/// Whether a plan orders its pieces longest first for the piece sums (batch_msm.cuh,
+/// zkp_bm_sum_pieces): a warp's 32 threads each sum one piece, and pieces (whole buckets
+/// of ~Poisson-many entries, or a big bucket's last, short piece) differ in length, so
+/// in plan order every warp waits for its longest one (Nsight Compute at 2^14, k = 16:
+/// 21 of 32 threads active in the G1 piece sums, 11 in G2's, experiment 030). On by
+/// default; `ZKPIPE_CUDA_PIECE_ORDER=plan` sums them in plan order (a diagnostic switch
+/// for comparing the two in one build, read once).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn orders_pieces() -> bool {
+    static PLAN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    !*PLAN.get_or_init(|| std::env::var("ZKPIPE_CUDA_PIECE_ORDER").is_ok_and(|v| v == "plan"))
+}
+
 /// Pieces per run (batch_msm.cuh, zkp_bm_runs) in a plan of k vectors of n scalars:
 /// each run's running sum leaves two entries for the bit sums instead of one per piece.
 /// Longer runs leave fewer entries but are longer serial chains and fewer threads, and

@@ -19,8 +19,8 @@ use std::sync::Arc;
 use std::time::Instant;
 use zkpipe_core::reduce::{reduce, QapEvals, RowSchedule, DEFAULT_SCHEDULE};
 use zkpipe_core::{
-    prove, BindCurve, BoundKey, CompiledKey, Curve, PointChecks, ProveOptions, Stage, Timings,
-    Witness,
+    prove, prove_batch, BindCurve, BoundKey, CompiledKey, Curve, PointChecks, ProveOptions, Stage,
+    Timings, Witness,
 };
 use zkpipe_formats::files::Plan;
 use zkpipe_formats::wtns::Wtns;
@@ -85,6 +85,11 @@ pub struct Args {
     /// MSMs do the same work for every witness (as `prove --constant-work`).
     #[arg(long)]
     constant_work: bool,
+    /// Proofs per run, sharing one device stage (as the daemon's batched device pass,
+    /// up to the backend's batch limit): each run proves the witness this many times, and
+    /// its stages are the batch's wall time (concurrent proofs' spans counted once).
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
 }
 
 /// The measurements of one configuration.
@@ -111,10 +116,17 @@ impl Series {
         format!("threads={} schedule={}", self.threads, self.schedule)
     }
 
-    fn record(&mut self, t: &Timings) {
+    /// Records one run; `batched`: `t` holds several proofs' spans, so each stage counts
+    /// the wall time its spans cover rather than their sum.
+    fn record(&mut self, t: &Timings, batched: bool) {
         for stage in Stage::ALL {
             if t.spans.iter().any(|s| s.stage == stage) {
-                let ms = t.total(stage).as_secs_f64() * 1e3;
+                let d = if batched {
+                    t.wall_of(&[stage])
+                } else {
+                    t.total(stage)
+                };
+                let ms = d.as_secs_f64() * 1e3;
                 self.stages.entry(stage).or_default().push(ms);
             }
         }
@@ -127,6 +139,12 @@ impl Series {
 pub fn run(a: Args) -> Result<()> {
     if a.runs == 0 {
         bail!("--runs must be at least 1");
+    }
+    if a.batch == 0 {
+        bail!("--batch must be at least 1");
+    }
+    if a.batch > 1 && (a.only != Only::All || a.compare.is_some()) {
+        bail!("--batch measures whole proofs: it does not combine with --only or --compare");
     }
     if a.threads.contains(&0) {
         bail!("--threads values must be at least 1");
@@ -201,7 +219,7 @@ fn bench_with<E: BindCurve>(a: &Args, zkey: &ZkeyFile, plan: Plan) -> Result<()>
                         for s in s.iter_mut() {
                             let t = measure_once(a, &key, backend, &witness, s.schedule)?;
                             if i >= a.warmup {
-                                s.record(&t);
+                                s.record(&t, a.batch > 1);
                             }
                         }
                     }
@@ -222,7 +240,7 @@ fn bench_with<E: BindCurve>(a: &Args, zkey: &ZkeyFile, plan: Plan) -> Result<()>
                     for i in 0..a.warmup + a.runs {
                         let t = measure_once(a, &key, backend, &witness, a.schedule)?;
                         if i >= a.warmup {
-                            s.record(&t);
+                            s.record(&t, a.batch > 1);
                         }
                     }
                     series.push(s);
@@ -265,7 +283,23 @@ fn measure_once<E: Curve>(
                 self_check: !a.no_verify,
                 schedule,
             };
-            prove(backend, w, &opts, &mut rand::rngs::OsRng, &mut t)?;
+            if a.batch == 1 {
+                prove(backend, w, &opts, &mut rand::rngs::OsRng, &mut t)?;
+            } else {
+                let witnesses = vec![w; a.batch];
+                let mut each = vec![Timings::default(); a.batch];
+                let proofs = prove_batch(
+                    backend,
+                    &witnesses,
+                    &opts,
+                    &mut rand::rngs::OsRng,
+                    &mut each,
+                );
+                for p in proofs {
+                    p?;
+                }
+                t.spans = each.into_iter().flat_map(|t| t.spans).collect();
+            }
         }
     }
     Ok(t)
@@ -337,6 +371,25 @@ fn report<E: Curve>(
             "| **{measured} total** | {:.2} | {:.2} | {:.2} | {:.2} |",
             m.min, m.median, m.mean, m.max
         )?;
+        if a.batch > 1 {
+            let k = a.batch as f64;
+            writeln!(
+                out,
+                "| per proof (total / {}) | {:.3} | {:.3} | {:.3} | {:.3} |",
+                a.batch,
+                m.min / k,
+                m.median / k,
+                m.mean / k,
+                m.max / k
+            )?;
+            writeln!(out)?;
+            writeln!(
+                out,
+                "{} proofs per run in one device stage: {:.0} proofs/s at the median",
+                a.batch,
+                k / m.median * 1e3
+            )?;
+        }
     }
     for c in comparisons {
         let v = &c.verdict;
@@ -403,6 +456,7 @@ fn report<E: Curve>(
             "backend": backend,
             "runs": a.runs,
             "warmup": a.warmup,
+            "batch": a.batch,
             "measured": measured,
             "load_key_cold_ms": load_cold,
             "load_key_hot_ms": load_hot,

@@ -325,6 +325,7 @@ impl<E: GpuCurve> BatchPlan<E> {
             mont,
             crate::shape::plan_piece_len(vectors.len(), n, table_wbits != 0),
             crate::shape::run_len(vectors.len(), n),
+            crate::shape::orders_pieces(),
             constant_work,
             table_wbits,
             shape.as_mut_ptr(),

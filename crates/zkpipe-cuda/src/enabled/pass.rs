@@ -95,18 +95,37 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             // witness buffer, quotient h or mask), not written until this returns.
             unsafe { BatchPlan::<E>::new(&v, len, mont, constant, table, gpu) }
         };
+        let start = Instant::now();
         let pw = plan(ws, nw, mont_w, self.a.table_wbits())?;
+        let planned = start.elapsed();
         let (a, b1, b2, c, h) = std::thread::scope(|s| {
             // h's plan is made while w's MSMs run.
             let h = s.spawn(|| {
-                plan(hs, n, true, self.h.table_wbits()).and_then(|p| self.h.batch_msm(&p))
+                ended(
+                    start,
+                    plan(hs, n, true, self.h.table_wbits()).and_then(|p| self.h.batch_msm(&p)),
+                )
             });
-            let b2 = g2.then(|| s.spawn(|| self.b2.batch_msm(&pw)));
-            let b1 = s.spawn(|| self.b1.batch_msm(&pw));
-            let c = s.spawn(|| self.c.batch_msm(&pw));
-            let a = self.a.batch_msm(&pw);
+            let b2 = g2.then(|| s.spawn(|| ended(start, self.b2.batch_msm(&pw))));
+            let b1 = s.spawn(|| ended(start, self.b1.batch_msm(&pw)));
+            let c = s.spawn(|| ended(start, self.c.batch_msm(&pw)));
+            let a = ended(start, self.a.batch_msm(&pw));
             (a, join(b1), b2.map(join), join(c), join(h))
         });
+        if pass_trace() {
+            let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+            eprintln!(
+                "pass trace: k={} plan_w={:.3} a={:.3} b1={:.3} b2={} c={:.3} h={:.3} ms (ends from the plan's start)",
+                ws.len(),
+                ms(planned),
+                ms(a.1),
+                ms(b1.1),
+                b2.as_ref().map_or("-".into(), |b| format!("{:.3}", ms(b.1))),
+                ms(c.1),
+                ms(h.1)
+            );
+        }
+        let (a, b1, b2, c, h) = (a.0, b1.0, b2.map(|b| b.0), c.0, h.0);
         let (a, b1, c, h) = (a?, b1?, c?, h?);
         let b2 = b2.transpose()?;
         let k = ws.len();
@@ -214,12 +233,24 @@ fn join<T>(j: std::thread::ScopedJoinHandle<'_, T>) -> T {
     j.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
+/// A result with the time since `start` (for the pass trace).
+fn ended<T>(start: Instant, r: T) -> (T, std::time::Duration) {
+    (r, start.elapsed())
+}
+
 fn span(stage: Stage, start: Instant) -> Span {
     Span {
         stage,
         start,
         end: Instant::now(),
     }
+}
+
+/// `ZKPIPE_CUDA_PASS_TRACE=1` prints, for every batched pass, when its w plan and each of
+/// its MSMs ended (a diagnostic for where a pass's time goes; read once).
+fn pass_trace() -> bool {
+    static TRACE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TRACE.get_or_init(|| std::env::var("ZKPIPE_CUDA_PASS_TRACE").is_ok_and(|v| v == "1"))
 }
 
 /// `ZKPIPE_CUDA_SERIAL_MSMS=1` runs a proof's MSMs one after another instead of at once (a
