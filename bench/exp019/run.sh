@@ -118,7 +118,8 @@
 #           1 2 4 8 16 32), each of BATCH_VARIANTS (default "new old": this build, and
 #           zkpipe-old when .carry has it; pieceplan: this build with
 #           ZKPIPE_CUDA_PIECE_ORDER=plan; conn32: CUDA_DEVICE_MAX_CONNECTIONS=32, where
-#           the others run with CUDA's default of 8),
+#           the others run with CUDA's default of 8; blocking: CUDA_LAUNCH_BLOCKING=1, every
+#           kernel alone on the GPU, to see what the concurrent ones overlap),
 #           ROUNDS rounds interleaved (default 2), with ZKPIPE_CUDA_PASS_TRACE=1 (when each
 #           of a pass's MSMs ended; old builds ignore it); then Nsight Compute's per-kernel
 #           summary of this build at K in PROF_BATCHES (default 1 16): how a pass's time
@@ -567,7 +568,8 @@ batchprof)
           f="$out/batch-$k-k$kb-$v-r$round.md"
           order=; [ $v = pieceplan ] && order=plan
           conn=8; [ $v = conn32 ] && conn=32
-          CUDA_DEVICE_MAX_CONNECTIONS=$conn ZKPIPE_CUDA_PIECE_ORDER=$order ZKPIPE_CUDA_PASS_TRACE=1 timeout 120 "$b" bench "$work/keys/$k.zkey" "$work/keys/$k.wtns" --backend cuda \
+          blocking=0; [ $v = blocking ] && blocking=1
+          CUDA_LAUNCH_BLOCKING=$blocking CUDA_DEVICE_MAX_CONNECTIONS=$conn ZKPIPE_CUDA_PIECE_ORDER=$order ZKPIPE_CUDA_PASS_TRACE=1 timeout 120 "$b" bench "$work/keys/$k.zkey" "$work/keys/$k.wtns" --backend cuda \
             --trusted-key --no-verify --batch "$kb" --runs "${RUNS:-15}" --warmup 3 > "$f" 2>&1 || log "FAILED batch $k k$kb $v r$round"
           echo "$k k=$kb $v r$round: $(grep -m1 'prove total' "$f")" | tee -a "$out/steps.log"
         done
