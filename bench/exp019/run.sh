@@ -123,7 +123,8 @@
 #           ROUNDS rounds interleaved (default 2), with ZKPIPE_CUDA_PASS_TRACE=1 (when each
 #           of a pass's MSMs ended; old builds ignore it); then Nsight Compute's per-kernel
 #           summary of this build at K in PROF_BATCHES (default 1 16): how a pass's time
-#           grows with its proofs, and which kernels make the part that does not.
+#           grows with its proofs, and which kernels make the part that does not
+#           (PROF_ENV: VAR=value settings for the sections' run).
 set -euo pipefail
 step=${1:?step}; out=${2:?out}
 work=${WORK:-bench/work/dev}
@@ -587,8 +588,9 @@ batchprof)
     # Why the heaviest kernels take what they take (occupancy, stalls, throughputs), at
     # the largest profiled batch: the first few launches of each.
     kb=$(echo ${PROF_BATCHES:-1 16} | awk '{print $NF}')
-    log "ncu sections $k k=$kb"
-    timeout 300 ncu --clock-control none -k "regex:zkp_bm_(sum_pieces|runs|bitsums)" --launch-count 10 \
+    log "ncu sections $k k=$kb ${PROF_ENV:-}"
+    # shellcheck disable=SC2086 # PROF_ENV is a list of VAR=value
+    timeout 300 env ${PROF_ENV:-} ncu --clock-control none -k "regex:zkp_bm_(sum_pieces|runs|bitsums)" --launch-count 10 \
       --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
       --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
       "$bin" bench "$work/keys/$k.zkey" "$work/keys/$k.wtns" --backend cuda --trusted-key --no-verify \
