@@ -4,6 +4,10 @@
 #
 #   bench/exp019/run.sh STEP OUT_DIR
 #
+# The checkout's tracked files alone are over the device tool's 64 MiB: run
+# `scripts/device-tree.sh aside` before a device call (bench/results, which no step here
+# reads, leaves the checkout) and `scripts/device-tree.sh back` after.
+#
 # Binaries: .carry/zkpipe.xz and .carry/zkpipe-gpu-check.xz (this build), and
 # .carry/zkpipe-old.xz (the build before, for the side-by-side). WORK (default
 # bench/work/dev) keeps keys between calls while the machine is warm. Keys named sha-bn
@@ -11,8 +15,9 @@
 # constraints, domain 2^16, a witness of 0s and 1s): its r1cs and witness travel as
 # .carry/sha-bn.r1cs.xz and .carry/sha-bn.wtns.xz (from `CIRCUIT=sha256_512
 # bench/circuits/build.sh`), and setup --dev makes the key here. STEP:
-#   check   zkpipe-gpu-check: the kernels against the CPU up to 2^16 (the GPU reduce with w
-#           as scalars and in Montgomery form among them); the batched MSM against the CPU
+#   check   zkpipe-gpu-check (with CHECK_ENV's VAR=value settings): the kernels against the
+#           CPU up to 2^16 (the GPU reduce with w as scalars and in Montgomery form among
+#           them); the batched MSM against the CPU
 #           for every witness distribution (all zeros, all ones, mixed, random, all r − 1),
 #           with and without constant work; its timings against sppark at 2^13..2^20; then
 #           the seam (dev keys bound through CudaDevices, lone and batched passes, w in
@@ -171,6 +176,9 @@ circuit_key() { # name: a dev key for the carried r1cs and witness of that name
 
 case $step in
 check)
+  # CHECK_ENV: VAR=value settings for every check (a diagnostic path's own checks).
+  # shellcheck disable=SC2086 # CHECK_ENV is a list of VAR=value
+  [ -n "${CHECK_ENV:-}" ] && export ${CHECK_ENV} && log "checks with $CHECK_ENV"
   log "gpu-check kernels"
   timeout 300 "$work/bin/zkpipe-gpu-check" 16 3 20 kernels > "$out/gpu-check-kernels.txt" 2>&1 || true
   tail -1 "$out/gpu-check-kernels.txt" | tee -a "$out/steps.log"
