@@ -241,6 +241,31 @@ static __global__ void zkp_bm_run_counts(uint32_t* count, const uint32_t* poff,
                        : 0;
 }
 
+// The sum of a block's logical items (blockDim.x / degree of them, a power of two), each
+// holding `acc`, by a tree in the block's dynamic shared memory (one bucket_h an item):
+// log₂(items) dependent additions. Every thread of the block must call it; item 0 gets
+// the sum, the others a partial one.
+template<class bucket_t>
+__device__ __forceinline__ bucket_t zkp_bm_block_sum(bucket_t acc)
+{
+    typedef typename bucket_t::mem_t bucket_h;
+    extern __shared__ __align__(16) unsigned char zkp_bm_smem[];
+    bucket_h* tree = reinterpret_cast<bucket_h*>(zkp_bm_smem);
+    const uint32_t items = blockDim.x / bucket_t::degree;
+    const uint32_t item = threadIdx.x / bucket_t::degree;
+    tree[item] = acc;
+    __syncthreads();
+    for (uint32_t half = items / 2; half > 0; half /= 2) {
+        if (item < half) {
+            bucket_t x = tree[item + half];
+            acc.add(x);
+            tree[item] = acc;
+        }
+        __syncthreads();
+    }
+    return acc;
+}
+
 // Per (window jw, bit b, split s): the sum of the entries of window jw whose digit has
 // bit b set, over split s of the window's entries: the pieces (window jw's are
 // goff[jw << wbits]..goff[(jw + 1) << wbits], gshift = wbits, gmul = 1) or the runs'
@@ -255,9 +280,6 @@ __global__ void zkp_bm_bitsums(typename bucket_t::mem_t* out,
                                uint32_t wbits, uint32_t splits, bool constant_work,
                                uint32_t never)
 {
-    typedef typename bucket_t::mem_t bucket_h;
-    extern __shared__ __align__(16) unsigned char zkp_bm_smem[];
-    bucket_h* tree = reinterpret_cast<bucket_h*>(zkp_bm_smem);
     const uint32_t deg = bucket_t::degree;
     const uint32_t items = blockDim.x / deg, item = threadIdx.x / deg;
     const uint32_t s = blockIdx.x % splits, jb = blockIdx.x / splits;
@@ -280,50 +302,28 @@ __global__ void zkp_bm_bitsums(typename bucket_t::mem_t* out,
     }
     if (never)
         acc.add(skipped);
-    tree[item] = acc;
-    __syncthreads();
-    for (uint32_t half = items / 2; half > 0; half /= 2) {
-        if (item < half) {
-            bucket_t x = tree[item + half];
-            acc.add(x);
-            tree[item] = acc;
-        }
-        __syncthreads();
-    }
+    acc = zkp_bm_block_sum(acc);
     if (item == 0)
         out[blockIdx.x] = acc;
 }
 
 // Per (group, bit) t, one block each: the sum of its `splits` split sums, a logical item
-// per split, by a tree in shared memory (blockDim.x / degree items, a power of two ≥
-// splits). A tree's chain is log₂(splits) additions where one thread's loop was
-// splits − 1: at a lone proof's few sums that chain is the kernel's whole time, one
-// dependent addition after another (experiment 031: 0.38 ms of a lone BLS12-381 2^16
-// proof's G2 MSM as a loop).
+// per split, by zkp_bm_block_sum (blockDim.x / degree items, a power of two ≥ splits).
+// The tree's chain is log₂(splits) additions where one thread's loop was splits − 1: at
+// a lone proof's few sums that chain is the kernel's whole time, one dependent addition
+// after another (experiment 031: 0.38 ms of a lone BLS12-381 2^16 proof's G2 MSM as a
+// loop).
 template<class bucket_t>
 __global__ void zkp_bm_fold(typename bucket_t::mem_t* out,
                             const typename bucket_t::mem_t* split_sums, uint32_t splits)
 {
-    typedef typename bucket_t::mem_t bucket_h;
-    extern __shared__ __align__(16) unsigned char zkp_bm_smem[];
-    bucket_h* tree = reinterpret_cast<bucket_h*>(zkp_bm_smem);
-    const uint32_t deg = bucket_t::degree;
-    const uint32_t items = blockDim.x / deg, item = threadIdx.x / deg;
+    const uint32_t item = threadIdx.x / bucket_t::degree;
     const size_t t = blockIdx.x;
     bucket_t acc;
     acc.inf();
     if (item < splits)
         acc = split_sums[t * splits + item];
-    tree[item] = acc;
-    __syncthreads();
-    for (uint32_t half = items / 2; half > 0; half /= 2) {
-        if (item < half) {
-            bucket_t x = tree[item + half];
-            acc.add(x);
-            tree[item] = acc;
-        }
-        __syncthreads();
-    }
+    acc = zkp_bm_block_sum(acc);
     if (item == 0)
         out[t] = acc;
 }
