@@ -37,7 +37,8 @@
 #           on the host, as before experiment 022), this build with ZKPIPE_CUDA_RUN=R
 #           (runR: R pieces per run, run0 the bit sums over pieces as before experiment
 #           024), this build with ZKPIPE_CUDA_PIECE_ORDER=plan (pieceplan: piece sums in
-#           plan order, as before experiment 030), --constant-work with
+#           plan order, as before experiment 030), this build with ZKPIPE_CUDA_PIECE=L
+#           (pieceL: every plan's piece length forced, experiment 032), --constant-work with
 #           ZKPIPE_CUDA_CONSTANT=full or both (constfull, constboth: experiment 023)
 #           (VARIANTS picks); ROUNDS rounds
 #           (default 2).
@@ -64,8 +65,8 @@
 #           workers), device.batch=16, tail16 (16 tail workers and threads), p1tail16
 #           (both), tb1 and tb16 (tail.batch 1 and 16: self-checks one by one, or 16
 #           together), nocheck (no self-check), tail12 and tail16w (12 or 16 tail workers,
-#           the default threads), nctail12, nctail16 and nctb8 (no self-check with 12 or 16
-#           tail workers, or tail.batch=8); ROUNDS rounds (default 2) interleaved (experiment
+#           the default threads), nctail12, nctail16, nctail32 and nctb8 (no self-check
+#           with 12, 16 or 32 tail workers, or tail.batch=8); ROUNDS rounds (default 2) interleaved (experiment
 #           026: what holds the device once it is ~99% busy).
 #   statedir this build's daemon at the same cell with its state folder on the disk and in
 #           /dev/shm, ROUNDS rounds (default 2) interleaved, and dd's sync timings of the
@@ -124,12 +125,14 @@
 #           zkpipe-old when .carry has it; pieceplan: this build with
 #           ZKPIPE_CUDA_PIECE_ORDER=plan; conn32: CUDA_DEVICE_MAX_CONNECTIONS=32, where
 #           the others run with CUDA's default of 8; blocking: CUDA_LAUNCH_BLOCKING=1, every
-#           kernel alone on the GPU, to see what the concurrent ones overlap),
+#           kernel alone on the GPU, to see what the concurrent ones overlap; pieceL:
+#           ZKPIPE_CUDA_PIECE=L),
 #           ROUNDS rounds interleaved (default 2), with ZKPIPE_CUDA_PASS_TRACE=1 (when each
 #           of a pass's MSMs ended; old builds ignore it); then Nsight Compute's per-kernel
 #           summary of this build at K in PROF_BATCHES (default 1 16): how a pass's time
 #           grows with its proofs, and which kernels make the part that does not
-#           (PROF_ENV: VAR=value settings for the sections' run).
+#           (PROF_ENV: VAR=value settings for the sections' run; PROF_BATCHES=none skips
+#           the profiles).
 set -euo pipefail
 step=${1:?step}; out=${2:?out}
 work=${WORK:-bench/work/dev}
@@ -240,6 +243,7 @@ latency)
           notables) cmd=(env ZKPIPE_CUDA_TABLES=off "$bin" "${args[@]}") ;;
           hostscalars) cmd=(env ZKPIPE_CUDA_HOST_SCALARS=1 "$bin" "${args[@]}") ;;
           run[0-9]*) cmd=(env ZKPIPE_CUDA_RUN="${v#run}" "$bin" "${args[@]}") ;;
+          piece[0-9]*) cmd=(env ZKPIPE_CUDA_PIECE="${v#piece}" "$bin" "${args[@]}") ;;
           pieceplan) cmd=(env ZKPIPE_CUDA_PIECE_ORDER=plan "$bin" "${args[@]}") ;;
         esac
         timeout 120 "${cmd[@]}" > "$out/$k-$v-r$round.md" 2>&1 || log "FAILED $k $v r$round"
@@ -461,6 +465,7 @@ device)
       nocheck) variants+=(--variant 'nocheck: pipeline.self_check=false') ;;
       nctail12) variants+=(--variant 'nctail12: pipeline.self_check=false; tail.workers=12') ;;
       nctail16) variants+=(--variant 'nctail16: pipeline.self_check=false; tail.workers=16') ;;
+      nctail32) variants+=(--variant 'nctail32: pipeline.self_check=false; tail.workers=32') ;;
       nctb8) variants+=(--variant 'nctb8: pipeline.self_check=false; tail.batch=8') ;;
       tail12) variants+=(--variant 'tail12: tail.workers=12') ;;
       tail16w) variants+=(--variant 'tail16w: tail.workers=16') ;;
@@ -578,13 +583,16 @@ batchprof)
           order=; [ $v = pieceplan ] && order=plan
           conn=8; [ $v = conn32 ] && conn=32
           blocking=0; [ $v = blocking ] && blocking=1
-          CUDA_LAUNCH_BLOCKING=$blocking CUDA_DEVICE_MAX_CONNECTIONS=$conn ZKPIPE_CUDA_PIECE_ORDER=$order ZKPIPE_CUDA_PASS_TRACE=1 timeout 120 "$b" bench "$work/keys/$k.zkey" "$work/keys/$k.wtns" --backend cuda \
+          piece=; case $v in piece[0-9]*) piece=${v#piece} ;; esac
+          ZKPIPE_CUDA_PIECE=$piece CUDA_LAUNCH_BLOCKING=$blocking CUDA_DEVICE_MAX_CONNECTIONS=$conn ZKPIPE_CUDA_PIECE_ORDER=$order ZKPIPE_CUDA_PASS_TRACE=1 timeout 120 "$b" bench "$work/keys/$k.zkey" "$work/keys/$k.wtns" --backend cuda \
             --trusted-key --no-verify --batch "$kb" --runs "${RUNS:-15}" --warmup 3 > "$f" 2>&1 || log "FAILED batch $k k$kb $v r$round"
           echo "$k k=$kb $v r$round: $(grep -m1 'prove total' "$f")" | tee -a "$out/steps.log"
         done
       done
     done
   done
+  # PROF_BATCHES=none: the timed passes only.
+  [ "${PROF_BATCHES:-}" = none ] && exit 0
   for k in ${KEYS:-bn14}; do
     for kb in ${PROF_BATCHES:-1 16}; do
       log "ncu $k k=$kb"

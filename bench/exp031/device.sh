@@ -10,10 +10,13 @@
 # Steps: keys (KEY_SET, default dev keys and the SHA-256 circuit's on both curves); check
 # (gpu-check kernels, batch and seam, with CHECK_ENV's settings if any); verified (bench
 # with the self-check on, VERIFIED_KEYS, default 2^16 and 2^20 keys on both curves);
-# latency (old against new on LATENCY_KEYS, ROUNDS rounds); batch (bench --batch 1, 16, 32 of old and new, BATCH_VARIANTS adds; Nsight
-# Compute at 16); daemon (old against new, no self-check, c = 64; DAEMON_ENV adds a
-# variant); profile (Nsight Compute per kernel of lone 2^16 proofs, both curves, both
-# builds). Binaries in .carry as run.sh expects (zkpipe, zkpipe-gpu-check, zkpipe-old;
+# latency (LATENCY_VARIANTS, default old against new, on LATENCY_KEYS, ROUNDS rounds,
+# LATENCY_LIMIT seconds in all, default 300);
+# batch (bench --batch of BATCHES, default 1 16 32, of old and new, BATCH_VARIANTS adds;
+# Nsight Compute at PROF_BATCHES, default 16, none for no profile); daemon (old against
+# new, no self-check, c = 64; DAEMON_ENV adds a variant); profile (Nsight Compute per
+# kernel of lone 2^16 proofs, both curves, both builds); tail (run.sh's device step: this
+# build's daemon with DEVICE_VARIANTS, ROUNDS rounds). Binaries in .carry as run.sh expects (zkpipe, zkpipe-gpu-check, zkpipe-old;
 # sha-bn and sha-bls r1cs and witness from `CIRCUIT=sha256_512 bench/circuits/build.sh`).
 #
 # Runs 1 and 2 (docs/experiments/031-*) ran `keys check checkdiag verified latency batch
@@ -24,10 +27,12 @@
 # patches are in bench/results/exp031-batched-reduce/.
 set -uo pipefail
 export WORK=${WORK:-bench/work/dev}
-out=${OUT:?OUT}/exp031
+# EXP names the results (later experiments reuse these steps: EXP=exp032 ...).
+exp=${EXP:-exp031}
+out=${OUT:?OUT}/$exp
 mkdir -p "$out"
 run=bench/exp019/run.sh
-pack() { tar cJf "$OUT/exp031.tar.xz" -C "$OUT" exp031; }
+pack() { tar cJf "$OUT/$exp.tar.xz" -C "$OUT" "$exp"; }
 step() { # name timeout command...
   local name=$1 limit=$2
   shift 2
@@ -48,13 +53,14 @@ for s in $steps; do
           --backend cuda --trusted-key --runs 3 --warmup 1
       done ;;
     latency)
-      KEYS=${LATENCY_KEYS:-"bn13 bn16 bn20 bls13 bls16 bls20 sha-bn sha-bls"} VARIANTS="old new" \
-        ROUNDS=${ROUNDS:-3} step latency 300 "$run" latency "$out/latency" ;;
+      KEYS=${LATENCY_KEYS:-"bn13 bn16 bn20 bls13 bls16 bls20 sha-bn sha-bls"} VARIANTS=${LATENCY_VARIANTS:-"old new"} \
+        ROUNDS=${ROUNDS:-3} step latency "${LATENCY_LIMIT:-300}" "$run" latency "$out/latency" ;;
     batch)
-      KEYS=bn14 BATCHES="1 16 32" BATCH_VARIANTS="new old ${BATCH_VARIANTS:-}" ROUNDS=${ROUNDS:-2} \
-        PROF_BATCHES=16 step batch 240 "$run" batchprof "$out/batch" ;;
+      KEYS=bn14 BATCHES=${BATCHES:-"1 16 32"} BATCH_VARIANTS="new old ${BATCH_VARIANTS:-}" ROUNDS=${ROUNDS:-2} \
+        PROF_BATCHES=${PROF_BATCHES:-16} step batch 240 "$run" batchprof "$out/batch" ;;
     daemon) NOCHECK=1 ROUNDS=${DAEMON_ROUNDS:-4} step daemon 200 "$run" daemon "$out/daemon" ;;
     profile) KEYS="bn16 bls16" RUNS=3 step profile 200 "$run" profile "$out/profile" ;;
+    tail) step tail 400 "$run" device "$out/tail" ;;
     *) echo "unknown step $s" >&2; exit 2 ;;
   esac
 done
