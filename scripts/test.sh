@@ -3,7 +3,7 @@
 # tests/fixtures/package-lock.json) used for cross-verification and, when missing,
 # PostgreSQL's server binaries (the fleet tests start a server of their own), then runs
 # every test.
-# Release mode: field arithmetic is tens of times slower unoptimized.
+# Optimized (the `ci` profile): field arithmetic is tens of times slower unoptimized.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,5 +16,9 @@ ZKPIPE_KEY_CACHE=$(mktemp -d)
 export ZKPIPE_KEY_CACHE
 trap 'rm -rf "$ZKPIPE_KEY_CACHE"' EXIT
 
-echo "== cargo test --release --workspace"
-cargo test --release --workspace --locked
+# The `ci` profile (Cargo.toml): release arithmetic, less optimisation and no debug info
+# where the tests spend little time. Examples are left to clippy (.ci/run checks every
+# target); the doc tests run on their own, as the target flags leave them out.
+echo "== cargo test --profile ci --workspace"
+cargo test --profile ci --workspace --locked --lib --bins --tests
+cargo test --profile ci --workspace --locked --doc

@@ -5,7 +5,7 @@
 //! snarkjs's, rejects tampered ones; zkpipe's calldata is snarkjs's byte for byte, and
 //! snarkjs's own verifier contract accepts it. Each contract is compiled once.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! per key file), `--constant-work` (proofs stay valid and snarkjs accepts them), and
 //! `inspect`'s witness value classes.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::Path;
 use std::process::{Command, Output};

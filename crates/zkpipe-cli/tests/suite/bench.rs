@@ -1,7 +1,7 @@
 //! `zkpipe bench` on a small circuit: the JSON report carries every stage and the A/B
 //! comparison, the SVG chart is written.
 
-mod common;
+use crate::common;
 use common::*;
 
 #[test]

@@ -1,7 +1,7 @@
 //! Every kind of bad input gets a one-line error naming the file and what is wrong, a
 //! non-zero exit, and leaves no output file behind.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::{Path, PathBuf};
 

@@ -3,7 +3,7 @@
 //! same `log()` output, proofs snarkjs accepts; each bad input fails on one line and
 //! writes nothing.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::{Path, PathBuf};
 

@@ -4,7 +4,7 @@
 //! at a random moment of a 30-job run over two keys of both curves, once while a key is
 //! being loaded.
 
-mod common;
+use crate::common;
 
 use common::{assert_verifies, fixture, Client};
 use rand::Rng;

@@ -3,7 +3,7 @@
 //! refused before any work; a failed run leaves existing files as they were; a missing
 //! output directory is refused before the work, naming the output, not a temporary file.
 
-mod common;
+use crate::common;
 use common::*;
 use std::ffi::OsStr;
 use std::os::unix::fs::FileTypeExt;

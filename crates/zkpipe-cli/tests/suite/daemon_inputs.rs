@@ -4,7 +4,7 @@
 //! partitions submitted as witnesses; bad inputs refused with INVALID_ARGUMENT naming the
 //! signal, without disturbing other jobs.
 
-mod common;
+use crate::common;
 
 use common::{
     await_job, check_done, fixture, key_fixture, snarkjs_verifies, start_daemon,

@@ -1,6 +1,6 @@
 //! `setup --dev` and `synth`: keys snarkjs accepts, satisfiable circuits, clear errors.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::Path;
 

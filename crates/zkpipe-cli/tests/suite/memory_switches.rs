@@ -1,7 +1,7 @@
 //! The memory switches: `ZKPIPE_ALLOCATOR` and `ZKPIPE_HUGE_PAGES` (environment, read
 //! once at startup), and a daemon proving with the non-default `[memory]` modes.
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::Value;
 

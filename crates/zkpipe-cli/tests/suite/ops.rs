@@ -4,7 +4,7 @@
 //! required beyond loopback and checked on every call (gRPC and HTTP), TLS with a
 //! self-signed certificate, and error messages that say each cause once.
 
-mod common;
+use crate::common;
 
 use common::{assert_one_line_error, fixture};
 use std::io::{BufRead, BufReader, Read, Write};

@@ -1,7 +1,7 @@
 //! Cross-verification with the reference client: snarkjs verifies zkpipe's proofs,
 //! zkpipe verifies snarkjs's, for every fixture of both curves; tampering is caught by both.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::Path;
 

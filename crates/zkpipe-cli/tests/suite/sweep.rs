@@ -3,7 +3,7 @@
 //! the traces and the chart are written, a second run into the same folder is refused,
 //! and a daemon that cannot start is a one-line error quoting its log.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::{Path, PathBuf};
 

@@ -1,6 +1,6 @@
 //! The command line itself: `--version`, `--json` documents, exit statuses and help texts.
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::Value;
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! client disconnecting mid-await, metrics scraped and parsed, graceful shutdown, and a
 //! budget that fits one job at a time.
 
-mod common;
+use crate::common;
 
 use common::{
     await_job, check_done, client, http_get, key_fixture, parse_metrics, snarkjs_verifies,

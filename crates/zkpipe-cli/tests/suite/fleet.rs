@@ -6,8 +6,8 @@
 //! move to the others when their leases lapse; restarted under its name, it rejoins and
 //! proves. The Grafana dashboard's every metric is in a real scrape of a fleet daemon.
 
-mod common;
-#[path = "../../zkpipe-engine/tests/support/postgres.rs"]
+use crate::common;
+#[path = "../../../zkpipe-engine/tests/support/postgres.rs"]
 mod postgres;
 
 use common::{check_done, client, http_get, key_fixture, parse_metrics, start_daemon, Daemon};
