@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The GPU machine's tool copies this checkout's tracked files and what a call carries, at
-# most 64 MiB in all; bench/results and tests/fixtures alone are ~68 MiB, and no device
-# step reads them. `aside` moves them out of the checkout (to a sibling folder) before a
-# device call; `back` returns them afterwards. Neither overwrites anything: each refuses
-# if its destination is there already.
+# most 64 MiB in all; the tracked files alone are ~72 MiB, ~49 MiB of them bench/results,
+# which no device step reads (tests/fixtures stays: `run.sh fixtures` reads it). `aside`
+# moves bench/results out of the checkout (to a sibling folder) before a device call;
+# `back` returns it afterwards. Neither overwrites anything: each refuses if its
+# destination is there already.
 #
 #   scripts/device-tree.sh aside|back|size
 set -euo pipefail

@@ -16,8 +16,9 @@
 # Nsight Compute at PROF_BATCHES, default 16, none for no profile); daemon (old against
 # new, no self-check, c = 64; DAEMON_ENV adds a variant); profile (Nsight Compute per
 # kernel of lone 2^16 proofs, both curves, both builds); tail (run.sh's device step: this
-# build's daemon with DEVICE_VARIANTS, ROUNDS rounds). Binaries in .carry as run.sh expects (zkpipe, zkpipe-gpu-check, zkpipe-old;
-# sha-bn and sha-bls r1cs and witness from `CIRCUIT=sha256_512 bench/circuits/build.sh`).
+# build's daemon with DEVICE_VARIANTS, ROUNDS rounds). Binaries in .carry as run.sh
+# expects (zkpipe, zkpipe-gpu-check, zkpipe-old; sha-bn and sha-bls r1cs and witness from
+# `CIRCUIT=sha256_512 bench/circuits/build.sh`).
 #
 # Runs 1 and 2 (docs/experiments/031-*) ran `keys check checkdiag verified latency batch
 # daemon profile` with builds, since reverted, that had signed digits
