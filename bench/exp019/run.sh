@@ -67,7 +67,9 @@
 #           together), nocheck (no self-check), tail12 and tail16w (12 or 16 tail workers,
 #           the default threads), nctail12, nctail16, nctail32 and nctb8 (no self-check
 #           with 12, 16 or 32 tail workers, or tail.batch=8), ncpasses1 (no self-check,
-#           one pass at a time); ROUNDS rounds (default 2) interleaved (experiment
+#           one pass at a time), ncsh05, ncsh1, ncsh2 (no self-check,
+#           device.overlap_share 0.5, 1 or 2; experiment 034); ROUNDS rounds (default 2)
+#           interleaved (experiment
 #           026: what holds the device once it is ~99% busy).
 #   statedir this build's daemon at the same cell with its state folder on the disk and in
 #           /dev/shm, ROUNDS rounds (default 2) interleaved, and dd's sync timings of the
@@ -468,6 +470,9 @@ device)
       nctail16) variants+=(--variant 'nctail16: pipeline.self_check=false; tail.workers=16') ;;
       nctail32) variants+=(--variant 'nctail32: pipeline.self_check=false; tail.workers=32') ;;
       ncpasses1) variants+=(--variant 'ncpasses1: pipeline.self_check=false; device.passes=1') ;;
+      ncsh05) variants+=(--variant 'ncsh05: pipeline.self_check=false; device.overlap_share=0.5') ;;
+      ncsh1) variants+=(--variant 'ncsh1: pipeline.self_check=false; device.overlap_share=1') ;;
+      ncsh2) variants+=(--variant 'ncsh2: pipeline.self_check=false; device.overlap_share=2') ;;
       nctb8) variants+=(--variant 'nctb8: pipeline.self_check=false; tail.batch=8') ;;
       tail12) variants+=(--variant 'tail12: tail.workers=12') ;;
       tail16w) variants+=(--variant 'tail16w: tail.workers=16') ;;

@@ -16,7 +16,7 @@
 # Nsight Compute at PROF_BATCHES, default 16, none for no profile); daemon (old against
 # new, no self-check, c = 64; DAEMON_ENV adds a variant); profile (Nsight Compute per
 # kernel of lone 2^16 proofs, both curves, both builds); tail (run.sh's device step: this
-# build's daemon with DEVICE_VARIANTS, ROUNDS rounds). Binaries in .carry as run.sh
+# build's daemon with DEVICE_VARIANTS, ROUNDS rounds, TAIL_LIMIT seconds, default 400). Binaries in .carry as run.sh
 # expects (zkpipe, zkpipe-gpu-check, zkpipe-old; sha-bn and sha-bls r1cs and witness from
 # `CIRCUIT=sha256_512 bench/circuits/build.sh`).
 #
@@ -61,7 +61,7 @@ for s in $steps; do
         PROF_BATCHES=${PROF_BATCHES:-16} step batch 240 "$run" batchprof "$out/batch" ;;
     daemon) NOCHECK=1 ROUNDS=${DAEMON_ROUNDS:-4} step daemon 200 "$run" daemon "$out/daemon" ;;
     profile) KEYS="bn16 bls16" RUNS=3 step profile 200 "$run" profile "$out/profile" ;;
-    tail) step tail 400 "$run" device "$out/tail" ;;
+    tail) step tail "${TAIL_LIMIT:-400}" "$run" device "$out/tail" ;;
     *) echo "unknown step $s" >&2; exit 2 ;;
   esac
 done

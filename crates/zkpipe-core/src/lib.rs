@@ -50,6 +50,12 @@ pub mod setup;
 pub mod subgroup;
 pub mod synth;
 
+// The prover end to end on the committed snarkjs fixtures. A unit test, not an
+// integration test: a test binary of its own instantiated the prover for both curves
+// again, ~100 s of CI's build (experiment 033).
+#[cfg(test)]
+mod fixture_tests;
+
 pub use cpu::{CpuBound, CpuDevices};
 pub use curve::Curve;
 pub use device::{

@@ -211,6 +211,7 @@ impl Engine {
                 device: Arc::clone(d),
                 kind: Arc::clone(&kind),
                 batch_cap: config.device_batch,
+                overlap_share: config.device_overlap_share,
                 output: Arc::clone(&tail),
                 inline_tail: (!config.release_before_tail).then(|| Arc::clone(&tail_stage)),
                 outcomes: Arc::clone(&outcomes),

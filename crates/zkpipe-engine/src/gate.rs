@@ -10,17 +10,27 @@ pub(crate) struct PassGate {
     permits: usize,
     state: Mutex<GateState>,
     freed: Condvar,
+    /// Notified (all waiters) whenever a pass leaves: what [`PassGate::take_batch`] waits on.
+    left: Condvar,
 }
 
 #[derive(Default)]
 struct GateState {
     running: usize,
+    /// Passes inside waiting in [`PassGate::take_batch`], not yet on the device.
+    waiting: usize,
+    /// Partitions of the passes on the device (those that took their batch).
+    on_device: usize,
     busy_since: Option<Instant>,
     busy: Duration,
 }
 
 /// One admitted pass; leaving the gate on drop.
-pub(crate) struct PassPermit<'a>(&'a PassGate);
+pub(crate) struct PassPermit<'a> {
+    gate: &'a PassGate,
+    /// Its batch's partitions, once taken.
+    partitions: usize,
+}
 
 impl PassGate {
     pub fn new(permits: usize) -> Self {
@@ -28,6 +38,7 @@ impl PassGate {
             permits: permits.max(1),
             state: Mutex::new(GateState::default()),
             freed: Condvar::new(),
+            left: Condvar::new(),
         }
     }
 
@@ -45,7 +56,47 @@ impl PassGate {
         if s.running == 1 {
             s.busy_since = Some(Instant::now());
         }
-        PassPermit(self)
+        PassPermit {
+            gate: self,
+            partitions: 0,
+        }
+    }
+
+    /// For `permit`'s pass: its batch, of `own` partitions already held and what `take`
+    /// adds. `take(on_device, alone)` runs under the gate's lock, at once, then every
+    /// `poll` and whenever a pass leaves, until it takes (returns `Some`); `on_device` is
+    /// the partitions of the other passes on the device (inside, batch taken), and `take`
+    /// must take when `alone` (no other pass on the device, so nothing to wait for). Of
+    /// passes waiting here together with none on the device, the first asked goes on
+    /// alone and the others then wait for it. The batch counts as on the device until
+    /// the permit is dropped.
+    pub fn take_batch<T>(
+        &self,
+        permit: &mut PassPermit<'_>,
+        own: usize,
+        poll: Duration,
+        mut take: impl FnMut(usize, bool) -> Option<Vec<T>>,
+    ) -> Vec<T> {
+        debug_assert!(std::ptr::eq(permit.gate, self), "a permit of this gate");
+        let mut s = self.lock();
+        s.waiting += 1;
+        let taken = loop {
+            // `running` counts this pass, and `waiting` this one and the others here.
+            let alone = s.running == s.waiting;
+            if let Some(t) = take(s.on_device, alone) {
+                break t;
+            }
+            assert!(!alone, "take must take when alone");
+            s = self
+                .left
+                .wait_timeout(s, poll)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        };
+        s.waiting -= 1;
+        permit.partitions = own + taken.len();
+        s.on_device += permit.partitions;
+        taken
     }
 
     /// Time with at least one pass running, including the current stretch.
@@ -57,9 +108,10 @@ impl PassGate {
 
 impl Drop for PassPermit<'_> {
     fn drop(&mut self) {
-        let gate = self.0;
+        let gate = self.gate;
         let mut s = gate.lock();
         s.running -= 1;
+        s.on_device -= self.partitions;
         if s.running == 0 {
             if let Some(t) = s.busy_since.take() {
                 s.busy += t.elapsed();
@@ -67,6 +119,7 @@ impl Drop for PassPermit<'_> {
         }
         drop(s);
         gate.freed.notify_one();
+        gate.left.notify_all();
     }
 }
 
@@ -75,6 +128,99 @@ mod tests {
     use super::PassGate;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
+
+    /// `take` for a pass that wants `want` partitions beside another: takes from `queued`
+    /// when it holds that many or when alone.
+    fn take_from(
+        queued: &mut Vec<u32>,
+        want: usize,
+        on_device: usize,
+        alone: bool,
+    ) -> Option<Vec<u32>> {
+        (alone || queued.len() >= want.min(on_device)).then(|| std::mem::take(queued))
+    }
+
+    #[test]
+    fn a_pass_takes_at_once_when_alone_and_sees_the_batch_on_the_device() {
+        let gate = PassGate::new(2);
+        let mut first = gate.enter();
+        let mut asked = Vec::new();
+        let batch = gate.take_batch(&mut first, 1, Duration::from_secs(60), |on, alone| {
+            asked.push((on, alone));
+            Some(vec![7, 8, 9])
+        });
+        assert_eq!((batch, asked), (vec![7, 8, 9], vec![(0, true)]));
+        // The second pass sees the first's 4 partitions on the device and waits until
+        // its own batch is as large.
+        let mut second = gate.enter();
+        let mut queued = Vec::new();
+        let mut seen = Vec::new();
+        let batch = gate.take_batch(&mut second, 1, Duration::from_millis(1), |on, alone| {
+            seen.push(on);
+            queued.push(seen.len() as u32);
+            take_from(&mut queued, 3, on, alone)
+        });
+        assert_eq!(batch, [1, 2, 3]);
+        assert!(seen.iter().all(|&on| on == 4), "{seen:?}");
+        drop(first);
+        // Alone now: takes at once, whatever is queued.
+        drop(second);
+        let mut third = gate.enter();
+        let mut queued = vec![5];
+        let batch = gate.take_batch(&mut third, 1, Duration::from_secs(60), |on, alone| {
+            take_from(&mut queued, 32, on, alone)
+        });
+        assert_eq!(batch, [5]);
+    }
+
+    #[test]
+    fn a_waiting_pass_goes_on_when_the_pass_on_the_device_leaves() {
+        let gate = PassGate::new(2);
+        let mut first = gate.enter();
+        gate.take_batch(
+            &mut first,
+            1,
+            Duration::ZERO,
+            |_, _| Some(Vec::<u32>::new()),
+        );
+        let mut second = gate.enter();
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                drop(first);
+            });
+            // Never enough queued: goes on once the first pass leaves.
+            let batch = gate.take_batch(&mut second, 1, Duration::from_millis(1), |_, alone| {
+                alone.then(|| vec![1u32])
+            });
+            assert_eq!(batch, [1]);
+        });
+    }
+
+    /// Two passes inside, both waiting for batches that never fill: one goes on, and the
+    /// other once it leaves (no deadlock).
+    #[test]
+    fn of_two_waiting_passes_one_goes_on() {
+        let gate = PassGate::new(2);
+        let order = std::sync::Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for i in 0..2 {
+                let (gate, order) = (&gate, &order);
+                s.spawn(move || {
+                    let mut p = gate.enter();
+                    gate.take_batch(&mut p, 1, Duration::from_millis(1), |_, alone| {
+                        alone.then(Vec::<u32>::new)
+                    });
+                    order.lock().unwrap().push((i, "on"));
+                    std::thread::sleep(Duration::from_millis(20));
+                    order.lock().unwrap().push((i, "off"));
+                });
+            }
+        });
+        let order = order.into_inner().unwrap();
+        let steps: Vec<&str> = order.iter().map(|&(_, what)| what).collect();
+        assert_eq!(steps, ["on", "off", "on", "off"], "{order:?}");
+    }
 
     #[test]
     fn the_gate_admits_at_most_its_permits_and_counts_overlaps_once() {

@@ -173,6 +173,11 @@ impl<T> PriorityQueue<T> {
         out.into_iter().map(|e| e.item).collect()
     }
 
+    /// Items queued now for which `matches` is true.
+    pub fn count(&self, mut matches: impl FnMut(&T) -> bool) -> usize {
+        self.lock().heap.iter().filter(|e| matches(&e.item)).count()
+    }
+
     /// Items queued now.
     pub fn len(&self) -> usize {
         self.lock().heap.len()

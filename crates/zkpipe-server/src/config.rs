@@ -221,6 +221,7 @@ struct DeviceSection {
     threads: Option<usize>,
     passes: Option<usize>,
     batch: Option<usize>,
+    overlap_share: Option<f64>,
     release_before_tail: Option<bool>,
     pinned_upload: Option<String>,
 }
@@ -590,6 +591,7 @@ impl FileConfig {
             ),
             device_passes: self.device.passes.or(d.device_passes),
             device_batch: self.device.batch.or(d.device_batch),
+            device_overlap_share: self.device.overlap_share.unwrap_or(d.device_overlap_share),
             tail: stage(
                 &StageSection {
                     workers: self.tail.workers,
@@ -831,6 +833,16 @@ mod tests {
         assert!(cfg("[device]\nbatch = 0").unwrap_err().contains("batch"));
         assert!(toml::from_str::<FileConfig>("[device]\nbatch = -1").is_err());
         assert!(toml::from_str::<FileConfig>("[reduce]\nbatch = 2").is_err());
+        let share = |text: &str| cfg(text).map(|c| c.engine.device_overlap_share);
+        assert_eq!(share(""), Ok(2.0));
+        assert_eq!(share("[device]\noverlap_share = 0"), Ok(0.0), "at once");
+        assert_eq!(share("[device]\noverlap_share = 1.5"), Ok(1.5));
+        assert!(share("[device]\noverlap_share = -1.0")
+            .unwrap_err()
+            .contains("overlap_share"));
+        assert!(share("[device]\noverlap_share = nan")
+            .unwrap_err()
+            .contains("overlap_share"));
     }
 
     #[test]

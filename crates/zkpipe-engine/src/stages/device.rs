@@ -9,10 +9,16 @@
 //! partitions of the same loaded key and runs them all in one pass: several small proofs
 //! then share one batched MSM over the key's resident points, and the gate is entered
 //! once for the batch.
+//!
+//! A pass that enters while another is on the device takes its batch only once it is a
+//! share (`device_overlap_share`) of the batch on the device, or once that pass leaves:
+//! under load, two overlapping passes would otherwise split what is queued into small
+//! batches, while at low load a small pass still overlaps a small one.
 
 use crate::curves::{DeviceKey, LoadedKey, PartitionData};
 use crate::devices::Device;
 use crate::error::EngineError;
+use crate::gate::PassPermit;
 use crate::memory::Reservation;
 use crate::messages::{send, Proved, Reduced};
 use crate::outcome::{guarded, Outcomes};
@@ -22,6 +28,10 @@ use crate::trace::log_ms;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use zkpipe_core::{Devices, Error as CoreError};
+
+/// How often a pass waiting for its batch looks at the queue again
+/// ([`DeviceStage::take_batch`]).
+const GATHER_POLL: Duration = Duration::from_micros(200);
 
 /// A partition taken for a device pass, with the device memory reserved for it.
 type Taken = (Reduced, Option<Reservation>);
@@ -33,6 +43,9 @@ pub(crate) struct DeviceStage {
     pub kind: Arc<dyn Devices>,
     /// Caps the bound key's batch limit (`None`: no cap).
     pub batch_cap: Option<usize>,
+    /// How large a batch must be, as a share of the partitions on the device, to start
+    /// beside them (0: at once).
+    pub overlap_share: f64,
     pub output: Arc<PriorityQueue<Proved>>,
     /// Where the gate is kept through the tail (`release_before_tail = false`, the
     /// baseline to measure against): the tail this worker runs itself before leaving it.
@@ -52,7 +65,7 @@ impl DeviceStage {
             let Some(device_mem) = self.reserve(&r, bytes) else {
                 continue;
             };
-            let permit = device.gate.enter();
+            let mut permit = device.gate.enter();
             let start = Instant::now();
             let key = Arc::clone(&r.key);
             let bound = r.lease.bind(
@@ -62,13 +75,10 @@ impl DeviceStage {
                 &device.info.name,
                 device.budget.as_ref(),
             );
+            let limit = bound.as_ref().map_or(1, |b| self.batch_limit(&**b));
+            let more = self.take_batch(&mut permit, &key, bytes, limit);
             let mut batch: Vec<Taken> = vec![(r, device_mem)];
-            if let Ok(b) = &bound {
-                let limit = self.batch_limit(&**b);
-                if limit > 1 {
-                    batch.extend(self.take_more(&key, bytes, limit - 1));
-                }
-            }
+            batch.extend(more);
             let results: Vec<Result<(), EngineError>> = match &bound {
                 Ok(b) => {
                     self.outcomes
@@ -124,6 +134,34 @@ impl DeviceStage {
     fn batch_limit(&self, bound: &dyn DeviceKey) -> usize {
         let limit = guarded(|| Ok(bound.caps().batch_limit)).unwrap_or(1);
         self.batch_cap.map_or(limit, |cap| limit.min(cap))
+    }
+
+    /// The partitions that join the worker's own in its pass, at most `limit` in all. With
+    /// another pass on the device, a batch smaller than `overlap_share` of that pass's
+    /// waits for more to queue or for the device to free (see [`PassGate::take_batch`]);
+    /// alone, it takes what is queued at once.
+    fn take_batch(
+        &self,
+        permit: &mut PassPermit<'_>,
+        key: &Arc<dyn LoadedKey>,
+        bytes: u64,
+        limit: usize,
+    ) -> Vec<Taken> {
+        let device = &*self.device;
+        let ours = |r: &Reduced| Arc::ptr_eq(&r.key, key) && !r.ticket.is_cancelled();
+        device
+            .gate
+            .take_batch(permit, 1, GATHER_POLL, |on_device, alone| {
+                if limit <= 1 {
+                    return Some(Vec::new());
+                }
+                let want = ((self.overlap_share * on_device as f64).ceil() as usize).min(limit);
+                let ready = alone
+                    || want <= 1
+                    || device.queue.is_closed()
+                    || 1 + device.queue.count(ours) >= want;
+                ready.then(|| self.take_more(key, bytes, limit - 1))
+            })
     }
 
     /// Up to `max` more queued partitions of the same loaded key, best first, each with

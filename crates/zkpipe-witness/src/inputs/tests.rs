@@ -1,6 +1,6 @@
 //! Hand-checked expectations; each was confirmed with node 20 and snarkjs 0.7.6's own
 //! functions (`JSON.parse`, ffjavascript's `unstringifyBigInts`, circom_runtime's
-//! `flatArray` and `normalize`). `tests/snarkjs_inputs.rs` replays a set of inputs through
+//! `flatArray` and `normalize`). `tests/suite/snarkjs_inputs.rs` replays a set of inputs through
 //! those functions in node and compares.
 
 use super::*;

@@ -1,16 +1,16 @@
 //! The prover end to end on the committed snarkjs fixtures, per curve, with negative cases:
 //! wrong public inputs, and key points outside the subgroup.
 
+use crate::proof::Proof;
+use crate::verify::{public_from_json, PreparedVerifyingKey};
+use crate::{
+    prove, prove_batch, CompiledKey, CpuBound, Curve, Error, PointChecks, PointError, ProveOptions,
+    Timings, Witness,
+};
 use ark_ec::short_weierstrass::{Affine, SWCurveConfig};
 use ark_ec::AffineRepr;
 use ark_ff::One;
 use std::path::PathBuf;
-use zkpipe_core::proof::Proof;
-use zkpipe_core::verify::{public_from_json, PreparedVerifyingKey};
-use zkpipe_core::{
-    prove, prove_batch, CompiledKey, CpuBound, Curve, Error, PointChecks, PointError, ProveOptions,
-    Timings, Witness,
-};
 use zkpipe_formats::json::{read_json, ProofJson, PublicJson};
 use zkpipe_formats::mapped::MappedFile;
 use zkpipe_formats::wtns::Wtns;
@@ -49,7 +49,7 @@ fn prove_and_verify<E: Curve>(curve: &str) {
         };
         let proof = prove_once();
         let public = w.public(key.n_public).to_vec();
-        assert!(zkpipe_core::verify(&key.vk, &public, &proof).unwrap());
+        assert!(crate::verify(&key.vk, &public, &proof).unwrap());
         // Several witnesses in one device stage: each proof verifies, and a witness of the
         // wrong length fails alone, in its place.
         let short = Witness {
@@ -67,17 +67,17 @@ fn prove_and_verify<E: Curve>(curve: &str) {
         let (first, last) = (batch[0].as_ref().unwrap(), batch[2].as_ref().unwrap());
         assert_ne!(first, last);
         for p in [first, last] {
-            assert!(zkpipe_core::verify(&key.vk, &public, p).unwrap());
+            assert!(crate::verify(&key.vk, &public, p).unwrap());
         }
-        assert!(each[0].total(zkpipe_core::Stage::Assemble) > std::time::Duration::ZERO);
+        assert!(each[0].total(crate::Stage::Assemble) > std::time::Duration::ZERO);
         // Two proofs of one witness differ (fresh r, s) and both verify.
         let again = prove_once();
         assert_ne!(proof, again);
         let mut wrong = public.clone();
         wrong[0] += E::ScalarField::one();
-        assert!(!zkpipe_core::verify(&key.vk, &wrong, &proof).unwrap());
+        assert!(!crate::verify(&key.vk, &wrong, &proof).unwrap());
         assert!(matches!(
-            zkpipe_core::verify(&key.vk, &public[1..], &proof),
+            crate::verify(&key.vk, &public[1..], &proof),
             Err(Error::PublicInputCount { .. })
         ));
         // snarkjs's own proof verifies with the compiled key's vk.
@@ -85,7 +85,7 @@ fn prove_and_verify<E: Curve>(curve: &str) {
         let sp = Proof::<E>::from_json(&sp).unwrap();
         let spub: PublicJson = read_json(dir.join("public.json")).unwrap();
         let spub = public_from_json::<E>(&spub).unwrap();
-        assert!(zkpipe_core::verify(&key.vk, &spub, &sp).unwrap());
+        assert!(crate::verify(&key.vk, &spub, &sp).unwrap());
         // The prepared key (the daemon's self-check) answers as `verify` does, every case.
         let prepared: PreparedVerifyingKey<E> = key.vk.prepare();
         assert!(prepared.verify(&public, &proof).unwrap());
@@ -98,7 +98,7 @@ fn prove_and_verify<E: Curve>(curve: &str) {
             c: again.c,
         };
         assert!(!prepared.verify(&public, &swapped).unwrap());
-        assert!(!zkpipe_core::verify(&key.vk, &public, &swapped).unwrap());
+        assert!(!crate::verify(&key.vk, &public, &swapped).unwrap());
         assert!(matches!(
             prepared.verify(&public[1..], &proof),
             Err(Error::PublicInputCount { .. })
@@ -134,7 +134,7 @@ fn prove_and_verify<E: Curve>(curve: &str) {
             (&spub[..], &sp),
             (&public[1..], &again),
         ];
-        let outcomes = zkpipe_core::stages::self_check_batch(&key, &items, rng);
+        let outcomes = crate::stages::self_check_batch(&key, &items, rng);
         assert!(outcomes[0].is_ok() && outcomes[2].is_ok(), "{outcomes:?}");
         assert!(
             matches!(outcomes[1], Err(Error::NotSatisfied)),
@@ -144,19 +144,19 @@ fn prove_and_verify<E: Curve>(curve: &str) {
             matches!(outcomes[3], Err(Error::PublicInputCount { .. })),
             "{outcomes:?}"
         );
-        let all_good = zkpipe_core::stages::self_check_batch(&key, &good, rng);
+        let all_good = crate::stages::self_check_batch(&key, &good, rng);
         assert!(all_good.iter().all(Result::is_ok), "{all_good:?}");
     }
 }
 
 #[test]
 fn bn254_fixtures_prove_and_verify() {
-    prove_and_verify::<zkpipe_core::Bn254>("bn254");
+    prove_and_verify::<crate::Bn254>("bn254");
 }
 
 #[test]
 fn bls12_381_fixtures_prove_and_verify() {
-    prove_and_verify::<zkpipe_core::Bls12_381>("bls12-381");
+    prove_and_verify::<crate::Bls12_381>("bls12-381");
 }
 
 /// An on-curve point outside the prime-order subgroup (the curve has a cofactor).
@@ -202,7 +202,7 @@ fn compile_with_replaced_point<E: Curve>(
 
 #[test]
 fn points_outside_the_subgroup_are_rejected_unless_trusted() {
-    type E1 = zkpipe_core::Bls12_381;
+    type E1 = crate::Bls12_381;
     let p = non_subgroup_point::<ark_bls12_381::g1::Config>();
     let mut b = Vec::new();
     E1::g1_to_bytes(&p, &mut b);
@@ -223,7 +223,7 @@ fn points_outside_the_subgroup_are_rejected_unless_trusted() {
     }
     assert!(trusted.is_ok());
 
-    type E2 = zkpipe_core::Bn254;
+    type E2 = crate::Bn254;
     let q = non_subgroup_point::<ark_bn254::g2::Config>();
     assert!(q.is_on_curve() && !q.is_zero());
     let mut b = Vec::new();

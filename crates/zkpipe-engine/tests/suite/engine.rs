@@ -344,6 +344,11 @@ fn a_budget_for_one_job_at_a_time_still_completes_every_job() {
 #[derive(Default)]
 struct PassLog {
     passes: std::sync::Mutex<Vec<usize>>,
+    /// Sizes of the passes inside the device now.
+    inside: std::sync::Mutex<Vec<usize>>,
+    /// (its size, the largest pass inside) of each pass that started while another was
+    /// inside.
+    overlapping: std::sync::Mutex<Vec<(usize, usize)>>,
     reduced: std::sync::atomic::AtomicUsize,
     /// Proofs passed so far (`Fault::Corrupt` corrupts every third).
     proofs: std::sync::atomic::AtomicUsize,
@@ -579,9 +584,22 @@ impl<E: Curve> BoundKey<E> for TestBound<E> {
         &self,
         inputs: &mut [PassInput<'_, E>],
     ) -> Vec<Result<DeviceSums<E>, zkpipe_core::Error>> {
-        self.devices.log.passes.lock().unwrap().push(inputs.len());
+        let log = &self.devices.log;
+        let n = inputs.len();
+        log.passes.lock().unwrap().push(n);
+        {
+            let mut inside = log.inside.lock().unwrap();
+            if let Some(&theirs) = inside.iter().max() {
+                log.overlapping.lock().unwrap().push((n, theirs));
+            }
+            inside.push(n);
+        }
         std::thread::sleep(self.devices.pass_delay);
-        inputs.iter_mut().map(|p| self.pass_one(p)).collect()
+        let sums = inputs.iter_mut().map(|p| self.pass_one(p)).collect();
+        let mut inside = log.inside.lock().unwrap();
+        let i = inside.iter().position(|&m| m == n).unwrap();
+        inside.swap_remove(i);
+        sums
     }
 }
 
@@ -813,6 +831,41 @@ fn a_tail_batch_fails_only_the_proofs_whose_self_check_fails() {
         tail("zkpipe_tail_batch_size_count") < 12.0,
         "some tail batches held several proofs"
     );
+    engine.shutdown();
+}
+
+/// With `device_overlap_share = 2`, a pass starts beside another only with twice that
+/// pass's partitions (at most the limit of 4), else once it leaves: jobs that arrive one by
+/// one during a pass never make a pass of one beside a pass of one. Every job ends with a
+/// verified proof.
+#[test]
+fn a_pass_beside_another_starts_only_with_its_share_of_partitions() {
+    let dir = key_dir();
+    let cfg = EngineConfig {
+        device_passes: Some(2),
+        device_overlap_share: 2.0,
+        ..config(dir.path())
+    };
+    let (engine, log) = batching_engine(cfg, None, false);
+    // One by one, faster than a pass (20 ms), so that a second pass could start small.
+    let jobs: Vec<u64> = (0..16)
+        .map(|_| {
+            std::thread::sleep(Duration::from_millis(4));
+            submit_many(&engine, "bn254-poseidon", 1)[0]
+        })
+        .collect();
+    for j in jobs {
+        check_job(&engine, dir.path(), j);
+    }
+    let overlapping = log.overlapping.lock().unwrap().clone();
+    assert!(
+        overlapping
+            .iter()
+            .all(|&(mine, theirs)| mine >= (2 * theirs).min(4)),
+        "(a pass started beside another, that pass): {overlapping:?}"
+    );
+    let (_, sum) = batch_size_metric(&engine);
+    assert_eq!(sum as usize, 16, "every partition had exactly one pass");
     engine.shutdown();
 }
 

@@ -4,7 +4,7 @@
 //! finishes once; cancellation, request ids, priorities, hot keys and the object store
 //! for large witnesses work across daemons.
 
-#[path = "support/postgres.rs"]
+#[path = "../support/postgres.rs"]
 mod postgres;
 
 use postgres::TempPostgres;

@@ -1,0 +1,6 @@
+//! The witness generators' integration tests, one module per subject, in one test binary:
+//! each test binary links its own copy of wasmtime (experiment 033).
+
+mod native;
+mod snarkjs_inputs;
+mod wasm;
