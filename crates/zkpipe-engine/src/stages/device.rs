@@ -66,7 +66,6 @@ impl DeviceStage {
                 continue;
             };
             let mut permit = device.gate.enter();
-            let start = Instant::now();
             let key = Arc::clone(&r.key);
             let bound = r.lease.bind(
                 &key,
@@ -77,6 +76,9 @@ impl DeviceStage {
             );
             let limit = bound.as_ref().map_or(1, |b| self.batch_limit(&**b));
             let more = self.take_batch(&mut permit, &key, bytes, limit);
+            // The device span starts here: the wait for a batch is part of `device_wait`
+            // (as is binding the key to the device, once per key and device).
+            let start = Instant::now();
             let mut batch: Vec<Taken> = vec![(r, device_mem)];
             batch.extend(more);
             let results: Vec<Result<(), EngineError>> = match &bound {
