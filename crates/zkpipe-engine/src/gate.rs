@@ -10,14 +10,14 @@ pub(crate) struct PassGate {
     permits: usize,
     state: Mutex<GateState>,
     freed: Condvar,
-    /// Notified (all waiters) whenever a pass leaves: what [`PassGate::take_batch`] waits on.
+    /// Notified (all waiters) whenever a pass leaves: what [`PassPermit::take_batch`] waits on.
     left: Condvar,
 }
 
 #[derive(Default)]
 struct GateState {
     running: usize,
-    /// Passes inside waiting in [`PassGate::take_batch`], not yet on the device.
+    /// Passes inside waiting in [`PassPermit::take_batch`], not yet on the device.
     waiting: usize,
     /// Partitions of the passes on the device (those that took their batch).
     on_device: usize,
@@ -62,7 +62,15 @@ impl PassGate {
         }
     }
 
-    /// For `permit`'s pass: its batch, of `own` partitions already held and what `take`
+    /// Time with at least one pass running, including the current stretch.
+    pub fn busy(&self) -> Duration {
+        let s = self.lock();
+        s.busy + s.busy_since.map_or(Duration::ZERO, |t| t.elapsed())
+    }
+}
+
+impl PassPermit<'_> {
+    /// This pass's batch, of `own` partitions already held and what `take`
     /// adds. `take(on_device, alone)` runs under the gate's lock, at once, then every
     /// `poll` and whenever a pass leaves, until it takes (returns `Some`); `on_device` is
     /// the partitions of the other passes on the device (inside, batch taken), and `take`
@@ -71,14 +79,13 @@ impl PassGate {
     /// alone and the others then wait for it. The batch counts as on the device until
     /// the permit is dropped.
     pub fn take_batch<T>(
-        &self,
-        permit: &mut PassPermit<'_>,
+        &mut self,
         own: usize,
         poll: Duration,
         mut take: impl FnMut(usize, bool) -> Option<Vec<T>>,
     ) -> Vec<T> {
-        debug_assert!(std::ptr::eq(permit.gate, self), "a permit of this gate");
-        let mut s = self.lock();
+        let gate = self.gate;
+        let mut s = gate.lock();
         s.waiting += 1;
         let taken = loop {
             // `running` counts this pass, and `waiting` this one and the others here.
@@ -87,22 +94,16 @@ impl PassGate {
                 break t;
             }
             assert!(!alone, "take must take when alone");
-            s = self
+            s = gate
                 .left
                 .wait_timeout(s, poll)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         };
         s.waiting -= 1;
-        permit.partitions = own + taken.len();
-        s.on_device += permit.partitions;
+        self.partitions = own + taken.len();
+        s.on_device += self.partitions;
         taken
-    }
-
-    /// Time with at least one pass running, including the current stretch.
-    pub fn busy(&self) -> Duration {
-        let s = self.lock();
-        s.busy + s.busy_since.map_or(Duration::ZERO, |t| t.elapsed())
     }
 }
 
@@ -145,7 +146,7 @@ mod tests {
         let gate = PassGate::new(2);
         let mut first = gate.enter();
         let mut asked = Vec::new();
-        let batch = gate.take_batch(&mut first, 1, Duration::from_secs(60), |on, alone| {
+        let batch = first.take_batch(1, Duration::from_secs(60), |on, alone| {
             asked.push((on, alone));
             Some(vec![7, 8, 9])
         });
@@ -155,7 +156,7 @@ mod tests {
         let mut second = gate.enter();
         let mut queued = Vec::new();
         let mut seen = Vec::new();
-        let batch = gate.take_batch(&mut second, 1, Duration::from_millis(1), |on, alone| {
+        let batch = second.take_batch(1, Duration::from_millis(1), |on, alone| {
             seen.push(on);
             queued.push(seen.len() as u32);
             take_from(&mut queued, 3, on, alone)
@@ -167,7 +168,7 @@ mod tests {
         drop(second);
         let mut third = gate.enter();
         let mut queued = vec![5];
-        let batch = gate.take_batch(&mut third, 1, Duration::from_secs(60), |on, alone| {
+        let batch = third.take_batch(1, Duration::from_secs(60), |on, alone| {
             take_from(&mut queued, 32, on, alone)
         });
         assert_eq!(batch, [5]);
@@ -177,12 +178,7 @@ mod tests {
     fn a_waiting_pass_goes_on_when_the_pass_on_the_device_leaves() {
         let gate = PassGate::new(2);
         let mut first = gate.enter();
-        gate.take_batch(
-            &mut first,
-            1,
-            Duration::ZERO,
-            |_, _| Some(Vec::<u32>::new()),
-        );
+        first.take_batch(1, Duration::ZERO, |_, _| Some(Vec::<u32>::new()));
         let mut second = gate.enter();
         std::thread::scope(|s| {
             s.spawn(move || {
@@ -190,7 +186,7 @@ mod tests {
                 drop(first);
             });
             // Never enough queued: goes on once the first pass leaves.
-            let batch = gate.take_batch(&mut second, 1, Duration::from_millis(1), |_, alone| {
+            let batch = second.take_batch(1, Duration::from_millis(1), |_, alone| {
                 alone.then(|| vec![1u32])
             });
             assert_eq!(batch, [1]);
@@ -208,7 +204,7 @@ mod tests {
                 let (gate, order) = (&gate, &order);
                 s.spawn(move || {
                     let mut p = gate.enter();
-                    gate.take_batch(&mut p, 1, Duration::from_millis(1), |_, alone| {
+                    p.take_batch(1, Duration::from_millis(1), |_, alone| {
                         alone.then(Vec::<u32>::new)
                     });
                     order.lock().unwrap().push((i, "on"));

@@ -140,7 +140,7 @@ impl DeviceStage {
 
     /// The partitions that join the worker's own in its pass, at most `limit` in all. With
     /// another pass on the device, a batch smaller than `overlap_share` of that pass's
-    /// waits for more to queue or for the device to free (see [`PassGate::take_batch`]);
+    /// waits for more to queue or for the device to free (see [`PassPermit::take_batch`]);
     /// alone, it takes what is queued at once.
     fn take_batch(
         &self,
@@ -151,19 +151,17 @@ impl DeviceStage {
     ) -> Vec<Taken> {
         let device = &*self.device;
         let ours = |r: &Reduced| Arc::ptr_eq(&r.key, key) && !r.ticket.is_cancelled();
-        device
-            .gate
-            .take_batch(permit, 1, GATHER_POLL, |on_device, alone| {
-                if limit <= 1 {
-                    return Some(Vec::new());
-                }
-                let want = ((self.overlap_share * on_device as f64).ceil() as usize).min(limit);
-                let ready = alone
-                    || want <= 1
-                    || device.queue.is_closed()
-                    || 1 + device.queue.count(ours) >= want;
-                ready.then(|| self.take_more(key, bytes, limit - 1))
-            })
+        permit.take_batch(1, GATHER_POLL, |on_device, alone| {
+            if limit <= 1 {
+                return Some(Vec::new());
+            }
+            let want = ((self.overlap_share * on_device as f64).ceil() as usize).min(limit);
+            let ready = alone
+                || want <= 1
+                || device.queue.is_closed()
+                || 1 + device.queue.count(ours) >= want;
+            ready.then(|| self.take_more(key, bytes, limit - 1))
+        })
     }
 
     /// Up to `max` more queued partitions of the same loaded key, best first, each with
