@@ -866,6 +866,25 @@ fn a_pass_beside_another_starts_only_with_its_share_of_partitions() {
     );
     let (_, sum) = batch_size_metric(&engine);
     assert_eq!(sum as usize, 16, "every partition had exactly one pass");
+    // The wait for a share is `device_wait`, not part of the device span: no partition's
+    // span ends before it starts, the partitions that queued during the wait included.
+    let trace: serde_json::Value = serde_json::from_str(&engine.trace_json()).unwrap();
+    let spans: Vec<&serde_json::Value> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .collect();
+    assert!(spans.iter().any(|e| e["name"] == "device_wait"));
+    let negative: Vec<_> = spans
+        .iter()
+        .filter(|e| e["dur"].as_f64().unwrap() < 0.0)
+        .map(|e| (e["name"].clone(), e["dur"].clone()))
+        .collect();
+    assert!(
+        negative.is_empty(),
+        "spans ending before they start: {negative:?}"
+    );
     engine.shutdown();
 }
 
