@@ -85,8 +85,11 @@ impl PassPermit<'_> {
         mut take: impl FnMut(usize, bool) -> Option<Vec<T>>,
     ) -> Vec<T> {
         let gate = self.gate;
+        // Declared before the lock so that, on unwind, it drops after the lock's guard.
+        let mut unwait = Unwait { gate, armed: false };
         let mut s = gate.lock();
         s.waiting += 1;
+        unwait.armed = true;
         let taken = loop {
             // `running` counts this pass, and `waiting` this one and the others here.
             let alone = s.running == s.waiting;
@@ -101,9 +104,28 @@ impl PassPermit<'_> {
                 .0;
         };
         s.waiting -= 1;
+        unwait.armed = false;
         self.partitions = own + taken.len();
         s.on_device += self.partitions;
         taken
+    }
+}
+
+/// Undoes a pass's `waiting` count when [`PassPermit::take_batch`] unwinds (a panicking
+/// `take`): a count left raised would make every later pass think it is not alone, and
+/// wait for a pass that is not there. Disarmed on the normal path.
+struct Unwait<'a> {
+    gate: &'a PassGate,
+    armed: bool,
+}
+
+impl Drop for Unwait<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            // The unwind poisoned the lock; the gate's state stays consistent, as in `lock`.
+            self.gate.lock().waiting -= 1;
+            self.gate.left.notify_all();
+        }
     }
 }
 
@@ -172,6 +194,27 @@ mod tests {
             take_from(&mut queued, 32, on, alone)
         });
         assert_eq!(batch, [5]);
+    }
+
+    /// A `take` that panics leaves no pass counted as waiting: the next pass alone on
+    /// the gate is told so at once (not left waiting for a pass that is gone).
+    #[test]
+    fn a_panicking_take_leaves_the_gate_as_it_found_it() {
+        let gate = PassGate::new(2);
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut p = gate.enter();
+            p.take_batch(1, Duration::ZERO, |_, _| -> Option<Vec<u32>> {
+                panic!("take failed")
+            });
+        }));
+        assert!(panicked.is_err());
+        let mut next = gate.enter();
+        let mut asked = Vec::new();
+        let batch = next.take_batch(1, Duration::from_secs(60), |on, alone| {
+            asked.push((on, alone));
+            Some(vec![1u32])
+        });
+        assert_eq!((batch, asked), (vec![1], vec![(0, true)]));
     }
 
     #[test]
