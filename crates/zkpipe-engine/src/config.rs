@@ -226,6 +226,8 @@ pub struct EngineConfig {
     /// Default: [`ReturnMode::DrainAll`].
     pub returns: ReturnMode,
     /// How long finished jobs (and their request ids) are remembered. Default: 10 min.
+    /// Each holds its results in memory meanwhile: ~1.8 KiB of heap for one BN254
+    /// partition, ~1.2 KiB more per further partition (experiment 036).
     pub job_retention: Duration,
     /// Waterfalls kept for the Chrome-trace export (partitions). Default: 4096.
     pub trace_capacity: usize,
