@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU machine's tool copies this checkout's tracked files and what a call carries, at
-# most 64 MiB in all; the tracked files alone are ~72 MiB, ~49 MiB of them bench/results,
+# most 64 MiB in all; the tracked files alone are ~72 MiB, ~49 MiB of them lab/results,
 # which no device step reads (tests/fixtures stays: `run.sh fixtures` reads it). `aside`
-# moves bench/results out of the checkout (to a sibling folder) before a device call;
+# moves lab/results out of the checkout (to a sibling folder) before a device call;
 # `back` returns it afterwards. Neither overwrites anything: each refuses if its
 # destination is there already.
 #
@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 aside="../.$(basename "$PWD")-aside"
-paths=(bench/results)
+paths=(lab/results)
 case ${1:-} in
   aside)
     [ -e "$aside" ] && { echo "device-tree: $aside exists; run 'back' first" >&2; exit 1; }

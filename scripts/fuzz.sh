@@ -10,14 +10,14 @@
 #                                                  fuzz/corpus/<target>/ (to commit; inputs
 #                                                  up to FUZZ_CMIN_MAX_BYTES, 16384)
 #   scripts/fuzz.sh seeds                          (re)write the seeds: fuzz/work/seeds/
-#   scripts/fuzz.sh summary                        rewrite bench/results/fuzz/README.md
+#   scripts/fuzz.sh summary                        rewrite lab/results/fuzz/README.md
 #   scripts/fuzz.sh list                           the targets
 #
 # A run reads fuzz/corpus/<target>/, fuzz/regressions/<target>/ (inputs of fixed crashes,
 # kept whole) and the seeds, adds what it finds to
 # fuzz/work/<target>/ (git-ignored), writes a crashing input to fuzz/artifacts/<target>/,
 # its log to fuzz/work/<target>.log, and its final libFuzzer stats to
-# bench/results/fuzz/<date>-<target>.txt; bench/results/fuzz/README.md summarizes them.
+# lab/results/fuzz/<date>-<target>.txt; lab/results/fuzz/README.md summarizes them.
 # It exits non-zero if any target crashed.
 #
 # Build: release, debug assertions and overflow checks on, no sanitizer (-s none): the
@@ -34,7 +34,7 @@ nice_level=${FUZZ_NICE:-19}
 cmin_max_bytes=${FUZZ_CMIN_MAX_BYTES:-16384}
 triple=$(rustc -vV | sed -n 's/^host: //p')
 bin_dir=fuzz/target/$triple/release
-results=bench/results/fuzz
+results=lab/results/fuzz
 
 die() { echo "fuzz.sh: $*" >&2; exit 1; }
 

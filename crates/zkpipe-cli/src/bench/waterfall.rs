@@ -1,6 +1,6 @@
 //! The daemon's waterfall (GetTrace's Chrome-trace JSON) restricted to some jobs: the
 //! median time of each partition span, and the gaps in the device timeline. The Rust
-//! counterpart of `bench/waterfall_gaps.py` (without its per-gap cause sampling).
+//! counterpart of `lab/waterfall_gaps.py` (without its per-gap cause sampling).
 //!
 //! Layout (zkpipe-engine's `trace.rs`): process 1 has partition spans whose `args.job` is
 //! their job; process 2 has device spans named "job J part P"; thread-name metadata of

@@ -15,7 +15,7 @@
 //!  result = Σ 2^{cw}·S_w (Horner over windows); one rayon task per (window, point group)
 //! ```
 //!
-//! Measurements and the choices they led to: `docs/experiments/005-batch-affine-msm.md`.
+//! Measurements and the choices they led to: `lab/experiments/005-batch-affine-msm.md`.
 //!
 //! The pair additions go through [`PairAdder`]: on CPUs with AVX-512 IFMA, eight at a time
 //! in vector lanes (`crate::msm::ifma`, about twice as fast; experiment 012), elsewhere on

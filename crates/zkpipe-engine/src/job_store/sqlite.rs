@@ -17,7 +17,7 @@
 //! in `witnesses/` beside it, written and synced before the row naming it commits. That
 //! keeps a big job's gigabytes out of the single writer's transaction: measured on the
 //! GPU machine, 1.28 GB of witnesses written inside it held every result write (and so
-//! the device stage behind the tail) for 4–5 s per job (docs/experiments/018-*).
+//! the device stage behind the tail) for 4–5 s per job (lab/experiments/018-*).
 //! `AUTOINCREMENT` makes ids monotonic even after every row was deleted.
 
 use super::{

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Issue 18's measurements (experiment 020): the fleet's shared Postgres job store.
+#
+#   lab/exp020/run.sh STEP OUT_DIR
+#
+# Postgres: a throwaway server per call (lab/exp020/pg.sh; $PG_BIN or Debian's
+# /usr/lib/postgresql/*/bin; on the GPU machine, .carry/pg.tar.xz unpacked). Binaries:
+# $ZKPIPE (default target/release/zkpipe, else .carry/zkpipe.xz) and $FLEET_CLAIMS
+# (default target/release/examples/fleet_claims). STEP:
+#   claims  fleet_claims: claims/s with DAEMONS simulated daemons (default 1,4,16,64), claim
+#           batches of 1 and 8, no-op backend; then one job's store time, embedded vs
+#           Postgres.
+#   sweep   `zkpipe sweep` of KEY (default: the 2^14 dev key, made if missing; another must
+#           be in $WORK/keys) at C (default 64) with the embedded store and with Postgres,
+#           interleaved, ROUNDS rounds (default 3);
+#           BACKEND cpu|cuda (default cuda), JOBS per client (default 16); PG_ENV adds
+#           settings to the Postgres variants, ALL_ENV to every variant (e.g.
+#           env.ZKPIPE_LOG=...); OBJECTS=1 adds a third variant, `pg-objects`, whose
+#           witnesses go to a file:// object store instead of Postgres rows.
+set -euo pipefail
+step=${1:?step}; out=${2:?out}
+here=$(cd "$(dirname "$0")" && pwd)
+work=${WORK:-lab/work/fleet}
+mkdir -p "$out" "$work/keys" "$work/bin"
+work=$(cd "$work" && pwd); out=$(cd "$out" && pwd)
+log() { echo "[$(date +%T)] $*" | tee -a "$out/steps.log"; }
+trap 'echo "run.sh: line $LINENO failed: $BASH_COMMAND" >&2' ERR
+
+# .carry/pg.tar.xz: Debian's PostgreSQL 15 tree with the libraries it links (the GPU
+# machine has none), unpacked under /tmp, where the postgres user can reach it.
+pg_home=${PG_HOME:-/tmp/zkpipe-pg}
+if [ -z "${PG_BIN:-}" ] && [ -e .carry/pg.tar.xz ]; then
+  [ -x "$pg_home/usr/lib/postgresql/15/bin/postgres" ] || { mkdir -p "$pg_home"; tar -xJf .carry/pg.tar.xz -C "$pg_home"; }
+  export PG_BIN=$pg_home/usr/lib/postgresql/15/bin LD_LIBRARY_PATH=$pg_home/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  # The server must not run as root; the GPU machine may have no postgres user.
+  id postgres >/dev/null 2>&1 || useradd --system --no-create-home postgres 2>/dev/null || true
+  chmod -R a+rX "$pg_home"
+fi
+bin=${ZKPIPE:-target/release/zkpipe}
+if [ ! -x "$bin" ] && [ -e .carry/zkpipe.xz ]; then xz -dc .carry/zkpipe.xz > "$work/bin/zkpipe"; chmod +x "$work/bin/zkpipe"; bin=$work/bin/zkpipe; fi
+claims_bin=${FLEET_CLAIMS:-target/release/examples/fleet_claims}
+if [ ! -x "$claims_bin" ] && [ -e .carry/fleet_claims.xz ]; then xz -dc .carry/fleet_claims.xz > "$work/bin/fleet_claims"; chmod +x "$work/bin/fleet_claims"; claims_bin=$work/bin/fleet_claims; fi
+# shellcheck source=pg.sh
+. "$here/pg.sh"
+# shellcheck source=../lib/dev_keys.sh
+. "$here/../lib/dev_keys.sh"
+pg_start "/tmp/zkpipe-pg-run-$$"
+trap pg_stop EXIT
+log "postgres at $PG_URL ($("$(pg_bin)/postgres" --version))"
+log "machine: $(nproc) cores, $(uname -r)"
+
+case $step in
+claims)
+  log "fleet_claims daemons=${DAEMONS:-1,4,16,64}"
+  "$claims_bin" --url "$PG_URL" --daemons "${DAEMONS:-1,4,16,64}" --batch 1,8 \
+    --jobs "${JOBS:-4000}" --witness "${WITNESS:-65536}" --rounds "${ROUNDS:-3}" | tee "$out/claims.tsv"
+  ;;
+sweep)
+  small_daemon_config
+  key=${KEY:-bn14}
+  [ -e "$work/keys/$key.zkey" ] || { echo "run.sh: no key $work/keys/$key.zkey (KEY names one there)" >&2; exit 2; }
+  c=${C:-64}
+  all=${ALL_ENV:+$ALL_ENV; }
+  pg="$all${PG_ENV:+$PG_ENV; }store.url=$PG_URL; store.daemon=sweep; store.claim_ahead=$((2 * c)); store.poll=100ms"
+  variants=(--variant "embedded: $all" --variant "postgres: $pg")
+  if [ "${OBJECTS:-0}" = 1 ]; then
+    # A server of its own: the daemons of all variants run at once, and one that shared
+    # the other's queue would claim its jobs.
+    first_url=$PG_URL first_dir=$PG_DIR
+    pg_start "/tmp/zkpipe-pg-run-$$-objects"
+    pg2="${pg/$first_url/$PG_URL}" second_dir=$PG_DIR
+    trap 'pg_stop; PG_DIR=$second_dir pg_stop' EXIT
+    PG_URL=$first_url PG_DIR=$first_dir
+    rm -rf "$work/objects"
+    variants+=(--variant "pg-objects: $pg2; store.inline_max=65536; store.objects=file://$work/objects")
+  fi
+  log "sweep $key c=$c ${variants[*]}"
+  timeout "${SWEEP_TIMEOUT:-540}" "$bin" sweep --config "$work/zkpipe.toml" --backend "${BACKEND:-cuda}" --out "$out/sweep" \
+    --rounds "${ROUNDS:-3}" "${variants[@]}" \
+    "$key" "$work/keys/$key.wtns" -c "$c" -j "${JOBS:-16}" -p 1 > "$out/sweep.txt" 2>&1 || log "sweep failed"
+  tail -25 "$out/sweep.txt" | tee -a "$out/steps.log"
+  ;;
+*) echo "unknown step $step" >&2; exit 2 ;;
+esac
