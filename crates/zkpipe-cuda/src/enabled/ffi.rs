@@ -14,292 +14,179 @@ pub type PlanHandle = *mut c_void;
 /// Opaque `zkp_csr_t`: a key's A and B matrices resident on a device.
 pub type MatricesHandle = *mut c_void;
 
-/// The entry point that uploads A and B (host CSR arrays of `rows` rows each).
-pub type CsrNewFn = unsafe extern "C" fn(
-    out: *mut MatricesHandle,
-    rows: u32,
-    a_starts: *const u32,
-    a_cols: *const u32,
-    a_vals: *const c_void,
-    b_starts: *const u32,
-    b_cols: *const u32,
-    b_vals: *const c_void,
-    dev: c_int,
-) -> sppark::Error;
-
-/// The entry points of one group (G1 or G2) of one curve.
-pub struct GroupFns {
-    /// Uploads points (arkworks layout, `affine_sz` apart) after `pad` points at infinity,
-    /// and builds their window table of width `table_wbits` there (0: none).
-    pub new: unsafe extern "C" fn(
-        out: *mut SetHandle,
-        points: *const c_void,
-        n: usize,
-        affine_sz: usize,
-        pad: usize,
-        table_wbits: u32,
-        dev: c_int,
-    ) -> sppark::Error,
-    pub drop: unsafe extern "C" fn(set: SetHandle),
-    /// sppark's MSM of one scalar vector (host, or device with `on_device`).
-    pub msm: unsafe extern "C" fn(
-        set: SetHandle,
-        out: *mut c_void,
-        scalars: *const c_void,
-        n: usize,
-        mont: bool,
-        on_device: bool,
-    ) -> sppark::Error,
-    /// A plan's k MSMs as bit sums: k·groups·wbits xyzz points into `out`.
-    pub batch:
-        unsafe extern "C" fn(set: SetHandle, plan: PlanHandle, out: *mut c_void) -> sppark::Error,
-}
-
-/// Every entry point of one curve.
-pub struct CurveFns {
-    pub g1: GroupFns,
-    pub g2: GroupFns,
-    pub g1_oneshot: unsafe extern "C" fn(
-        out: *mut c_void,
-        points: *const c_void,
-        n: usize,
-        scalars: *const c_void,
-        affine_sz: usize,
-    ) -> sppark::Error,
-    pub plan_new: unsafe extern "C" fn(
-        out: *mut PlanHandle,
-        scalars: *const *const c_void,
-        k: u32,
-        n: u32,
-        mont: bool,
-        piece: u32,
-        run: u32,
-        order: bool,
-        constant_work: bool,
-        table_wbits: u32,
-        shape: *mut u32,
-        dev: c_int,
-    ) -> sppark::Error,
-    pub plan_drop: unsafe extern "C" fn(plan: PlanHandle),
-    pub quotient_new: unsafe extern "C" fn(
-        out: *mut QuotientHandle,
-        lg_n: u32,
-        powers: *const c_void,
-        dev: c_int,
-    ) -> sppark::Error,
-    pub quotient_drop: unsafe extern "C" fn(q: QuotientHandle),
-    pub quotient_run: unsafe extern "C" fn(
-        q: QuotientHandle,
-        a: *const c_void,
-        b: *const c_void,
-        c: *const c_void,
-        h: *mut c_void,
-        k: u64,
-    ) -> sppark::Error,
-    pub quotient_h: unsafe extern "C" fn(q: QuotientHandle) -> *const c_void,
-    pub csr_new: CsrNewFn,
-    pub csr_drop: unsafe extern "C" fn(m: MatricesHandle),
-    /// a, b, c of a device witness (standard form, or Montgomery with `mont`) into the
-    /// quotient's buffers.
-    pub reduce_run: unsafe extern "C" fn(
-        q: QuotientHandle,
-        m: MatricesHandle,
-        w: *const c_void,
-        mont: bool,
-    ) -> sppark::Error,
-    /// Constant-work masking after the quotient: w += mw (nw values, w's form given by
-    /// `mont`), and the h left on the device += mh.
-    pub quotient_mask: unsafe extern "C" fn(
-        q: QuotientHandle,
-        w: *mut c_void,
-        mw: *const c_void,
-        nw: usize,
-        mont: bool,
-        mh: *const c_void,
-    ) -> sppark::Error,
-}
-
-macro_rules! curve_fns {
-    ($table:ident, $g1_new:ident, $g1_drop:ident, $g1_msm:ident, $g1_batch:ident,
-     $g2_new:ident, $g2_drop:ident, $g2_msm:ident, $g2_batch:ident, $g1_oneshot:ident,
-     $plan_new:ident, $plan_drop:ident, $q_new:ident, $q_drop:ident, $q_run:ident,
-     $q_h:ident, $csr_new:ident, $csr_drop:ident, $reduce_run:ident, $q_mask:ident) => {
-        extern "C" {
-            fn $g1_new(
-                o: *mut SetHandle,
-                p: *const c_void,
-                n: usize,
-                sz: usize,
-                pad: usize,
-                table_wbits: u32,
-                dev: c_int,
-            ) -> sppark::Error;
-            fn $g1_drop(set: SetHandle);
-            fn $g1_msm(
-                set: SetHandle,
-                out: *mut c_void,
-                s: *const c_void,
-                n: usize,
-                mont: bool,
-                on_device: bool,
-            ) -> sppark::Error;
-            fn $g1_batch(set: SetHandle, plan: PlanHandle, out: *mut c_void) -> sppark::Error;
-            fn $g2_new(
-                o: *mut SetHandle,
-                p: *const c_void,
-                n: usize,
-                sz: usize,
-                pad: usize,
-                table_wbits: u32,
-                dev: c_int,
-            ) -> sppark::Error;
-            fn $g2_drop(set: SetHandle);
-            fn $g2_msm(
-                set: SetHandle,
-                out: *mut c_void,
-                s: *const c_void,
-                n: usize,
-                mont: bool,
-                on_device: bool,
-            ) -> sppark::Error;
-            fn $g2_batch(set: SetHandle, plan: PlanHandle, out: *mut c_void) -> sppark::Error;
-            fn $g1_oneshot(
-                out: *mut c_void,
-                p: *const c_void,
-                n: usize,
-                s: *const c_void,
-                sz: usize,
-            ) -> sppark::Error;
-            fn $plan_new(
-                out: *mut PlanHandle,
-                s: *const *const c_void,
-                k: u32,
-                n: u32,
-                mont: bool,
-                piece: u32,
-                run: u32,
-                order: bool,
-                constant_work: bool,
-                table_wbits: u32,
-                shape: *mut u32,
-                dev: c_int,
-            ) -> sppark::Error;
-            fn $plan_drop(plan: PlanHandle);
-            fn $q_new(
-                out: *mut QuotientHandle,
-                lg_n: u32,
-                powers: *const c_void,
-                dev: c_int,
-            ) -> sppark::Error;
-            fn $q_drop(q: QuotientHandle);
-            fn $q_run(
-                q: QuotientHandle,
-                a: *const c_void,
-                b: *const c_void,
-                c: *const c_void,
-                h: *mut c_void,
-                k: u64,
-            ) -> sppark::Error;
-            fn $q_h(q: QuotientHandle) -> *const c_void;
-            fn $csr_new(
-                out: *mut MatricesHandle,
-                rows: u32,
-                a_starts: *const u32,
-                a_cols: *const u32,
-                a_vals: *const c_void,
-                b_starts: *const u32,
-                b_cols: *const u32,
-                b_vals: *const c_void,
-                dev: c_int,
-            ) -> sppark::Error;
-            fn $csr_drop(m: MatricesHandle);
-            fn $reduce_run(
-                q: QuotientHandle,
-                m: MatricesHandle,
-                w: *const c_void,
-                mont: bool,
-            ) -> sppark::Error;
-            fn $q_mask(
-                q: QuotientHandle,
-                w: *mut c_void,
-                mw: *const c_void,
-                nw: usize,
-                mont: bool,
-                mh: *const c_void,
-            ) -> sppark::Error;
+/// Declares every curve entry point once: its field in [`CurveFns`] (or [`GroupFns`], for
+/// the entries each group G1 and G2 has) and, for each curve table, the extern symbol it is
+/// bound to, `zkp_<entry>_<curve>` (group entries: `zkp_g1_<entry>_<curve>`,
+/// `zkp_g2_<entry>_<curve>`), as the shims in `cuda/` export them.
+macro_rules! curve_ffi {
+    (groups $groups:tt curve $curve:tt tables { $($table:ident = $suffix:literal),* $(,)? }) => {
+        curve_ffi!(@types $groups $curve);
+        $( curve_ffi!(@table $table $suffix $groups $curve); )*
+    };
+    (@types
+        { $( $(#[$gdoc:meta])* $gfield:ident = $gsym:literal fn($($garg:ident: $gty:ty),* $(,)?) $(-> $gret:ty)?; )* }
+        { $( $(#[$cdoc:meta])* $cfield:ident = $csym:literal fn($($carg:ident: $cty:ty),* $(,)?) $(-> $cret:ty)?; )* }
+    ) => {
+        /// The entry points of one group (G1 or G2) of one curve.
+        pub struct GroupFns {
+            $( $(#[$gdoc])* pub $gfield: unsafe extern "C" fn($($garg: $gty),*) $(-> $gret)?, )*
         }
+        /// Every entry point of one curve.
+        pub struct CurveFns {
+            /// G1's entries.
+            pub g1: GroupFns,
+            /// G2's entries.
+            pub g2: GroupFns,
+            $( $(#[$cdoc])* pub $cfield: unsafe extern "C" fn($($carg: $cty),*) $(-> $cret)?, )*
+        }
+    };
+    (@table $table:ident $suffix:literal
+        { $( $(#[$gdoc:meta])* $gfield:ident = $gsym:literal fn($($garg:ident: $gty:ty),* $(,)?) $(-> $gret:ty)?; )* }
+        { $( $(#[$cdoc:meta])* $cfield:ident = $csym:literal fn($($carg:ident: $cty:ty),* $(,)?) $(-> $cret:ty)?; )* }
+    ) => {
+        #[doc = concat!("The ", $suffix, " shims' entry points.")]
         pub static $table: CurveFns = CurveFns {
-            g1: GroupFns {
-                new: $g1_new,
-                drop: $g1_drop,
-                msm: $g1_msm,
-                batch: $g1_batch,
+            g1: {
+                extern "C" {
+                    $( #[link_name = concat!("zkp_g1_", $gsym, "_", $suffix)]
+                       fn $gfield($($garg: $gty),*) $(-> $gret)?; )*
+                }
+                GroupFns { $( $gfield, )* }
             },
-            g2: GroupFns {
-                new: $g2_new,
-                drop: $g2_drop,
-                msm: $g2_msm,
-                batch: $g2_batch,
+            g2: {
+                extern "C" {
+                    $( #[link_name = concat!("zkp_g2_", $gsym, "_", $suffix)]
+                       fn $gfield($($garg: $gty),*) $(-> $gret)?; )*
+                }
+                GroupFns { $( $gfield, )* }
             },
-            g1_oneshot: $g1_oneshot,
-            plan_new: $plan_new,
-            plan_drop: $plan_drop,
-            quotient_new: $q_new,
-            quotient_drop: $q_drop,
-            quotient_run: $q_run,
-            quotient_h: $q_h,
-            csr_new: $csr_new,
-            csr_drop: $csr_drop,
-            reduce_run: $reduce_run,
-            quotient_mask: $q_mask,
+            $( $cfield: {
+                extern "C" {
+                    #[link_name = concat!("zkp_", $csym, "_", $suffix)]
+                    fn $cfield($($carg: $cty),*) $(-> $cret)?;
+                }
+                $cfield
+            }, )*
         };
     };
 }
 
-curve_fns!(
-    BN254,
-    zkp_g1_points_new_bn254,
-    zkp_g1_points_drop_bn254,
-    zkp_g1_msm_bn254,
-    zkp_g1_batch_msm_bn254,
-    zkp_g2_points_new_bn254,
-    zkp_g2_points_drop_bn254,
-    zkp_g2_msm_bn254,
-    zkp_g2_batch_msm_bn254,
-    zkp_g1_msm_oneshot_bn254,
-    zkp_bm_plan_new_bn254,
-    zkp_bm_plan_drop_bn254,
-    zkp_quotient_new_bn254,
-    zkp_quotient_drop_bn254,
-    zkp_quotient_run_bn254,
-    zkp_quotient_h_bn254,
-    zkp_csr_new_bn254,
-    zkp_csr_drop_bn254,
-    zkp_reduce_run_bn254,
-    zkp_quotient_mask_bn254
-);
-curve_fns!(
-    BLS12_381,
-    zkp_g1_points_new_bls12_381,
-    zkp_g1_points_drop_bls12_381,
-    zkp_g1_msm_bls12_381,
-    zkp_g1_batch_msm_bls12_381,
-    zkp_g2_points_new_bls12_381,
-    zkp_g2_points_drop_bls12_381,
-    zkp_g2_msm_bls12_381,
-    zkp_g2_batch_msm_bls12_381,
-    zkp_g1_msm_oneshot_bls12_381,
-    zkp_bm_plan_new_bls12_381,
-    zkp_bm_plan_drop_bls12_381,
-    zkp_quotient_new_bls12_381,
-    zkp_quotient_drop_bls12_381,
-    zkp_quotient_run_bls12_381,
-    zkp_quotient_h_bls12_381,
-    zkp_csr_new_bls12_381,
-    zkp_csr_drop_bls12_381,
-    zkp_reduce_run_bls12_381,
-    zkp_quotient_mask_bls12_381
-);
+curve_ffi! {
+    groups {
+        /// Uploads points (arkworks layout, `affine_sz` apart) after `pad` points at
+        /// infinity, and builds their window table of width `table_wbits` there (0: none).
+        new = "points_new" fn(
+            out: *mut SetHandle,
+            points: *const c_void,
+            n: usize,
+            affine_sz: usize,
+            pad: usize,
+            table_wbits: u32,
+            dev: c_int,
+        ) -> sppark::Error;
+        /// Frees a point set.
+        drop = "points_drop" fn(set: SetHandle);
+        /// sppark's MSM of one scalar vector (host, or device with `on_device`).
+        msm = "msm" fn(
+            set: SetHandle,
+            out: *mut c_void,
+            scalars: *const c_void,
+            n: usize,
+            mont: bool,
+            on_device: bool,
+        ) -> sppark::Error;
+        /// A plan's k MSMs as bit sums: k·groups·wbits xyzz points into `out`.
+        batch = "batch_msm" fn(set: SetHandle, plan: PlanHandle, out: *mut c_void) -> sppark::Error;
+    }
+    curve {
+        /// One-shot G1 MSM (points uploaded with the scalars, sppark's own entry point):
+        /// the reference the resident path is checked against.
+        g1_oneshot = "g1_msm_oneshot" fn(
+            out: *mut c_void,
+            points: *const c_void,
+            n: usize,
+            scalars: *const c_void,
+            affine_sz: usize,
+        ) -> sppark::Error;
+        /// A batch plan for k scalar vectors of n scalars each, in device memory (`scalars`:
+        /// a host array of k device pointers); `shape` receives the window width and the
+        /// bucket groups.
+        plan_new = "bm_plan_new" fn(
+            out: *mut PlanHandle,
+            scalars: *const *const c_void,
+            k: u32,
+            n: u32,
+            mont: bool,
+            piece: u32,
+            run: u32,
+            order: bool,
+            constant_work: bool,
+            table_wbits: u32,
+            shape: *mut u32,
+            dev: c_int,
+        ) -> sppark::Error;
+        /// Frees a plan.
+        plan_drop = "bm_plan_drop" fn(plan: PlanHandle);
+        /// The NTT buffers of one domain size, with the coset's powers.
+        quotient_new = "quotient_new" fn(
+            out: *mut QuotientHandle,
+            lg_n: u32,
+            powers: *const c_void,
+            dev: c_int,
+        ) -> sppark::Error;
+        /// Frees a quotient's buffers.
+        quotient_drop = "quotient_drop" fn(q: QuotientHandle);
+        /// h = a·b − c on snarkjs's coset from a, b, c (host, or all three null when
+        /// `reduce_run` left them in the quotient's buffers); `h` null leaves h on the
+        /// device only.
+        quotient_run = "quotient_run" fn(
+            q: QuotientHandle,
+            a: *const c_void,
+            b: *const c_void,
+            c: *const c_void,
+            h: *mut c_void,
+            k: u64,
+        ) -> sppark::Error;
+        /// The device buffer holding h after `quotient_run`.
+        quotient_h = "quotient_h" fn(q: QuotientHandle) -> *const c_void;
+        /// Uploads A and B (host CSR arrays of `rows` rows each).
+        csr_new = "csr_new" fn(
+            out: *mut MatricesHandle,
+            rows: u32,
+            a_starts: *const u32,
+            a_cols: *const u32,
+            a_vals: *const c_void,
+            b_starts: *const u32,
+            b_cols: *const u32,
+            b_vals: *const c_void,
+            dev: c_int,
+        ) -> sppark::Error;
+        /// Frees a key's matrices on the device.
+        csr_drop = "csr_drop" fn(m: MatricesHandle);
+        /// a, b, c of a device witness (standard form, or Montgomery with `mont`) into the
+        /// quotient's buffers.
+        reduce_run = "reduce_run" fn(
+            q: QuotientHandle,
+            m: MatricesHandle,
+            w: *const c_void,
+            mont: bool,
+        ) -> sppark::Error;
+        /// Constant-work masking after the quotient: w += mw (nw values, w's form given by
+        /// `mont`), and the h left on the device += mh.
+        quotient_mask = "quotient_mask" fn(
+            q: QuotientHandle,
+            w: *mut c_void,
+            mw: *const c_void,
+            nw: usize,
+            mont: bool,
+            mh: *const c_void,
+        ) -> sppark::Error;
+    }
+    tables {
+        BN254 = "bn254",
+        BLS12_381 = "bls12_381",
+    }
+}
 
 extern "C" {
     pub fn zkp_device_count() -> c_int;
