@@ -4,7 +4,7 @@
 #   lab/engine_gpu.sh OUT_DIR [BIN_DIR=target/cuda/release] [CLIENTS_BIG="1 4 16"] [CLIENTS_SMALL="1 16 64"] [REPEATS=3]
 #
 # Workloads (made there): a 2^20-constraint BN254 dev key with 4-partition jobs, and a
-# 2^14 one with 1-partition jobs; `zkpipe loadtest` against `zkpipe serve --backend cuda`
+# 2^14 one with 1-partition jobs; `zkpipe-bench loadtest` against `zkpipe serve --backend cuda`
 # (every visible GPU; CUDA_VISIBLE_DEVICES picks). An empty CLIENTS list skips a workload.
 # Each configuration runs REPEATS times, interleaved (round r runs every c once).
 # Writes OUT_DIR/{big,small}-c<C>-r<R>.{txt,json}, a trace of round 1 of each 2^20 run with
@@ -47,12 +47,12 @@ for r in $(seq "$repeats"); do
   for c in $big; do
     jobs=$(( c >= 16 ? 2 : 8 ))
     trace=(); [ "$r" = 1 ] && [ "$c" -ge 4 ] && trace=(--trace "$out/big-c$c.trace.json")
-    "$bin/zkpipe" loadtest k20 "$work/w20.wtns" -c "$c" -j "$jobs" -p 4 --json "$out/big-c$c-r$r.json" "${trace[@]}" > "$out/big-c$c-r$r.txt"
+    "$bin/zkpipe-bench" loadtest k20 "$work/w20.wtns" -c "$c" -j "$jobs" -p 4 --json "$out/big-c$c-r$r.json" "${trace[@]}" > "$out/big-c$c-r$r.txt"
     echo "2^20 x4 partitions, c=$c, round $r:"; cat "$out/big-c$c-r$r.txt"
   done
   for c in $small; do
     jobs=$(( c >= 64 ? 8 : (c >= 16 ? 16 : 64) ))
-    "$bin/zkpipe" loadtest k14 "$work/w14.wtns" -c "$c" -j "$jobs" -p 1 --json "$out/small-c$c-r$r.json" > "$out/small-c$c-r$r.txt"
+    "$bin/zkpipe-bench" loadtest k14 "$work/w14.wtns" -c "$c" -j "$jobs" -p 1 --json "$out/small-c$c-r$r.json" > "$out/small-c$c-r$r.txt"
     echo "2^14, c=$c, round $r:"; cat "$out/small-c$c-r$r.txt"
   done
 done

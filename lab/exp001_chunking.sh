@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Experiment 001: reduce-stage row scheduling (static ranges vs claimed chunks).
 #
-#   lab/exp001_chunking.sh THREADS OUT_PREFIX [ZKPIPE]
+#   lab/exp001_chunking.sh THREADS OUT_PREFIX [ZKPIPE] (zkpipe-bench beside it)
 #   e.g. lab/exp001_chunking.sh 1,2 lab/results/exp001-devbox
 #        lab/exp001_chunking.sh 4,8,16 "$OUT/exp001-gpuhost" .carry/zkpipe   (GPU machine)
 #
@@ -11,6 +11,8 @@ set -euo pipefail
 threads=${1:?threads list, e.g. 1,2}
 out=${2:?output prefix}
 zkpipe=${3:-target/release/zkpipe}
+# The lab's binary is zkpipe-bench, beside zkpipe (cargo and scripts/build-cuda.sh build both there).
+bench=$(dirname "$zkpipe")/zkpipe-bench
 work=${WORK:-lab/work/synth20}
 mkdir -p "$work" "$(dirname "$out")"
 if [ ! -f "$work/c.zkey" ]; then
@@ -20,9 +22,9 @@ fi
 {
   echo "# experiment 001 raw output: $(date -u +%FT%TZ), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
   echo
-  echo "command: \`$zkpipe bench $work/c.zkey $work/c.wtns --trusted-key --only reduce --threads $threads --runs 9 --warmup 2 --compare static dynamic:4 dynamic:16 dynamic:64 dynamic:256 stealing:64\`"
+  echo "command: \`$bench bench $work/c.zkey $work/c.wtns --trusted-key --only reduce --threads $threads --runs 9 --warmup 2 --compare static dynamic:4 dynamic:16 dynamic:64 dynamic:256 stealing:64\`"
   echo
-  "$zkpipe" bench "$work/c.zkey" "$work/c.wtns" --trusted-key --only reduce --threads "$threads" \
+  "$bench" bench "$work/c.zkey" "$work/c.wtns" --trusted-key --only reduce --threads "$threads" \
     --runs 9 --warmup 2 --compare static dynamic:4 dynamic:16 dynamic:64 dynamic:256 stealing:64 \
     --json "$out.json"
 } > "$out.md"

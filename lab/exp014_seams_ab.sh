@@ -4,8 +4,8 @@
 #
 #   lab/exp014_seams_ab.sh OUT_DIR BIN_A BIN_B [ROUNDS=3] [LABELS="before after"]
 #
-# BIN_A/BIN_B are folders holding a `zkpipe` built by scripts/build-cuda.sh. Keys are made
-# there once with BIN_A (`synth` + `setup --dev --seed 1`, BN254): 2^16 and 2^20 for the
+# BIN_A/BIN_B are folders holding `zkpipe` and `zkpipe-bench` built by
+# scripts/build-cuda.sh. Keys are made there once with BIN_A (`synth` + `setup --dev --seed 1`, BN254): 2^16 and 2^20 for the
 # warm single-proof bench, 2^14 and 2^20 for the daemon. Each round runs, for A then B:
 #   bench --backend cuda --trusted-key --no-verify, 2^16 and 2^20 (12 runs after 3 warm-ups)
 #   zkpipe serve --backend cuda, then loadtest: 2^14 c=64 (8 jobs per client, 1 partition),
@@ -44,7 +44,7 @@ for r in $(seq "$rounds"); do
   for i in 0 1; do
     bin=${bins[$i]} label=${labels[$i]}
     for k in 16 20; do
-      "$bin/zkpipe" bench "$work/keys/k$k.zkey" "$work/w$k.wtns" --backend cuda --trusted-key --no-verify \
+      "$bin/zkpipe-bench" bench "$work/keys/k$k.zkey" "$work/w$k.wtns" --backend cuda --trusted-key --no-verify \
         --runs 12 --warmup 3 --json "$out/$label-r$r-bench$k.json" > "$out/$label-r$r-bench$k.md" 2>&1
       echo "$label r$r bench 2^$k: $(grep 'prove total' "$out/$label-r$r-bench$k.md")" | tee -a "$summary"
     done
@@ -53,7 +53,7 @@ for r in $(seq "$rounds"); do
     for _ in $(seq 150); do grep -q serving "$out/$label-r$r-serve.log" && break; sleep 0.2; done
     "$bin/zkpipe" preload k14 && "$bin/zkpipe" preload k20
     run() { # name key witness c jobs partitions
-      "$bin/zkpipe" loadtest "$2" "$work/$3" -c "$4" -j "$5" -p "$6" --json "$out/$label-r$r-$1.json" > "$out/$label-r$r-$1.txt"
+      "$bin/zkpipe-bench" loadtest "$2" "$work/$3" -c "$4" -j "$5" -p "$6" --json "$out/$label-r$r-$1.json" > "$out/$label-r$r-$1.txt"
       echo "$label r$r $1: $(tr '\n' ' ' < "$out/$label-r$r-$1.txt")" | tee -a "$summary"
     }
     run small64 k14 w14.wtns 64 8 1

@@ -4,8 +4,8 @@
 #
 #   lab/exp015_durable_jobs_ab.sh OUT_DIR BIN_A BIN_B [ROUNDS=3] [LABELS="memory durable"]
 #
-# BIN_A/BIN_B are folders holding a `zkpipe` (scripts/build-cuda.sh for the GPU). Keys are
-# made once with BIN_A (`synth` + `setup --dev --seed 1`, BN254) of domain 2^SMALL and
+# BIN_A/BIN_B are folders holding `zkpipe` and `zkpipe-bench` (scripts/build-cuda.sh for
+# the GPU). Keys are made once with BIN_A (`synth` + `setup --dev --seed 1`, BN254) of domain 2^SMALL and
 # 2^BIG (environment; defaults 14 and 20). BACKEND (default cuda) is serve's --backend.
 # Each round, for A then B: `zkpipe serve` on a fresh state directory, then loadtest
 #   small64: 2^SMALL, c=64, 8 jobs per client, 1 partition   (per-job cost: one fsync each)
@@ -51,7 +51,7 @@ for r in $(seq "$rounds"); do
     for _ in $(seq 150); do grep -q serving "$out/$label-r$r-serve.log" && break; sleep 0.2; done
     "$bin/zkpipe" preload "k$small" && "$bin/zkpipe" preload "k$big"
     run() { # name key witness c jobs partitions
-      "$bin/zkpipe" loadtest "$2" "$work/$3" -c "$4" -j "$5" -p "$6" --json "$out/$label-r$r-$1.json" > "$out/$label-r$r-$1.txt"
+      "$bin/zkpipe-bench" loadtest "$2" "$work/$3" -c "$4" -j "$5" -p "$6" --json "$out/$label-r$r-$1.json" > "$out/$label-r$r-$1.txt"
       echo "$label r$r $1: $(tr '\n' ' ' < "$out/$label-r$r-$1.txt")" | tee -a "$summary"
     }
     run small64 "k$small" "w$small.wtns" 64 8 1

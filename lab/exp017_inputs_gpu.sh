@@ -2,7 +2,7 @@
 # Issue 15's GPU measurements: the daemon proving from circuit inputs (its synthesis stage
 # computing every witness) against the same daemon proving from witnesses, on the GPU.
 #
-#   lab/exp017_inputs_gpu.sh OUT_DIR BIN CIRCUIT14_DIR [CIRCUIT20_DIR] [ROUNDS=2] [CLIENTS="1 16 64"]
+#   lab/exp017_inputs_gpu.sh OUT_DIR BIN(zkpipe; zkpipe-bench beside it) CIRCUIT14_DIR [CIRCUIT20_DIR] [ROUNDS=2] [CLIENTS="1 16 64"]
 #
 # CIRCUIT14_DIR: the Poseidon chain at 2^14 as lab/circuits/build_witness_bench.sh writes
 # it (circuit.r1cs, circuit.wasm, circuit + circuit.dat, input.json, witness.wtns).
@@ -20,6 +20,8 @@
 set -euo pipefail
 out=${1:?output dir}; bin=${2:?zkpipe binary}; c14=${3:?2^14 circuit dir}; c20=${4:-}
 rounds=${5:-2}; clients=${6:-1 16 64}
+# The lab's binary is zkpipe-bench, beside zkpipe (cargo and scripts/build-cuda.sh build both there).
+bench=$(dirname "$bin")/zkpipe-bench
 mkdir -p "$out"
 work=$(mktemp -d)
 mkdir -p "$work/keys"
@@ -73,7 +75,7 @@ last=${clients##* }
 run() { # name key source-args...
   local name=$1 key=$2; shift 2
   local trace=(); [ "$r" = 1 ] && [ "$c" = "$last" ] && trace=(--trace "$out/$name-c$c.trace.json")
-  timeout 240 "$bin" loadtest "$key" "$@" -c "$c" -j "$jobs" -p 1 --json "$out/$name-c$c-r$r.json" "${trace[@]}" > "$out/$name-c$c-r$r.txt" 2>&1 || echo "FAILED rc=$?" >> "$out/$name-c$c-r$r.txt"
+  timeout 240 "$bench" loadtest "$key" "$@" -c "$c" -j "$jobs" -p 1 --json "$out/$name-c$c-r$r.json" "${trace[@]}" > "$out/$name-c$c-r$r.txt" 2>&1 || echo "FAILED rc=$?" >> "$out/$name-c$c-r$r.txt"
   log "$name c=$c r=$r: $(grep -E 'proofs/s|busy' "$out/$name-c$c-r$r.txt" | tr '\n' ' ')"
 }
 small=" ${SMALL_WORKLOADS-witness inputs-wasm inputs-native} "

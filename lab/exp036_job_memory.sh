@@ -2,7 +2,7 @@
 # Experiment 036: what the daemon's finished jobs cost in memory while it remembers them
 # (`pipeline.job_retention`).
 #
-#   lab/exp036_job_memory.sh OUT_DIR [BIN=target/release/zkpipe]
+#   lab/exp036_job_memory.sh OUT_DIR [BIN=target/release/zkpipe] (zkpipe-bench beside it)
 #
 # For each retention in RETENTIONS (default "10m 1s"), in turn on this machine: `zkpipe
 # serve --backend cpu` on a fresh state directory, the key preloaded and one unmeasured
@@ -20,6 +20,8 @@
 set -euo pipefail
 out=${1:?output dir}
 bin=$(realpath "${2:-target/release/zkpipe}")
+# The lab's binary is zkpipe-bench, beside zkpipe (cargo and scripts/build-cuda.sh build both there).
+bench=$(dirname "$bin")/zkpipe-bench
 read -r -a retentions <<< "${RETENTIONS:-10m 1s}"
 steps=${STEPS:-8} c=${C:-16} j=${J:-64} p=${P:-1} settle=${SETTLE:-3}
 key=$(realpath "${KEY:-tests/fixtures/bn254/poseidon/circuit.zkey}")
@@ -68,11 +70,11 @@ for ret in "${retentions[@]}"; do
   for _ in $(seq 150); do grep -q serving "$out/$label.serve.out" && break; sleep 0.2; done
   export ZKPIPE_SERVER=http://$(sed -n 's/.*grpc=\([^ ]*\).*/\1/p' "$out/$label.serve.out")
   "$bin" preload k > /dev/null
-  "$bin" loadtest k "$wtns" -c 1 -j 1 -p 1 > /dev/null
+  "$bench" loadtest k "$wtns" -c 1 -j 1 -p 1 > /dev/null
   sleep "$settle"
   echo "$label,$ret,0,0,$(status_kib VmRSS),$(status_kib VmHWM),$(status_kib RssAnon),$(status_kib RssFile),$(malloc_kib "$out/$label.serve.log"),," >> "$csv"
   for s in $(seq "$steps"); do
-    "$bin" loadtest k "$wtns" -c "$c" -j "$j" -p "$p" --json "$out/$label-s$s.json" > "$out/$label-s$s.txt"
+    "$bench" loadtest k "$wtns" -c "$c" -j "$j" -p "$p" --json "$out/$label-s$s.json" > "$out/$label-s$s.txt"
     sleep "$settle"
     # /proc first: listing the jobs (below) copies every one of them in the daemon.
     mem="$(status_kib VmRSS),$(status_kib VmHWM),$(status_kib RssAnon),$(status_kib RssFile)"

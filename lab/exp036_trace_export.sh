@@ -2,7 +2,7 @@
 # Experiment 036, second part: what one export of the waterfall (GET /trace, GetTrace)
 # costs the daemon's memory once the trace is full.
 #
-#   lab/exp036_trace_export.sh OUT_DIR [BIN=target/release/zkpipe]
+#   lab/exp036_trace_export.sh OUT_DIR [BIN=target/release/zkpipe] (zkpipe-bench beside it)
 #
 # `zkpipe serve --backend cpu` with the default pipeline.trace_capacity (4,096 partitions)
 # and a 1 s job retention (so that no finished job is kept), the poseidon fixture's key;
@@ -13,6 +13,8 @@
 set -euo pipefail
 out=${1:?output dir}
 bin=$(realpath "${2:-target/release/zkpipe}")
+# The lab's binary is zkpipe-bench, beside zkpipe (cargo and scripts/build-cuda.sh build both there).
+bench=$(dirname "$bin")/zkpipe-bench
 c=${C:-16} j=${J:-256} fetches=${FETCHES:-3}
 key=$(realpath tests/fixtures/bn254/poseidon/circuit.zkey)
 wtns=$(realpath tests/fixtures/bn254/poseidon/witness.wtns)
@@ -36,7 +38,7 @@ for _ in $(seq 150); do grep -q serving "$out/trace-export.serve.out" && break; 
 export ZKPIPE_SERVER=http://$(sed -n 's/.*grpc=\([^ ]*\).*/\1/p' "$out/trace-export.serve.out")
 http=$(sed -n 's/.*http=\([^ ]*\).*/\1/p' "$out/trace-export.serve.out")
 "$bin" preload k > /dev/null
-"$bin" loadtest k "$wtns" -c "$c" -j "$j" -p 1 > "$out/trace-export-loadtest.txt"
+"$bench" loadtest k "$wtns" -c "$c" -j "$j" -p 1 > "$out/trace-export-loadtest.txt"
 sleep 3
 kib() { awk -v f="$1:" '$1 == f { print $2 }' "/proc/$pid/status"; }
 malloc_kib() {

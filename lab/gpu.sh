@@ -19,12 +19,12 @@ echo "$(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)" >> "
 for k in $sizes; do
   "$bin/zkpipe" synth --domain "2^$k" --public 4 --seed 1 "$work/c$k.r1cs" "$work/c$k.wtns" 2>/dev/null
   "$bin/zkpipe" setup --dev --seed 1 "$work/c$k.r1cs" "$work/c$k.zkey" 2>/dev/null
-  "$bin/zkpipe" bench "$work/c$k.zkey" "$work/c$k.wtns" --backend cuda --trusted-key \
+  "$bin/zkpipe-bench" bench "$work/c$k.zkey" "$work/c$k.wtns" --backend cuda --trusted-key \
     --runs 7 --warmup 2 --json "$out-cuda-2e$k.json" > "$out-cuda-2e$k.md"
   grep "prove total" "$out-cuda-2e$k.md" | sed "s/^/cuda 2^$k /"
 done
 for k in $sizes; do
-  "$bin/zkpipe" bench "$work/c$k.zkey" "$work/c$k.wtns" --backend cpu --trusted-key \
+  "$bin/zkpipe-bench" bench "$work/c$k.zkey" "$work/c$k.wtns" --backend cpu --trusted-key \
     --runs 5 --warmup 1 --json "$out-cpu-2e$k.json" > "$out-cpu-2e$k.md"
   grep "prove total" "$out-cpu-2e$k.md" | sed "s/^/cpu 2^$k /"
 done

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Min / median / max over rounds of `zkpipe loadtest --json` results named
+"""Min / median / max over rounds of `zkpipe-bench loadtest --json` results named
 <workload>-c<C>-r<R>.json (as lab/exp017_inputs_gpu.sh writes them), as a Markdown table:
 proofs/s, job latency p50 (ms), device busy (%).
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Setup and CPU prove time at 2^16, 2^18, 2^20 on this machine (issue 3's recorded numbers).
 #
-#   lab/scaling.sh OUT_PREFIX [ZKPIPE] [SIZES]
+#   lab/scaling.sh OUT_PREFIX [ZKPIPE] [SIZES] (zkpipe-bench beside ZKPIPE)
 #   e.g. lab/scaling.sh lab/results/devbox
 #
 # Workload: `zkpipe synth --domain 2^k --public 4 --seed 1` (BN254), `setup --dev --seed 1`.
@@ -9,6 +9,8 @@
 set -euo pipefail
 out=${1:?output prefix}
 zkpipe=${2:-target/release/zkpipe}
+# The lab's binary is zkpipe-bench, beside zkpipe (cargo and scripts/build-cuda.sh build both there).
+bench=$(dirname "$zkpipe")/zkpipe-bench
 sizes=${3:-16 18 20}
 mkdir -p "$(dirname "$out")"
 {
@@ -27,7 +29,7 @@ for k in $sizes; do
   terms=$(grep -oP '\d+(?= terms)' "$w/synth.log")
   echo "| 2^$k | $(( (1<<k) - 5 )) | $terms | $secs | $(( rss / 1024 )) | $(( $(stat -c %s "$w/c.zkey") >> 20 )) |" >> "$out-setup.md"
   runs=5
-  "$zkpipe" bench "$w/c.zkey" "$w/c.wtns" --trusted-key --runs $runs --warmup 1 \
+  "$bench" bench "$w/c.zkey" "$w/c.wtns" --trusted-key --runs $runs --warmup 1 \
     --json "$out-prove-2e$k.json" --plot "$out-prove-2e$k.svg" > "$out-prove-2e$k.md"
   grep -E "prove total" "$out-prove-2e$k.md" | sed "s/^/2^$k /"
 done

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What the GPU waits on: reads a daemon trace (`zkpipe loadtest --trace`, Chrome trace JSON)
+"""What the GPU waits on: reads a daemon trace (`zkpipe-bench loadtest --trace`, Chrome trace JSON)
 and, for the last N jobs in it (one loadtest run), reports
 
   - the median time per stage and wait (synthesize, reduce, device, tail; *_wait),

@@ -6,7 +6,7 @@ timeline (the union of device spans) with its idle gaps in red.
     python3 lab/waterfall_svg.py TRACE.json[.gz] OUT.svg [--jobs N] [--title TEXT]
 
 --jobs N keeps the last N jobs of the trace (a daemon trace holds its recent history); by
-default all. The trace is `zkpipe loadtest --trace` or a `zkpipe sweep` cell's
+default all. The trace is `zkpipe-bench loadtest --trace` or a `zkpipe-bench sweep` cell's
 `cells/*.trace.json`. Written by hand (an SVG is a few rectangles; no plotting library is
 installed on the machines that run the benchmarks).
 """

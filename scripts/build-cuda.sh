@@ -2,8 +2,10 @@
 # Builds zkpipe's GPU binaries (cargo feature `cuda`) on a machine without a system CUDA:
 # the CUDA 13.0 toolchain (matching the GPU machine's driver) comes from PyPI wheels into
 # .venv-cuda (git-ignored). Idempotent. Outputs, in their own target dir so CPU builds
-# and tests are not rebuilt: target/cuda/release/zkpipe (the CLI with --backend cuda) and
-# target/cuda/release/zkpipe-gpu-check (GPU vs CPU checks and kernel timings).
+# and tests are not rebuilt: target/cuda/release/zkpipe (the CLI with --backend cuda),
+# target/cuda/release/zkpipe-bench (the lab's bench, loadtest and sweep, beside the zkpipe
+# its sweep starts) and target/cuda/release/zkpipe-gpu-check (GPU vs CPU checks and kernel
+# timings).
 #
 # Every package is pinned to 13.0: nvcc alone pulls newer crt/runtime/nvvm, a mismatched set.
 set -euo pipefail
@@ -21,7 +23,7 @@ cu=$(echo "$PWD"/$venv/lib/python3*/site-packages/nvidia/cu13)
 # The wheels have lib/, not lib64/: point the linker and sppark's probe at it.
 export PATH="$cu/bin:$PATH" NVCC="$cu/bin/nvcc" LIBRARY_PATH="$cu/lib" CUDA_LIB_DIR="$cu/lib"
 export CARGO_TARGET_DIR=target/cuda
-# One invocation: both binaries share one resolution of features, so nothing is built twice.
-cargo build --release --locked -p zkpipe-cli -p zkpipe-cuda --features zkpipe-cli/cuda \
-  --bin zkpipe --bin zkpipe-gpu-check
-echo "built target/cuda/release/{zkpipe,zkpipe-gpu-check} ($(nvcc --version | grep -o 'release [0-9.]*'))"
+# One invocation: the binaries share one resolution of features, so nothing is built twice.
+cargo build --release --locked -p zkpipe-cli -p zkpipe-bench -p zkpipe-cuda \
+  --features zkpipe-cli/cuda,zkpipe-bench/cuda --bin zkpipe --bin zkpipe-bench --bin zkpipe-gpu-check
+echo "built target/cuda/release/{zkpipe,zkpipe-bench,zkpipe-gpu-check} ($(nvcc --version | grep -o 'release [0-9.]*'))"

@@ -8,7 +8,7 @@
 # SETTINGS: `;`-separated section.key=value pairs, passed as ZKPIPE_SET to `zkpipe serve`
 # (empty: the defaults); ENV_<NAME>, if set, is more environment for that variant's daemon
 # (e.g. ENV_detached="..."), and BIN_<NAME>, if set, the daemon binary that variant runs
-# (an A/B of two builds; the clients are always BIN). LOADTEST_ARGS is added to every cell's
+# (an A/B of two builds; the clients are always BIN's: zkpipe and the zkpipe-bench beside it). LOADTEST_ARGS is added to every cell's
 # loadtest (e.g. "--connections shared"). Round r runs every variant (a fresh daemon each: new state
 # directory, key preloaded, one warm-up job), in turn, the order reversed every other round.
 # KEY_LOG2 (default 22) picks the key size, BACKEND (default cuda) the backend; INPUT=1
@@ -18,6 +18,8 @@
 set -euo pipefail
 out=${1:?out}; bin=${2:?bin}; rounds=${3:?rounds}; cells=${4:?cells}; shift 4
 variants=("$@")
+# The lab's binary is zkpipe-bench, beside zkpipe (cargo and scripts/build-cuda.sh build both there).
+bench=$(dirname "$bin")/zkpipe-bench
 parts=${PARTS:-10}; k=${KEY_LOG2:-22}; backend=${BACKEND:-cuda}
 mkdir -p "$out"
 work=${WORK:-$(mktemp -d)}
@@ -59,13 +61,13 @@ run_variant() { # name settings round
   local pid=$!
   for _ in $(seq 300); do grep -q serving "$out/$name-r$r.serve.log" && break; sleep 0.2; done
   "$bin" preload "$key" >> "$out/steps.log" 2>&1
-  "$bin" loadtest "$key" "${loadsrc[@]}" -c 1 -j 1 -p 1 > /dev/null
+  "$bench" loadtest "$key" "${loadsrc[@]}" -c 1 -j 1 -p 1 > /dev/null
   for cell in $cells; do
     local c=${cell%%:*} j=${cell##*:} f="$out/$name-r$r-c${cell%%:*}"
     echo 5 > /proc/$pid/clear_refs 2>/dev/null || true
     counters $pid > "$f.kernel"
     log "$name round $r c=$c j=$j p=$parts"
-    timeout 500 "$bin" loadtest "$key" "${loadsrc[@]}" -c "$c" -j "$j" -p "$parts" ${LOADTEST_ARGS:-} --json "$f.json" --trace "$f.trace.json" > "$f.txt" 2>&1 || log "loadtest failed: $(tail -1 "$f.txt")"
+    timeout 500 "$bench" loadtest "$key" "${loadsrc[@]}" -c "$c" -j "$j" -p "$parts" ${LOADTEST_ARGS:-} --json "$f.json" --trace "$f.trace.json" > "$f.txt" 2>&1 || log "loadtest failed: $(tail -1 "$f.txt")"
     echo "-- after" >> "$f.kernel"; counters $pid >> "$f.kernel"
     grep -E "VmHWM" /proc/$pid/status >> "$f.kernel"
     head -1 "$f.txt" | tee -a "$out/steps.log"; grep busy "$f.txt" | tee -a "$out/steps.log" || true

@@ -5,9 +5,9 @@
 #
 #   lab/exp018/after.sh STEP OUT_DIR
 #
-# Binaries: .carry/zkpipe.xz (this build) and, for `register`, .carry/zkpipe-old.xz (the
-# build before the fix). STEP:
-#   witness   `zkpipe sweep` of workload (a) from witnesses: 2^22 key, c = 1,4,8,16, 3 jobs
+# Binaries: .carry/zkpipe.xz and .carry/zkpipe-bench.xz (this build) and, for `register`,
+# .carry/zkpipe-old.xz (the build before the fix). STEP:
+#   witness   `zkpipe-bench sweep` of workload (a) from witnesses: 2^22 key, c = 1,4,8,16, 3 jobs
 #             per client, 10 partitions; then device vs host reduce at c = 16
 #             (`env.ZKPIPE_CUDA_HOST_REDUCE=1`).
 #   register  interleaved A/B of the old and new build at c = 16 (ab.sh, 3 rounds), then the
@@ -33,8 +33,9 @@ work=${WORK:-lab/work/dev}
 mkdir -p "$out" "$work/keys" "$work/bin"
 work=$(cd "$work" && pwd)
 log() { echo "[$(date +%T)] $*" | tee -a "$out/steps.log"; }
-bin=$work/bin/zkpipe
+bin=$work/bin/zkpipe bench=$work/bin/zkpipe-bench
 [ -x "$bin" ] && cmp -s <(xz -dc .carry/zkpipe.xz) "$bin" || { xz -dc .carry/zkpipe.xz > "$bin"; chmod +x "$bin"; }
+[ -x "$bench" ] && cmp -s <(xz -dc .carry/zkpipe-bench.xz) "$bench" || { xz -dc .carry/zkpipe-bench.xz > "$bench"; chmod +x "$bench"; }
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee -a "$out/steps.log"
 nproc | sed 's/^/cores: /' | tee -a "$out/steps.log"
 
@@ -58,7 +59,7 @@ TOML
 sweep() { # name args...
   local name=$1; shift
   log "sweep $name: $*"
-  timeout 560 "$bin" sweep --config "$work/zkpipe.toml" --backend "${BACKEND:-cuda}" --out "$out/$name" "$@" \
+  timeout 560 "$bench" sweep --config "$work/zkpipe.toml" --backend "${BACKEND:-cuda}" --out "$out/$name" "$@" \
     > "$out/$name.txt" 2>&1 || log "sweep $name failed: $(tail -3 "$out/$name.txt")"
   cat "$out/$name.txt" >> "$out/steps.log"
 }

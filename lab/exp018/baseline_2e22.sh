@@ -2,13 +2,15 @@
 # Issue 16's first look (before any change): the 2^22 workload on the GPU with the binary
 # as it was, traced per cell, with kernel-side counters around every cell.
 #
-#   lab/exp018/baseline_2e22.sh OUT_DIR BIN [CELLS="1:2 4:2 16:1"] [PARTS=10]
+#   lab/exp018/baseline_2e22.sh OUT_DIR BIN(zkpipe; zkpipe-bench beside it) [CELLS="1:2 4:2 16:1"] [PARTS=10]
 #
 # CELLS: c:j pairs (clients : jobs per client). Writes OUT_DIR/c<C>.{txt,json,trace.json},
 # c<C>.kernel.txt (TLB shootdowns, context switches, page faults, CPU time of the daemon),
 # c<C>.smi.csv (nvidia-smi utilization samples), serve.log, steps.log.
 set -euo pipefail
 out=${1:?out dir}; bin=${2:?zkpipe}; cells=${3:-1:2 4:2 16:1}; parts=${4:-10}
+# The lab's binary is zkpipe-bench, beside zkpipe (cargo and scripts/build-cuda.sh build both there).
+bench=$(dirname "$bin")/zkpipe-bench
 mkdir -p "$out"
 work=${WORK:-$(mktemp -d)}
 mkdir -p "$work/keys"
@@ -37,7 +39,7 @@ trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
 for _ in $(seq 300); do grep -q serving "$out/serve.log" && break; sleep 0.2; done
 export ZKPIPE_SERVER=http://127.0.0.1:50851
 "$bin" preload k22 >>"$out/steps.log" 2>&1
-"$bin" loadtest k22 "$work/w22.wtns" -c 1 -j 1 -p 1 > "$out/warmup.txt"
+"$bench" loadtest k22 "$work/w22.wtns" -c 1 -j 1 -p 1 > "$out/warmup.txt"
 source "$(dirname "$0")/counters.sh"
 for cell in $cells; do
   c=${cell%%:*}; j=${cell##*:}
@@ -46,7 +48,7 @@ for cell in $cells; do
   nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader -lms 100 > "$out/c$c.smi.csv" 2>/dev/null &
   smi=$!
   log "c=$c j=$j p=$parts"
-  timeout 400 "$bin" loadtest k22 "$work/w22.wtns" -c "$c" -j "$j" -p "$parts" --json "$out/c$c.json" --trace "$out/c$c.trace.json" > "$out/c$c.txt" 2>&1 || log "loadtest c=$c failed"
+  timeout 400 "$bench" loadtest k22 "$work/w22.wtns" -c "$c" -j "$j" -p "$parts" --json "$out/c$c.json" --trace "$out/c$c.trace.json" > "$out/c$c.txt" 2>&1 || log "loadtest c=$c failed"
   kill $smi 2>/dev/null || true
   counters $pid > "$out/c$c.kernel.after"
   grep -E "VmHWM|VmRSS" /proc/$pid/status >> "$out/c$c.kernel.after"

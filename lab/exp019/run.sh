@@ -8,8 +8,9 @@
 # `scripts/device-tree.sh aside` before a device call (lab/results, which no step here
 # reads, leaves the checkout) and `scripts/device-tree.sh back` after.
 #
-# Binaries: .carry/zkpipe.xz and .carry/zkpipe-gpu-check.xz (this build), and
-# .carry/zkpipe-old.xz (the build before, for the side-by-side). WORK (default
+# Binaries: .carry/zkpipe.xz, .carry/zkpipe-bench.xz and .carry/zkpipe-gpu-check.xz (this
+# build), and .carry/zkpipe-old.xz (the build before, for the side-by-side; with
+# .carry/zkpipe-bench-old.xz if it has one). WORK (default
 # lab/work/dev) keeps keys between calls while the machine is warm. Keys named sha-bn
 # and sha-bls are the SHA-256 circuit (lab/circuits/sha256_512.circom, 59,281
 # constraints, domain 2^16, a witness of 0s and 1s): its r1cs and witness travel as
@@ -30,7 +31,7 @@
 #           (experiment 023: what drawing the mask at binding costs a one-shot proof).
 #   keys    synth + setup --dev: KEYS (default BN254 and BLS12-381 at 2^13, 2^16, 2^20, and
 #           BN254 2^14).
-#   latency `zkpipe bench --backend cuda --trusted-key --no-verify` per key, interleaved:
+#   latency `zkpipe-bench bench --backend cuda --trusted-key --no-verify` per key, interleaved:
 #           old build, this build, this build with ZKPIPE_CUDA_LONE_MSM=sppark, this
 #           build with --constant-work, this build with ZKPIPE_CUDA_TABLES=off (notables),
 #           this build with ZKPIPE_CUDA_HOST_SCALARS=1 (hostscalars: the witness converted
@@ -45,7 +46,7 @@
 #   cpu     whole `zkpipe prove --backend cpu` processes (16 cores) of bn16 and bn20, default
 #           key checks: the old build, this build with the checked-key cache off, with it
 #           warm, and --trusted-key; ROUNDS rounds interleaved (/usr/bin/time).
-#   daemon  the 2^14 key at c = 64 (16 jobs per client, 1 partition), `zkpipe sweep` of the
+#   daemon  the 2^14 key at c = 64 (16 jobs per client, 1 partition), `zkpipe-bench sweep` of the
 #           old build (when .carry has one) and this one, first in turn, ROUNDS rounds interleaved
 #           (default 2); default pipeline config with queue_depth = 64 (experiment 010),
 #           trusted keys. DAEMON_ENV adds a variant: this build with that environment
@@ -115,14 +116,14 @@
 #           built on the devbox, not kept in the repo; it compiles its kernels with NVRTC
 #           at first use, so its first variant pays that) on artifact dirs made from KEYS
 #           (default bn13 bn16 bn20: the key, the witness, zkpipe's export-vk and a public.json
-#           from a zkpipe proof), then `zkpipe bench --backend cuda --trusted-key --no-verify`
+#           from a zkpipe proof), then `zkpipe-bench bench --backend cuda --trusted-key --no-verify`
 #           on the same files; ROUNDS rounds interleaved (default 2). snarkrs verifies
 #           every proof it times (outside the timed region).
 #   profile Nsight Compute's per-kernel summary (kernel time, --clock-control none) of
-#           `zkpipe bench --backend cuda` (1 warm-up, RUNS runs, default 3) per key (KEYS,
+#           `zkpipe-bench bench --backend cuda` (1 warm-up, RUNS runs, default 3) per key (KEYS,
 #           default bn14 bn20 bls20), each build (.carry's zkpipe, and zkpipe-old when it
 #           is there): where a proof's GPU time goes, kernel by kernel (experiment 024).
-#   batchprof the batched device pass (experiment 030): `zkpipe bench --batch K --backend
+#   batchprof the batched device pass (experiment 030): `zkpipe-bench bench --batch K --backend
 #           cuda --trusted-key --no-verify` of KEYS (default bn14) for K in BATCHES (default
 #           1 2 4 8 16 32), each of BATCH_VARIANTS (default "new old": this build, and
 #           zkpipe-old when .carry has it; pieceplan: this build with
@@ -146,8 +147,12 @@ unpack() { # name
   local b=$work/bin/$1
   [ -x "$b" ] && cmp -s <(xz -dc ".carry/$1.xz") "$b" || { xz -dc ".carry/$1.xz" > "$b"; chmod +x "$b"; }
 }
-for b in zkpipe zkpipe-gpu-check zkpipe-old snarkrs rapidsnark msm_bench quotient_bench; do [ -e ".carry/$b.xz" ] && unpack "$b"; done
-bin=$work/bin/zkpipe
+for b in zkpipe zkpipe-bench zkpipe-gpu-check zkpipe-old zkpipe-bench-old snarkrs rapidsnark msm_bench quotient_bench; do [ -e ".carry/$b.xz" ] && unpack "$b"; done
+bin=$work/bin/zkpipe bench=$work/bin/zkpipe-bench
+# The build before: its `bench` is zkpipe-bench-old's, or zkpipe-old's own for a build from
+# before zkpipe-bench existed. Its daemons are swept by this build's zkpipe-bench (--zkpipe).
+old=$work/bin/zkpipe-old old_bench=$work/bin/zkpipe-bench-old
+[ -x "$old_bench" ] || old_bench=$old
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee -a "$out/steps.log"
 
 # shellcheck source=../lib/dev_keys.sh
@@ -156,7 +161,7 @@ keys=${KEYS:-bn13 bn14 bn16 bn20 bls13 bls16 bls20}
 variants=${VARIANTS:-old new sppark constant}
 variant_sweep() { # name: this build's daemon at the daemon step's cell, the variants in
   # ${variants[@]}, ROUNDS rounds interleaved; the table in $out/NAME.txt, the sweep in $out/NAME
-  timeout 500 "$bin" sweep --config "$work/zkpipe.toml" --backend cuda --out "$out/$1" --rounds "${ROUNDS:-2}" \
+  timeout 500 "$bench" sweep --config "$work/zkpipe.toml" --backend cuda --out "$out/$1" --rounds "${ROUNDS:-2}" \
     "${variants[@]}" bn14 "$work/keys/bn14.wtns" -c 64 -j 16 -p 1 > "$out/$1.txt" 2>&1 || log "sweep $1 failed"
   grep -A8 "over rounds" "$out/$1.txt" | tee -a "$out/steps.log"
 }
@@ -237,17 +242,17 @@ latency)
         args=(bench "$work/keys/$k.zkey" "$work/keys/$k.wtns" --backend cuda --trusted-key --no-verify
               --runs "$runs" --warmup 3 --json "$out/$k-$v-r$round.json")
         case $v in
-          old) cmd=("$work/bin/zkpipe-old" "${args[@]}") ;;
-          new) cmd=("$bin" "${args[@]}") ;;
-          sppark) cmd=(env ZKPIPE_CUDA_LONE_MSM=sppark "$bin" "${args[@]}") ;;
-          constant) cmd=("$bin" "${args[@]}" --constant-work) ;;
-          constfull) cmd=(env ZKPIPE_CUDA_CONSTANT=full "$bin" "${args[@]}" --constant-work) ;;
-          constboth) cmd=(env ZKPIPE_CUDA_CONSTANT=both "$bin" "${args[@]}" --constant-work) ;;
-          notables) cmd=(env ZKPIPE_CUDA_TABLES=off "$bin" "${args[@]}") ;;
-          hostscalars) cmd=(env ZKPIPE_CUDA_HOST_SCALARS=1 "$bin" "${args[@]}") ;;
-          run[0-9]*) cmd=(env ZKPIPE_CUDA_RUN="${v#run}" "$bin" "${args[@]}") ;;
-          piece[0-9]*) cmd=(env ZKPIPE_CUDA_PIECE="${v#piece}" "$bin" "${args[@]}") ;;
-          pieceplan) cmd=(env ZKPIPE_CUDA_PIECE_ORDER=plan "$bin" "${args[@]}") ;;
+          old) cmd=("$old_bench" "${args[@]}") ;;
+          new) cmd=("$bench" "${args[@]}") ;;
+          sppark) cmd=(env ZKPIPE_CUDA_LONE_MSM=sppark "$bench" "${args[@]}") ;;
+          constant) cmd=("$bench" "${args[@]}" --constant-work) ;;
+          constfull) cmd=(env ZKPIPE_CUDA_CONSTANT=full "$bench" "${args[@]}" --constant-work) ;;
+          constboth) cmd=(env ZKPIPE_CUDA_CONSTANT=both "$bench" "${args[@]}" --constant-work) ;;
+          notables) cmd=(env ZKPIPE_CUDA_TABLES=off "$bench" "${args[@]}") ;;
+          hostscalars) cmd=(env ZKPIPE_CUDA_HOST_SCALARS=1 "$bench" "${args[@]}") ;;
+          run[0-9]*) cmd=(env ZKPIPE_CUDA_RUN="${v#run}" "$bench" "${args[@]}") ;;
+          piece[0-9]*) cmd=(env ZKPIPE_CUDA_PIECE="${v#piece}" "$bench" "${args[@]}") ;;
+          pieceplan) cmd=(env ZKPIPE_CUDA_PIECE_ORDER=plan "$bench" "${args[@]}") ;;
         esac
         timeout 120 "${cmd[@]}" > "$out/$k-$v-r$round.md" 2>&1 || log "FAILED $k $v r$round"
         echo "$k $v r$round: $(grep -m1 'prove total' "$out/$k-$v-r$round.md")" | tee -a "$out/steps.log"
@@ -288,12 +293,12 @@ daemon)
     order="old new ${DAEMON_ENV:+env}"
     [ $((round % 2)) = 0 ] && order=$(echo "$order" | awk '{for (i = NF; i > 0; i--) printf "%s ", $i}')
     for v in $order; do
-      b=$bin; [ $v = old ] && b=$work/bin/zkpipe-old
-      [ $v = old ] && [ ! -x "$b" ] && continue
-      [ $v = env ] && b="env $DAEMON_ENV $bin"
+      b=$bench; daemon=(); [ $v = old ] && daemon=(--zkpipe "$old")
+      [ $v = old ] && [ ! -x "$old" ] && continue
+      [ $v = env ] && b="env $DAEMON_ENV $bench"
       log "sweep $v r$round"
       # shellcheck disable=SC2086 # $b is a command with its environment
-      timeout 200 $b sweep --config "$work/zkpipe.toml" --backend cuda --out "$out/daemon-$v-r$round" \
+      timeout 200 $b sweep "${daemon[@]}" --config "$work/zkpipe.toml" --backend cuda --out "$out/daemon-$v-r$round" \
         bn14 "$work/keys/bn14.wtns" -c 64 -j 16 -p 1 > "$out/daemon-$v-r$round.txt" 2>&1 || log "sweep $v r$round failed"
       grep -i "proofs/s" "$out/daemon-$v-r$round.txt" | tail -3 | tee -a "$out/steps.log"
     done
@@ -416,7 +421,7 @@ hostprof)
   [ -x "$work/perfkit/run-perf" ] || tar xJf .carry/perfkit.tar.xz -C "$work"
   perf=$work/perfkit/run-perf
   log "sweep under perf record -a"
-  timeout 200 "$perf" record -F 1999 -a -o "$work/perf.data" -- "$bin" sweep --config "$work/zkpipe.toml" \
+  timeout 200 "$perf" record -F 1999 -a -o "$work/perf.data" -- "$bench" sweep --config "$work/zkpipe.toml" \
     --backend cuda --out "$out/hostprof" bn14 "$work/keys/bn14.wtns" -c 64 -j 16 -p 1 \
     > "$out/hostprof.txt" 2>"$out/perf-record.txt" || log "sweep under perf failed"
   grep -i "proofs/s" -A1 "$out/hostprof.txt" | head -2 | tee -a "$out/steps.log"
@@ -493,7 +498,7 @@ statedir)
     for where in disk shm; do
       tmp=${TMPDIR:-/tmp}; [ $where = shm ] && tmp=/dev/shm
       log "sweep $where r$round"
-      TMPDIR=$tmp timeout 200 "$bin" sweep --config "$work/zkpipe.toml" --backend cuda --out "$out/statedir-$where-r$round" \
+      TMPDIR=$tmp timeout 200 "$bench" sweep --config "$work/zkpipe.toml" --backend cuda --out "$out/statedir-$where-r$round" \
         bn14 "$work/keys/bn14.wtns" -c 64 -j 16 -p 1 > "$out/statedir-$where-r$round.txt" 2>&1 || log "sweep $where r$round failed"
       sed -n 2p "$out/statedir-$where-r$round.txt" | tee -a "$out/steps.log"
     done
@@ -501,7 +506,7 @@ statedir)
   ;;
 tail)
   small_daemon_config
-  timeout 400 "$bin" sweep --config "$work/zkpipe.toml" --backend cuda --out "$out/tail" --rounds "${ROUNDS:-2}" \
+  timeout 400 "$bench" sweep --config "$work/zkpipe.toml" --backend cuda --out "$out/tail" --rounds "${ROUNDS:-2}" \
     --variant 'default:' --variant 'tail8: tail.workers=8' \
     --variant 'tail16: tail.workers=16; tail.threads=16' --variant 'nocheck: pipeline.self_check=false' \
     bn14 "$work/keys/bn14.wtns" -c 64 -j 16 -p 1 > "$out/tail.txt" 2>&1 || log "sweep tail failed"
@@ -558,7 +563,7 @@ snarkrs-cuda)
         --mode warm --reps "${RUNS:-15}" --csv "$out/snarkrs-$k-r$round.csv" > "$out/snarkrs-$k-r$round.txt" 2>&1 \
         || log "FAILED snarkrs cuda $k r$round"
       tail -3 "$out/snarkrs-$k-r$round.txt" | tee -a "$out/steps.log"
-      timeout 120 "$bin" bench "$work/keys/$k.zkey" "$work/keys/$k.wtns" --backend cuda --trusted-key --no-verify \
+      timeout 120 "$bench" bench "$work/keys/$k.zkey" "$work/keys/$k.wtns" --backend cuda --trusted-key --no-verify \
         --runs "${RUNS:-15}" --warmup 3 > "$out/zkpipe-$k-r$round.md" 2>&1 || log "FAILED zkpipe $k r$round"
       echo "zkpipe $k r$round: $(grep -m1 'prove total' "$out/zkpipe-$k-r$round.md")" | tee -a "$out/steps.log"
     done
@@ -568,7 +573,7 @@ profile)
   keys=${KEYS:-bn14 bn20 bls20} make_keys
   for k in ${KEYS:-bn14 bn20 bls20}; do
     for v in new old; do
-      b=$bin; [ $v = old ] && b=$work/bin/zkpipe-old
+      b=$bench; [ $v = old ] && b=$old_bench
       [ -x "$b" ] || continue
       log "ncu $k $v"
       timeout 300 ncu --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel \
@@ -584,7 +589,7 @@ batchprof)
     for k in ${KEYS:-bn14}; do
       for kb in ${BATCHES:-1 2 4 8 16 32}; do
         for v in ${BATCH_VARIANTS:-new old}; do
-          b=$bin; [ $v = old ] && b=$work/bin/zkpipe-old
+          b=$bench; [ $v = old ] && b=$old_bench
           [ -x "$b" ] || continue
           f="$out/batch-$k-k$kb-$v-r$round.md"
           order=; [ $v = pieceplan ] && order=plan
@@ -604,7 +609,7 @@ batchprof)
     for kb in ${PROF_BATCHES:-1 16}; do
       log "ncu $k k=$kb"
       timeout 300 ncu --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel \
-        "$bin" bench "$work/keys/$k.zkey" "$work/keys/$k.wtns" --backend cuda --trusted-key --no-verify \
+        "$bench" bench "$work/keys/$k.zkey" "$work/keys/$k.wtns" --backend cuda --trusted-key --no-verify \
         --batch "$kb" --runs "${PROF_RUNS:-3}" --warmup 1 > "$out/ncu-$k-k$kb.txt" 2>&1 || log "FAILED ncu $k k$kb"
       grep -m1 'prove total' "$out/ncu-$k-k$kb.txt" | tee -a "$out/steps.log" || true
     done
@@ -616,7 +621,7 @@ batchprof)
     timeout 300 env ${PROF_ENV:-} ncu --clock-control none -k "regex:zkp_bm_(sum_pieces|runs|bitsums)" --launch-count 10 \
       --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
       --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
-      "$bin" bench "$work/keys/$k.zkey" "$work/keys/$k.wtns" --backend cuda --trusted-key --no-verify \
+      "$bench" bench "$work/keys/$k.zkey" "$work/keys/$k.wtns" --backend cuda --trusted-key --no-verify \
       --batch "$kb" --runs 1 --warmup 1 > "$out/ncu-sections-$k-k$kb.txt" 2>&1 || log "FAILED ncu sections $k k$kb"
   done
   ;;

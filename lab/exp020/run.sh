@@ -5,12 +5,13 @@
 #
 # Postgres: a throwaway server per call (lab/exp020/pg.sh; $PG_BIN or Debian's
 # /usr/lib/postgresql/*/bin; on the GPU machine, .carry/pg.tar.xz unpacked). Binaries:
-# $ZKPIPE (default target/release/zkpipe, else .carry/zkpipe.xz) and $FLEET_CLAIMS
+# $ZKPIPE (default target/release/zkpipe, else .carry/zkpipe.xz; zkpipe-bench beside it,
+# else .carry/zkpipe-bench.xz) and $FLEET_CLAIMS
 # (default target/release/examples/fleet_claims). STEP:
 #   claims  fleet_claims: claims/s with DAEMONS simulated daemons (default 1,4,16,64), claim
 #           batches of 1 and 8, no-op backend; then one job's store time, embedded vs
 #           Postgres.
-#   sweep   `zkpipe sweep` of KEY (default: the 2^14 dev key, made if missing; another must
+#   sweep   `zkpipe-bench sweep` of KEY (default: the 2^14 dev key, made if missing; another must
 #           be in $WORK/keys) at C (default 64) with the embedded store and with Postgres,
 #           interleaved, ROUNDS rounds (default 3);
 #           BACKEND cpu|cuda (default cuda), JOBS per client (default 16); PG_ENV adds
@@ -38,6 +39,9 @@ if [ -z "${PG_BIN:-}" ] && [ -e .carry/pg.tar.xz ]; then
 fi
 bin=${ZKPIPE:-target/release/zkpipe}
 if [ ! -x "$bin" ] && [ -e .carry/zkpipe.xz ]; then xz -dc .carry/zkpipe.xz > "$work/bin/zkpipe"; chmod +x "$work/bin/zkpipe"; bin=$work/bin/zkpipe; fi
+# The lab's binary, beside zkpipe (cargo and scripts/build-cuda.sh build both there).
+bench=$(dirname "$bin")/zkpipe-bench
+if [ ! -x "$bench" ] && [ -e .carry/zkpipe-bench.xz ]; then xz -dc .carry/zkpipe-bench.xz > "$bench"; chmod +x "$bench"; fi
 claims_bin=${FLEET_CLAIMS:-target/release/examples/fleet_claims}
 if [ ! -x "$claims_bin" ] && [ -e .carry/fleet_claims.xz ]; then xz -dc .carry/fleet_claims.xz > "$work/bin/fleet_claims"; chmod +x "$work/bin/fleet_claims"; claims_bin=$work/bin/fleet_claims; fi
 # shellcheck source=pg.sh
@@ -75,7 +79,7 @@ sweep)
     variants+=(--variant "pg-objects: $pg2; store.inline_max=65536; store.objects=file://$work/objects")
   fi
   log "sweep $key c=$c ${variants[*]}"
-  timeout "${SWEEP_TIMEOUT:-540}" "$bin" sweep --config "$work/zkpipe.toml" --backend "${BACKEND:-cuda}" --out "$out/sweep" \
+  timeout "${SWEEP_TIMEOUT:-540}" "$bench" sweep --config "$work/zkpipe.toml" --backend "${BACKEND:-cuda}" --out "$out/sweep" \
     --rounds "${ROUNDS:-3}" "${variants[@]}" \
     "$key" "$work/keys/$key.wtns" -c "$c" -j "${JOBS:-16}" -p 1 > "$out/sweep.txt" 2>&1 || log "sweep failed"
   tail -25 "$out/sweep.txt" | tee -a "$out/steps.log"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Experiment 026: device passes and store stalls in `zkpipe sweep` cell traces.
+"""Experiment 026: device passes and store stalls in `zkpipe-bench sweep` cell traces.
 
     lab/exp026/passes.py CELL.trace.json[.xz] ...
 

@@ -17,7 +17,7 @@
 # new, no self-check, c = 64; DAEMON_ENV adds a variant); profile (Nsight Compute per
 # kernel of lone 2^16 proofs, both curves, both builds); tail (run.sh's device step: this
 # build's daemon with DEVICE_VARIANTS, ROUNDS rounds, TAIL_LIMIT seconds, default 400). Binaries in .carry as run.sh
-# expects (zkpipe, zkpipe-gpu-check, zkpipe-old; sha-bn and sha-bls r1cs and witness from
+# expects (zkpipe, zkpipe-bench, zkpipe-gpu-check, zkpipe-old; sha-bn and sha-bls r1cs and witness from
 # `CIRCUIT=sha256_512 lab/circuits/build.sh`).
 #
 # Runs 1 and 2 (lab/experiments/031-*) ran `keys check checkdiag verified latency batch
@@ -50,7 +50,7 @@ for s in $steps; do
     check) step check 200 "$run" check "$out/check" ;;
     verified)
       for k in ${VERIFIED_KEYS:-bn16 bls16 bn20 bls20}; do
-        step "verified-$k" 90 "$WORK/bin/zkpipe" bench "$WORK/keys/$k.zkey" "$WORK/keys/$k.wtns" \
+        step "verified-$k" 90 "$WORK/bin/zkpipe-bench" bench "$WORK/keys/$k.zkey" "$WORK/keys/$k.wtns" \
           --backend cuda --trusted-key --runs 3 --warmup 1
       done ;;
     latency)

@@ -1,5 +1,5 @@
 //! Transparent huge pages for glibc's large allocations, in the commands that move
-//! witnesses (`serve`, `submit`, `loadtest`, `sweep`). A 2^20-signal witness is 32 MB;
+//! witnesses (`serve`, `submit`, the lab's `loadtest`, `sweep`). A 2^20-signal witness is 32 MB;
 //! receiving or sending one costs mostly first-touch page faults on fresh buffers, which
 //! glibc maps with 4 KiB pages. Its `glibc.malloc.hugetlb=1` tunable asks for huge pages there
 //! (experiment 011: 4 GPU clients' uploads then stop leaving the GPU idle). Tunables are

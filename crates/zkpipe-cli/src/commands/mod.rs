@@ -2,7 +2,6 @@
 //! below is generic.
 
 pub mod await_job;
-pub mod bench;
 pub mod cancel;
 pub mod check;
 pub mod client;
@@ -10,7 +9,6 @@ pub mod export;
 pub mod export_vk;
 pub mod fullprove;
 pub mod inspect;
-pub mod loadtest;
 pub mod preload;
 pub mod prove;
 pub mod serve;
@@ -19,7 +17,6 @@ pub mod solidity_calldata;
 pub mod solidity_verifier;
 pub mod status;
 pub mod submit;
-pub mod sweep;
 pub mod synth;
 pub mod verify;
 pub mod wtns_calculate;
@@ -28,22 +25,24 @@ use std::path::Path;
 use zkpipe_formats::files::{Existing, Plan};
 use zkpipe_formats::ErrorKind;
 
-/// Runs a generic expression with `E` bound to the engine of a [`zkpipe_formats::CurveId`].
+/// Runs a generic expression with `E` bound to the engine of a [`zkpipe_formats::CurveId`]:
+/// `with_curve!(header.curve, E => prove_with::<E>(…))`.
+#[macro_export]
 macro_rules! with_curve {
     ($curve:expr, $E:ident => $body:expr) => {
         match $curve {
-            zkpipe_formats::CurveId::Bn254 => {
-                type $E = zkpipe_core::Bn254;
+            $crate::deps::zkpipe_formats::CurveId::Bn254 => {
+                type $E = $crate::deps::zkpipe_core::Bn254;
                 $body
             }
-            zkpipe_formats::CurveId::Bls12_381 => {
-                type $E = zkpipe_core::Bls12_381;
+            $crate::deps::zkpipe_formats::CurveId::Bls12_381 => {
+                type $E = $crate::deps::zkpipe_core::Bls12_381;
                 $body
             }
         }
     };
 }
-pub(crate) use with_curve;
+pub use crate::with_curve;
 
 /// What a command's `--help` says about its output files (`{existing}` is what happens to
 /// an existing regular file).

@@ -96,6 +96,20 @@ fn help_documents_exit_statuses() {
     }
 }
 
+/// The product lists its own commands only: the lab's are `zkpipe-bench`'s.
+#[test]
+fn help_lists_no_lab_commands() {
+    let top = help(&["--help"]);
+    for lab in ["bench", "loadtest", "sweep"] {
+        assert!(
+            !top.lines()
+                .any(|l| l.split_whitespace().next() == Some(lab)),
+            "{lab} listed: {top}"
+        );
+    }
+    assert!(top.contains("prove") && top.contains("serve"), "{top}");
+}
+
 #[test]
 fn evict_help_is_about_evict() {
     let evict = help(&["evict", "--help"]);

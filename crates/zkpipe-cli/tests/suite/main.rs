@@ -4,7 +4,6 @@
 //! which cost CI's two cores minutes (experiment 033).
 
 mod bad_input;
-mod bench;
 mod cli;
 mod common;
 mod cross_verify;
@@ -18,5 +17,4 @@ mod memory_switches;
 mod ops;
 mod outputs;
 mod solidity;
-mod sweep;
 mod witness;

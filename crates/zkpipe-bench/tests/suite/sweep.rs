@@ -1,4 +1,4 @@
-//! `zkpipe sweep` on the CPU backend: two variants (daemons it starts and stops itself)
+//! `zkpipe-bench sweep` on the CPU backend: two variants (daemons it starts and stops itself)
 //! × two client counts on a small key; sweep.json has every cell with consistent numbers,
 //! the traces and the chart are written, a second run into the same folder is refused,
 //! and a daemon that cannot start is a one-line error quoting its log.
@@ -30,9 +30,11 @@ fn setup(extra: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
     (dir, cfg, from.join("witness.wtns"))
 }
 
-/// `zkpipe sweep` of bn254-multi with two variants without settings, c = 1,2.
+/// `zkpipe-bench sweep` of bn254-multi with two variants without settings, c = 1,2; its
+/// daemons run the `zkpipe` binary beside zkpipe-bench (the default).
 fn sweep(cfg: &Path, wtns: &Path, out: &Path) -> std::process::Output {
-    zkpipe(&[
+    zkpipe_beside();
+    zkpipe_bench(&[
         "sweep".as_ref(),
         "--config".as_ref(),
         cfg,
@@ -149,7 +151,7 @@ fn a_daemon_that_cannot_start_is_a_one_line_error() {
     assert_one_line_error(&o, &["variant a", "failed to start", "no_such_knob"]);
     assert!(!out.join("sweep.json").exists());
 
-    let o = zkpipe(&[
+    let o = zkpipe_bench(&[
         "sweep".as_ref(),
         "k".as_ref(),
         wtns.as_ref(),
@@ -160,4 +162,26 @@ fn a_daemon_that_cannot_start_is_a_one_line_error() {
     ]);
     assert_one_line_error(&o, &["bad -c list"]);
     assert_eq!(o.status.code(), Some(2));
+
+    // --zkpipe names the daemons' binary: one that does not exist is a one-line error.
+    let (dir, cfg, wtns) = setup("");
+    let out = dir.path().join("out");
+    let missing = dir.path().join("no-such-zkpipe");
+    let o = zkpipe_bench(&[
+        "sweep".as_ref(),
+        "--config".as_ref(),
+        cfg.as_ref(),
+        "--backend".as_ref(),
+        "cpu".as_ref(),
+        "bn254-multi".as_ref(),
+        wtns.as_ref(),
+        "-c".as_ref(),
+        "1".as_ref(),
+        "--zkpipe".as_ref(),
+        missing.as_ref(),
+        "--out".as_ref(),
+        out.as_ref(),
+    ]);
+    assert_one_line_error(&o, &["no-such-zkpipe"]);
+    assert!(!out.join("sweep.json").exists());
 }

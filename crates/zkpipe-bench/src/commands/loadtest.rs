@@ -1,14 +1,14 @@
-//! `zkpipe loadtest`: c concurrent clients × j jobs × p partitions against a running daemon.
+//! `zkpipe-bench loadtest`: c concurrent clients × j jobs × p partitions against a running daemon.
 //! Reports seconds per proof, proofs per second, job latency percentiles, device busy
 //! fraction over the run (from the daemon's lock-held time), and the daemon's peak RSS.
 //! The run itself is [`run_load`], which `sweep` runs once per cell.
 
-use super::client::{connect, duration, rpc, runtime, state_name, Client, ServerArg};
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use zkpipe_cli::client::{connect, duration, rpc, runtime, state_name, Client, ServerArg};
 use zkpipe_engine::Priority;
 use zkpipe_server::{pb, server_timing};
 
@@ -235,7 +235,7 @@ async fn metrics_text(c: &Client) -> Result<String> {
 
 /// One client: its jobs one after another; the completed ones and a line per failure.
 async fn client_jobs(mut c: Client, load: Load) -> (Vec<JobRecord>, Vec<String>) {
-    let prio = super::submit::pb_priority(load.priority) as i32;
+    let prio = zkpipe_cli::pb_priority(load.priority) as i32;
     let timeout_ms = load.timeout.as_millis() as u64;
     let mut done = Vec::new();
     let mut failed = Vec::new();
@@ -362,7 +362,7 @@ pub fn run(a: Args) -> Result<()> {
     let Some(source) = a.wtns.as_ref().or(a.input.as_ref()) else {
         bail!("give a witness, or circuit inputs with --input");
     };
-    let plan = super::replace_outputs(&outputs, &[source])?;
+    let plan = zkpipe_cli::replace_outputs(&outputs, &[source])?;
     let load = Load {
         key: a.key.clone(),
         witness: zkpipe_formats::files::read_input(source)?,

@@ -1,4 +1,4 @@
-//! What `zkpipe sweep` is asked to measure: daemon variants (`--variant 'NAME: key=value;
+//! What `zkpipe-bench sweep` is asked to measure: daemon variants (`--variant 'NAME: key=value;
 //! …'`), the concurrency list (`-c 1,4,8,16`), and the order the cells run in.
 
 use std::fmt;

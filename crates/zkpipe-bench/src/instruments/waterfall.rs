@@ -6,7 +6,7 @@
 //! their job; process 2 has device spans named "job J part P"; thread-name metadata of
 //! process 1 is named "job J part P (key)".
 
-use crate::bench::stats::Summary;
+use crate::instruments::stats::Summary;
 use anyhow::{Context, Result};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};

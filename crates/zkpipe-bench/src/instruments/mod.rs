@@ -1,4 +1,4 @@
-//! Measuring instruments for `zkpipe bench` and `zkpipe sweep`: statistics with a
+//! Measuring instruments for `zkpipe-bench bench` and `zkpipe-bench sweep`: statistics with a
 //! noise-aware verdict, markdown and JSON reports, SVG charts, the daemon's waterfall
 //! restricted to some jobs, and kernel counters of a process.
 

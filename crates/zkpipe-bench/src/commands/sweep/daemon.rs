@@ -1,5 +1,7 @@
-//! A `zkpipe serve` child process of `zkpipe sweep`: started on loopback ports with a
+//! A `zkpipe serve` child process of `zkpipe-bench sweep`: started on loopback ports with a
 //! fresh state folder and its log (stderr) in a file, stopped with SIGTERM, killed on drop.
+//! The `zkpipe` binary is the one in `zkpipe-bench`'s own folder unless `--zkpipe` names
+//! another ([`sibling_zkpipe`]).
 
 use anyhow::{anyhow, Context, Result};
 use std::ffi::OsString;
@@ -48,6 +50,24 @@ impl ServeCommand {
             args.extend(["--set".into(), s.into()]);
         }
         args
+    }
+}
+
+/// The `zkpipe` binary in the folder of this process's executable: cargo builds both
+/// binaries of the workspace into one folder (`target/<profile>/`), scripts/build-cuda.sh
+/// keeps them together, and the product a sweep measures is the one built beside it.
+pub fn sibling_zkpipe() -> Result<PathBuf> {
+    let me = std::env::current_exe().context("finding this binary's folder")?;
+    let exe = me.with_file_name(format!("zkpipe{}", std::env::consts::EXE_SUFFIX));
+    if exe.is_file() {
+        Ok(exe)
+    } else {
+        Err(anyhow!(
+            "{}: no zkpipe binary beside {} (build it, e.g. cargo build -p zkpipe-cli, \
+             or give --zkpipe FILE)",
+            exe.display(),
+            me.display()
+        ))
     }
 }
 

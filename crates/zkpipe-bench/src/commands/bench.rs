@@ -1,15 +1,13 @@
-//! `zkpipe bench <zkey> <wtns>`: proves repeatedly with the key resident and reports each
+//! `zkpipe-bench bench <zkey> <wtns>`: proves repeatedly with the key resident and reports each
 //! stage as min / median / mean / max over the measured runs, plus peak RSS.
 //!
 //! `--threads 1,2,4` repeats the measurement per thread count; `--compare A B` runs two
 //! reduce schedules interleaved (A B A B …) and gives a GO / NO-GO verdict that accounts
 //! for noise; `--only reduce` measures just that stage (for schedule experiments).
 
-use super::with_curve;
-use crate::backend::{select, BackendChoice, Proofs};
-use crate::bench::peak_rss_mib;
-use crate::bench::plot::{stacked_bars, Bar};
-use crate::bench::stats::{verdict, Summary};
+use crate::instruments::peak_rss_mib;
+use crate::instruments::plot::{stacked_bars, Bar};
+use crate::instruments::stats::{verdict, Summary};
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -17,6 +15,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
+use zkpipe_cli::backend::{select, BackendChoice, Proofs};
+use zkpipe_cli::with_curve;
 use zkpipe_core::reduce::{reduce, QapEvals, RowSchedule, DEFAULT_SCHEDULE};
 use zkpipe_core::{
     prove, prove_batch, BindCurve, BoundKey, CompiledKey, Curve, PointChecks, ProveOptions, Stage,
@@ -155,7 +155,7 @@ pub fn run(a: Args) -> Result<()> {
         .flatten()
         .map(PathBuf::as_path)
         .collect();
-    let plan = super::replace_outputs(&outputs, &[&a.zkey, &a.wtns])?;
+    let plan = zkpipe_cli::replace_outputs(&outputs, &[&a.zkey, &a.wtns])?;
     let zkey = ZkeyFile::open(&a.zkey)?;
     with_curve!(zkey.header.curve, E => bench_with::<E>(&a, &zkey, plan))
 }
@@ -310,7 +310,7 @@ struct Comparison {
     threads: usize,
     baseline: RowSchedule,
     variant: RowSchedule,
-    verdict: crate::bench::stats::Verdict,
+    verdict: crate::instruments::stats::Verdict,
     baseline_ms: Vec<f64>,
     variant_ms: Vec<f64>,
 }

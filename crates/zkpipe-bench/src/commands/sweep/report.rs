@@ -1,10 +1,10 @@
-//! `zkpipe sweep`'s results: one [`Cell`] per (round, client count, variant), the tables
+//! `zkpipe-bench sweep`'s results: one [`Cell`] per (round, client count, variant), the tables
 //! printed from them, the summary over rounds, and the chart.
 
-use crate::bench::kernel::Counters;
-use crate::bench::plot::{line_panels, Line, Panel};
-use crate::bench::stats::Summary;
-use crate::bench::waterfall::{inflation, Waterfall};
+use crate::instruments::kernel::Counters;
+use crate::instruments::plot::{line_panels, Line, Panel};
+use crate::instruments::stats::Summary;
+use crate::instruments::waterfall::{inflation, Waterfall};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -442,7 +442,7 @@ pub fn chart(title: &str, rows: &[SummaryRow], variants: &[String], clients: &[u
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::waterfall::DeviceGaps;
+    use crate::instruments::waterfall::DeviceGaps;
 
     fn cell(variant: &str, round: usize, clients: usize, spp: f64, reduce_ms: f64) -> Cell {
         Cell {

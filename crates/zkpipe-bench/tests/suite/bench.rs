@@ -1,4 +1,4 @@
-//! `zkpipe bench` on a small circuit: the JSON report carries every stage and the A/B
+//! `zkpipe-bench bench` on a small circuit: the JSON report carries every stage and the A/B
 //! comparison, the SVG chart is written.
 
 use crate::common;
@@ -9,7 +9,7 @@ fn bench_json_has_every_stage_and_compare_has_a_verdict() {
     let f = fixture("bn254", "multi_public");
     let d = tempfile::tempdir().unwrap();
     let (json, svg) = (d.path().join("b.json"), d.path().join("b.svg"));
-    let o = zkpipe(&[
+    let o = zkpipe_bench(&[
         "bench".as_ref(),
         &f.join("circuit.zkey"),
         &f.join("witness.wtns"),
@@ -49,7 +49,7 @@ fn bench_json_has_every_stage_and_compare_has_a_verdict() {
     assert!(v["peak_rss_mib"].as_f64().unwrap() > 0.0);
     assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
 
-    let o = zkpipe(&[
+    let o = zkpipe_bench(&[
         "bench".as_ref(),
         &f.join("circuit.zkey"),
         &f.join("witness.wtns"),
@@ -69,7 +69,7 @@ fn bench_json_has_every_stage_and_compare_has_a_verdict() {
         "{out}"
     );
 
-    let o = zkpipe(&[
+    let o = zkpipe_bench(&[
         "bench".as_ref(),
         &f.join("circuit.zkey"),
         &f.join("witness.wtns"),
@@ -77,7 +77,7 @@ fn bench_json_has_every_stage_and_compare_has_a_verdict() {
         "0".as_ref(),
     ]);
     assert_one_line_error(&o, &["--threads"]);
-    let o = zkpipe(&[
+    let o = zkpipe_bench(&[
         "bench".as_ref(),
         &f.join("circuit.zkey"),
         &f.join("witness.wtns"),
@@ -102,7 +102,7 @@ fn bench_batch_proves_several_in_one_device_stage() {
         ];
         args.extend(extra.iter().map(std::path::PathBuf::from));
         let args: Vec<&std::path::Path> = args.iter().map(|a| a.as_path()).collect();
-        zkpipe(&args)
+        zkpipe_bench(&args)
     };
     let o = run(&[
         "--batch",

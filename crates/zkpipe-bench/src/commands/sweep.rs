@@ -1,8 +1,8 @@
-//! `zkpipe sweep KEY (WITNESS | --input input.json) -c 1,4,8,16 --variant 'A: …' --variant
+//! `zkpipe-bench sweep KEY (WITNESS | --input input.json) -c 1,4,8,16 --variant 'A: …' --variant
 //! 'B: …' --out DIR`: a concurrency sweep, with daemon configurations compared A/B in
 //! interleaved cells.
 //!
-//! It starts one daemon per variant (`serve --set section.key=value` for each of the
+//! It starts one daemon per variant (`zkpipe serve --set section.key=value` for each of the
 //! variant's settings, loopback ports, a fresh state folder, its log in
 //! `DIR/<variant>.serve.log`), all at once; preloads the key and runs one unmeasured job on
 //! each; then runs the cells (`loadtest`'s load, c clients × j jobs × p partitions) round by
@@ -16,11 +16,9 @@ mod daemon;
 mod report;
 mod variant;
 
-use super::client::{connect, duration, rpc, runtime, Client, ServerArg};
 use super::loadtest::{run_load, Connections, Load, LoadRun};
-use crate::backend::BackendChoice;
-use crate::bench::kernel;
-use crate::bench::waterfall::{analyse, filter_jobs};
+use crate::instruments::kernel;
+use crate::instruments::waterfall::{analyse, filter_jobs};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::ValueEnum;
 use daemon::{Daemon, ServeCommand};
@@ -30,13 +28,16 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use variant::{parse_concurrency, schedule, Concurrency, Variant};
+use zkpipe_cli::backend::BackendChoice;
+use zkpipe_cli::client::{connect, duration, rpc, runtime, Client, ServerArg};
 use zkpipe_engine::Priority;
 use zkpipe_server::pb;
 
 /// Arguments of `sweep`.
 #[derive(clap::Args)]
 #[command(after_help = "\
-Each variant is a daemon: `zkpipe serve --config FILE --backend B` plus `--set \
+Each variant is a daemon: `zkpipe serve --config FILE --backend B` (the zkpipe binary beside \
+this one, or --zkpipe FILE) plus `--set \
 section.key=value` for each of its settings, on loopback ports chosen by the OS, with a \
 fresh state folder; its log goes to DIR/<variant>.serve.log. Without --variant there is one \
 variant, \"default\", with no settings. A setting of the `env` section is an environment \
@@ -103,6 +104,10 @@ pub struct Args {
     /// The output folder (created if missing).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
+    /// The zkpipe binary the daemons run (default: the `zkpipe` in this binary's folder,
+    /// where cargo and scripts/build-cuda.sh put both).
+    #[arg(long, value_name = "FILE")]
+    zkpipe: Option<PathBuf>,
 }
 
 /// The output folder.
@@ -204,7 +209,10 @@ pub fn run(a: Args) -> Result<()> {
     };
     let out = OutDir::prepare(&a.out)?;
     let serve = ServeCommand {
-        exe: std::env::current_exe().context("finding the zkpipe binary")?,
+        exe: match &a.zkpipe {
+            Some(exe) => exe.clone(),
+            None => daemon::sibling_zkpipe()?,
+        },
         config: a.config.clone(),
         backend: a
             .backend
@@ -375,7 +383,7 @@ fn cell(
     variant: &str,
     round: usize,
     run: LoadRun,
-    waterfall: crate::bench::waterfall::Waterfall,
+    waterfall: crate::instruments::waterfall::Waterfall,
     kernel: kernel::Counters,
     trace: String,
 ) -> Cell {

@@ -1,0 +1,81 @@
+//! Helpers shared by zkpipe-bench's integration tests: fixture paths, the binaries, and
+//! one-line error checks.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository's `tests/fixtures` folder.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+}
+
+/// A fixture's folder.
+pub fn fixture(curve: &str, circuit: &str) -> PathBuf {
+    fixtures().join(curve).join(circuit)
+}
+
+/// (key id, curve folder, circuit).
+pub const KEYS: [(&str, &str, &str); 4] = [
+    ("bn254-poseidon", "bn254", "poseidon"),
+    ("bn254-multi", "bn254", "multi_public"),
+    ("bls-poseidon", "bls12-381", "poseidon"),
+    ("bls-multi", "bls12-381", "multi_public"),
+];
+
+/// The fixture folder of a key id in [`KEYS`].
+pub fn key_fixture(id: &str) -> PathBuf {
+    let (_, curve, circuit) = KEYS.iter().find(|k| k.0 == id).unwrap();
+    fixture(curve, circuit)
+}
+
+/// Runs the zkpipe-bench binary.
+pub fn zkpipe_bench(args: &[&Path]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zkpipe-bench"))
+        .args(args)
+        .output()
+        .expect("zkpipe-bench binary runs")
+}
+
+/// The `zkpipe` binary `sweep` starts daemons from: the one beside zkpipe-bench, in the
+/// same cargo target folder (`target/<profile>/zkpipe`). Cargo builds it for the
+/// workspace's tests (scripts/test.sh); `cargo test -p zkpipe-bench` alone does not, so
+/// build it first (`cargo build --profile ci -p zkpipe-cli`).
+pub fn zkpipe_beside() -> PathBuf {
+    let exe = Path::new(env!("CARGO_BIN_EXE_zkpipe-bench"))
+        .with_file_name(format!("zkpipe{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        exe.is_file(),
+        "{} is missing: sweep runs the zkpipe binary beside zkpipe-bench; build it with \
+         `cargo build --profile <this profile> -p zkpipe-cli`",
+        exe.display()
+    );
+    exe
+}
+
+/// stdout + stderr as text.
+pub fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Asserts a command failed with exactly one line on stderr containing every `needle`.
+pub fn assert_one_line_error(o: &Output, needles: &[&str]) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success(),
+        "expected failure, got success: {}",
+        text(o)
+    );
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "error must be one line: {err:?}"
+    );
+    for n in needles {
+        assert!(err.contains(n), "error {err:?} should mention {n:?}");
+    }
+}
