@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs Debian's PostgreSQL server binaries when they are missing: the fleet tests
-# start a throwaway server of their own from them (crates/zkpipe-engine/tests/support/
+# start a throwaway server of their own from them (crates/zkpipe-store/tests/support/
 # postgres.rs). Nothing is started or enabled here; the package's own cluster, if the
 # package creates one, is not used.
 set -euo pipefail

@@ -22,6 +22,14 @@ pub enum Priority {
 }
 
 impl Priority {
+    /// Every priority, lowest first.
+    pub const ALL: [Priority; 4] = [
+        Priority::Low,
+        Priority::Normal,
+        Priority::High,
+        Priority::Critical,
+    ];
+
     /// Lower-case name.
     pub fn name(self) -> &'static str {
         match self {
@@ -31,21 +39,53 @@ impl Priority {
             Priority::Critical => "critical",
         }
     }
+
+    /// Its rank, 0 (low) to 3 (critical): the number the job stores keep, since a shared
+    /// store's queue is ordered by it.
+    pub fn rank(self) -> u8 {
+        self as u8
+    }
+
+    /// The priority of `rank` ([`Self::rank`]); an unknown rank is an error, not a
+    /// default.
+    pub fn from_rank(rank: i64) -> Result<Self, UnknownName> {
+        Self::ALL
+            .into_iter()
+            .find(|p| i64::from(p.rank()) == rank)
+            .ok_or_else(|| UnknownName {
+                what: "priority",
+                value: rank.to_string(),
+                expected: "0 (low), 1 (normal), 2 (high) or 3 (critical)",
+            })
+    }
+}
+
+/// A name (or a stored number) that names no value of an engine type: a priority or a
+/// job state.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{what} {value:?} is not {expected}")]
+pub struct UnknownName {
+    /// What it should have named: "priority" or "job state".
+    pub what: &'static str,
+    /// What it was.
+    pub value: String,
+    /// What it could have been.
+    pub expected: &'static str,
 }
 
 impl std::str::FromStr for Priority {
-    type Err = String;
+    type Err = UnknownName;
 
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "low" => Ok(Priority::Low),
-            "normal" => Ok(Priority::Normal),
-            "high" => Ok(Priority::High),
-            "critical" => Ok(Priority::Critical),
-            _ => Err(format!(
-                "priority {s:?} is not low, normal, high or critical"
-            )),
-        }
+    /// A priority from its [`Priority::name`], in any case.
+    fn from_str(s: &str) -> Result<Self, UnknownName> {
+        Self::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| UnknownName {
+                what: "priority",
+                value: s.into(),
+                expected: "low, normal, high or critical",
+            })
     }
 }
 
@@ -82,7 +122,7 @@ impl JobState {
         )
     }
 
-    /// Lower-case name.
+    /// Lower-case name: also how the job stores keep it.
     pub fn name(self) -> &'static str {
         match self {
             JobState::Queued => "queued",
@@ -91,6 +131,22 @@ impl JobState {
             JobState::Failed => "failed",
             JobState::Cancelled => "cancelled",
         }
+    }
+}
+
+impl std::str::FromStr for JobState {
+    type Err = UnknownName;
+
+    /// A state from its [`JobState::name`], exactly as written.
+    fn from_str(s: &str) -> Result<Self, UnknownName> {
+        Self::ALL
+            .into_iter()
+            .find(|x| x.name() == s)
+            .ok_or_else(|| UnknownName {
+                what: "job state",
+                value: s.into(),
+                expected: "queued, running, done, failed or cancelled",
+            })
     }
 }
 
@@ -151,4 +207,25 @@ pub struct JobSnapshot {
     /// When it reached its final state on this daemon (`None` while it runs, and for a
     /// fleet's job read from the shared store).
     pub finished_at: Option<Instant>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_ranks_read_back_and_unknown_ones_are_errors() {
+        for p in Priority::ALL {
+            assert_eq!(p.name().parse(), Ok(p));
+            assert_eq!(Priority::from_rank(p.rank().into()), Ok(p));
+        }
+        for s in JobState::ALL {
+            assert_eq!(s.name().parse(), Ok(s));
+        }
+        assert_eq!("HIGH".parse(), Ok(Priority::High));
+        let e = Priority::from_rank(7).unwrap_err();
+        assert_eq!((e.what, e.value.as_str()), ("priority", "7"));
+        assert!("urgent".parse::<Priority>().is_err());
+        assert!("paused".parse::<JobState>().is_err());
+    }
 }

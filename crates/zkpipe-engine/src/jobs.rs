@@ -240,10 +240,74 @@ pub(crate) fn store_error(e: crate::job_store::StoreError) -> EngineError {
 mod tests {
     use super::*;
     use crate::job::{PartitionProof, Priority};
-    use crate::job_store::{SqliteStore, StoreError, StoredJob};
+    use crate::job_store::{StoreError, StoredJob};
+    use std::time::SystemTime;
+
+    /// A store that records what a durable store would (each job's id and state) and
+    /// reads it back, so that the table's records can be checked without a database.
+    #[derive(Default)]
+    struct Recorded(Mutex<Vec<JobState>>);
+
+    impl JobStore for Recorded {
+        fn durable(&self) -> bool {
+            true
+        }
+        fn accept(&self, _job: &NewJob<'_>) -> Result<Accepted, StoreError> {
+            let mut jobs = self.0.lock().unwrap();
+            jobs.push(JobState::Queued);
+            Ok(Accepted::New(jobs.len() as JobId))
+        }
+        fn find_request(&self, _r: &str) -> Result<Option<(JobId, Fingerprint)>, StoreError> {
+            Ok(None)
+        }
+        fn partition_done(
+            &self,
+            job: JobId,
+            _index: usize,
+            _proof: &PartitionProof,
+            last: bool,
+        ) -> Result<(), StoreError> {
+            if last {
+                self.finish(job, JobState::Done, None)?;
+            }
+            Ok(())
+        }
+        fn finish(
+            &self,
+            job: JobId,
+            state: JobState,
+            _error: Option<&str>,
+        ) -> Result<(), StoreError> {
+            if let Some(s) = self.0.lock().unwrap().get_mut(job as usize - 1) {
+                *s = state;
+            }
+            Ok(())
+        }
+        fn recover(&self) -> Result<Vec<StoredJob>, StoreError> {
+            let jobs = self.0.lock().unwrap();
+            Ok(jobs
+                .iter()
+                .enumerate()
+                .map(|(i, &state)| StoredJob {
+                    id: i as JobId + 1,
+                    key_id: "k".into(),
+                    priority: Priority::Normal,
+                    request_id: String::new(),
+                    state,
+                    error: None,
+                    submitted: SystemTime::UNIX_EPOCH,
+                    finished: None,
+                    partitions: Vec::new(),
+                })
+                .collect())
+        }
+        fn forget_finished(&self, _retention: Duration) -> Result<usize, StoreError> {
+            Ok(0)
+        }
+    }
 
     /// A store whose records never become durable: every sync fails.
-    struct NoSync(SqliteStore);
+    struct NoSync(Recorded);
 
     impl JobStore for NoSync {
         fn durable(&self) -> bool {
@@ -302,8 +366,7 @@ mod tests {
     /// and taken back: not in the table, its partitions not pending, ended in the store.
     #[test]
     fn a_job_that_cannot_be_made_durable_is_refused_and_taken_back() {
-        let dir = tempfile::tempdir().unwrap();
-        let table = JobTable::new(Arc::new(NoSync(SqliteStore::open(dir.path()).unwrap())));
+        let table = JobTable::new(Arc::new(NoSync(Recorded::default())));
         let r = table.register(&two_partitions(), 16);
         assert!(
             matches!(&r, Err(e) if e.to_string().contains("the disk is gone")),
@@ -322,8 +385,7 @@ mod tests {
     /// and every accepted job is in the table and in the store.
     #[test]
     fn concurrent_registrations_never_pass_the_pending_limit() {
-        let dir = tempfile::tempdir().unwrap();
-        let table = JobTable::new(Arc::new(SqliteStore::open(dir.path()).unwrap()));
+        let table = JobTable::new(Arc::new(Recorded::default()));
         let results: Vec<Result<Registered, EngineError>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..16)
                 .map(|_| s.spawn(|| table.register(&two_partitions(), 10)))

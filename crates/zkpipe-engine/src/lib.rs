@@ -10,8 +10,9 @@
 //! Read [`engine`] for the wiring, [`submit`] for how a request enters, then the stages
 //! in pipeline order (`stages/`), the messages between them (`messages`), and the key
 //! store ([`keys`]) and the job store ([`job_store`]), which makes jobs outlive the
-//! process. The devices come from a [`zkpipe_core::Devices`] (the CPU's is
-//! [`zkpipe_core::CpuDevices`]); the curve is erased once, in `curves`.
+//! process (its durable implementations are in the `zkpipe-store` crate). The devices
+//! come from a [`zkpipe_core::Devices`] (the CPU's is [`zkpipe_core::CpuDevices`]); the
+//! curve is erased once, in `curves`.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -49,10 +50,8 @@ pub mod trace;
 pub use config::{EngineConfig, FleetConfig, StageConfig};
 pub use engine::Engine;
 pub use error::EngineError;
-pub use job::{JobId, JobSnapshot, JobState, PartitionProof, Priority, ProofTimings};
-pub use job_store::{
-    JobStore, MemoryStore, PgOptions, PgStore, SharedQueue, SqliteStore, StoreError,
-};
+pub use job::{JobId, JobSnapshot, JobState, PartitionProof, Priority, ProofTimings, UnknownName};
+pub use job_store::{JobStore, MemoryStore, SharedQueue, StoreError};
 pub use keys::{KeyMeta, KeyStatus, Residency};
 pub use status::{DeviceStatus, EngineStatus, QueueDepths};
 pub use submit::{SubmitRequest, Submitted};

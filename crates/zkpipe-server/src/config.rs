@@ -13,8 +13,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use zkpipe_engine::config::machine_memory;
-use zkpipe_engine::job_store::DEFAULT_INLINE_MAX;
 use zkpipe_engine::{EngineConfig, StageConfig};
+use zkpipe_store::DEFAULT_INLINE_MAX;
 
 /// Why a configuration is unusable.
 #[derive(Debug, thiserror::Error)]
@@ -52,11 +52,11 @@ pub struct ServerConfig {
     pub shutdown_grace: Duration,
     /// Witnesses up to this size are stored inside the job database; larger ones as files
     /// beside it (`state_dir/witnesses/`). Default 64 KiB
-    /// (`zkpipe_engine::job_store::DEFAULT_INLINE_MAX`).
+    /// (`zkpipe_store::DEFAULT_INLINE_MAX`).
     pub witness_inline_max: u64,
     /// The fleet's shared job store (`[store] url`), if any: then jobs live there and this
     /// daemon claims its work from it; else the embedded store in `state_dir`.
-    pub store: Option<zkpipe_engine::PgOptions>,
+    pub store: Option<zkpipe_store::PgOptions>,
     /// Pinned host memory that stages uploads to a GPU (`device.pinned_upload`: "portable"
     /// or "write-combined"). Default portable.
     pub pinned_upload: zkpipe_cuda::PinnedKind,
@@ -343,7 +343,7 @@ fn tls(s: &ServerSection, base: &Path) -> Result<Option<TlsPem>, String> {
 
 /// The shared store's options, if `store.url` is set; the daemon's default name is this
 /// host's name and gRPC port, which stay the same across its restarts.
-fn store(s: &StoreSection, grpc: SocketAddr) -> Result<Option<zkpipe_engine::PgOptions>, String> {
+fn store(s: &StoreSection, grpc: SocketAddr) -> Result<Option<zkpipe_store::PgOptions>, String> {
     let Some(url) = s.url.clone().filter(|u| !u.is_empty()) else {
         for (set, field) in [
             (s.daemon.is_some(), "daemon"),
@@ -365,7 +365,7 @@ fn store(s: &StoreSection, grpc: SocketAddr) -> Result<Option<zkpipe_engine::PgO
         Some(d) => d.trim().to_string(),
         None => format!("{}:{}", host_name(), grpc.port()),
     };
-    Ok(Some(zkpipe_engine::PgOptions {
+    Ok(Some(zkpipe_store::PgOptions {
         url,
         daemon,
         objects: s.objects.clone(),

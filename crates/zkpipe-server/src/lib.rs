@@ -40,7 +40,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio_stream::{Stream, StreamExt};
-use zkpipe_engine::{Devices, Engine, EngineError, JobStore, PgStore, SqliteStore, StoreError};
+use zkpipe_engine::{Devices, Engine, EngineError, JobStore, StoreError};
+use zkpipe_store::{PgStore, SqliteOptions, SqliteStore};
 
 /// Why the daemon could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -111,15 +112,30 @@ where
         Some(pem) => Some((tls::acceptor(pem).map_err(ServeError::Tls)?, tls::grpc(pem))),
         None => None,
     };
+    // Opening the store creates the state directory: only for a configuration the engine
+    // will start with (checked again there), so that a refused start leaves nothing behind.
+    cfg.engine
+        .validate()
+        .map_err(|e| ServeError::Engine(EngineError::Config(e)))?;
+    if !cfg.engine.key_dir.is_dir() {
+        let dir = cfg.engine.key_dir.display();
+        return Err(ServeError::Engine(EngineError::Config(format!(
+            "key directory {dir} does not exist"
+        ))));
+    }
     let store: Arc<dyn JobStore> = match &server.store {
         Some(o) => {
             let store = PgStore::connect(o)?;
             tracing::info!(daemon = %o.daemon, "jobs in the shared store (a fleet)");
             Arc::new(store)
         }
-        None => Arc::new(
-            SqliteStore::open(&server.state_dir)?.with_inline_max(server.witness_inline_max),
-        ),
+        None => Arc::new(SqliteStore::open_with(
+            &server.state_dir,
+            &SqliteOptions {
+                inline_max: server.witness_inline_max,
+                ..SqliteOptions::default()
+            },
+        )?),
     };
     let engine = Engine::start_with(cfg.engine, devices, store).map_err(ServeError::Engine)?;
     let bind = |addr| async move {

@@ -7,7 +7,7 @@
 //! proves. The Grafana dashboard's every metric is in a real scrape of a fleet daemon.
 
 use crate::common;
-#[path = "../../../zkpipe-engine/tests/support/postgres.rs"]
+#[path = "../../../zkpipe-store/tests/support/postgres.rs"]
 mod postgres;
 
 use common::{check_done, client, http_get, key_fixture, parse_metrics, start_daemon, Daemon};

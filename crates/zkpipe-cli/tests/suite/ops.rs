@@ -542,3 +542,20 @@ fn each_cause_is_said_once() {
     assert!(err.matches("tcp connect error").count() <= 1, "{err}");
     assert_eq!(err.matches("Connection refused").count(), 1, "{err}");
 }
+
+/// A daemon refused for its configuration (here a key folder that does not exist) leaves
+/// no state folder behind.
+#[test]
+fn a_refused_serve_leaves_no_state_directory() {
+    let dir = workdir();
+    let mut cmd = zkpipe();
+    cmd.current_dir(dir.path())
+        .args(["serve", "--backend", "cpu", "--grpc-listen", "127.0.0.1:0"])
+        .args(["--http-listen", "127.0.0.1:0", "--key-dir", "nowhere"])
+        .args(["--state-dir", "state"]);
+    assert_one_line_error(&run(cmd), &["key directory", "nowhere", "does not exist"]);
+    assert!(
+        !dir.path().join("state").exists(),
+        "a state folder was left"
+    );
+}

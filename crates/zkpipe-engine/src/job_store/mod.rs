@@ -4,24 +4,22 @@
 //! on start it reads back what was left: unfinished jobs run again, finished ones can
 //! still be awaited.
 //!
-//! [`JobStore`] is the seam; [`SqliteStore`] is the durable single-node store the daemon
-//! uses, [`MemoryStore`] the volatile one for embedded use and tests. Job ids come from
-//! the store, so they are never reused, across restarts too.
+//! [`JobStore`] is the seam; [`MemoryStore`] is the volatile store for embedded use and
+//! tests. The durable stores live outside the engine, in the `zkpipe-store` crate (as the
+//! CUDA device set lives outside core behind `Devices`): SQLite for one daemon, Postgres
+//! for a fleet. Job ids come from the store, so they are never reused, across restarts
+//! too. A store keeps priorities by [`Priority::rank`] and states by [`JobState::name`];
+//! a value it cannot read back is a [`StoreError::Unknown`], never a default.
 //!
-//! A store that several daemons share ([`PgStore`]) is also a [`SharedQueue`]: there the
-//! store *is* the queue, and a daemon runs the partitions it claims, not the ones
-//! submitted to it (docs/fleet.md).
+//! A store that several daemons share is also a [`SharedQueue`]: there the store *is* the
+//! queue, and a daemon runs the partitions it claims, not the ones submitted to it
+//! (docs/fleet.md).
 
 mod memory;
-mod objects;
-mod postgres;
-mod sqlite;
 
 pub use memory::MemoryStore;
-pub use postgres::{PgOptions, PgStore};
-pub use sqlite::{SqliteStore, DEFAULT_INLINE_MAX};
 
-use crate::job::{JobId, JobSnapshot, JobState, PartitionProof, Priority, ProofTimings};
+use crate::job::{JobId, JobSnapshot, JobState, PartitionProof, Priority, UnknownName};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -145,6 +143,18 @@ pub enum StoreError {
         path: String,
         /// What failed.
         message: String,
+    },
+    /// A stored job holds a priority or state this version does not know (written by a
+    /// newer version, or damaged).
+    #[error("job store {path}: job {job}: {source}")]
+    Unknown {
+        /// The database.
+        path: String,
+        /// The job.
+        job: JobId,
+        /// The value.
+        #[source]
+        source: UnknownName,
     },
 }
 
@@ -323,64 +333,4 @@ pub trait SharedQueue: Send + Sync {
 
     /// Results this daemon proved but could not record because its claim was gone.
     fn results_refused(&self) -> u64;
-}
-
-/// A job state from its name as the stores keep it ([`JobState::name`]).
-pub(crate) fn state_from(s: &str) -> Option<JobState> {
-    JobState::ALL.into_iter().find(|x| x.name() == s)
-}
-
-/// A priority from its number as the stores keep it (`Priority as u8`); an unknown
-/// number reads as normal.
-pub(crate) fn priority_from(p: i64) -> Priority {
-    match p {
-        0 => Priority::Low,
-        2 => Priority::High,
-        3 => Priority::Critical,
-        _ => Priority::Normal,
-    }
-}
-
-/// A proof's timings as the stores keep them: milliseconds, in a JSON array.
-pub(crate) fn timings_text(t: &ProofTimings) -> String {
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    serde_json::to_string(&[
-        ms(t.queue_wait),
-        ms(t.key_load),
-        ms(t.reduce),
-        ms(t.device_wait),
-        ms(t.device),
-        ms(t.tail),
-        ms(t.total),
-        ms(t.synthesize),
-    ])
-    .unwrap_or_default()
-}
-
-/// The inverse of [`timings_text`].
-pub(crate) fn timings_from(s: &str) -> ProofTimings {
-    let v: Vec<f64> = serde_json::from_str(s).unwrap_or_default();
-    let d = |i: usize| Duration::from_secs_f64(v.get(i).copied().unwrap_or(0.0).max(0.0) / 1e3);
-    ProofTimings {
-        queue_wait: d(0),
-        key_load: d(1),
-        reduce: d(2),
-        device_wait: d(3),
-        device: d(4),
-        tail: d(5),
-        total: d(6),
-        // Added after the others: rows written before it read as zero.
-        synthesize: d(7),
-    }
-}
-
-/// A duration as whole milliseconds since the Unix epoch, for the stores' columns.
-pub(crate) fn unix_ms(t: SystemTime) -> i64 {
-    t.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
-/// The inverse of [`unix_ms`].
-pub(crate) fn from_unix_ms(ms: i64) -> SystemTime {
-    SystemTime::UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64)
 }

@@ -1225,7 +1225,7 @@ fn jobs_in_a_durable_store_survive_a_restart() {
         pass_delay: Duration::from_millis(150),
         ..TestDevices::default()
     };
-    let store = || Arc::new(zkpipe_engine::SqliteStore::open(state.path()).unwrap());
+    let store = || Arc::new(zkpipe_store::SqliteStore::open(state.path()).unwrap());
     let engine = Engine::start_with(config(dir.path()), Arc::new(slow()), store()).unwrap();
     let mut first = request("bn254-poseidon", 1, Priority::Critical);
     first.request_id = "first".into();

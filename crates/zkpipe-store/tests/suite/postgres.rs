@@ -1,20 +1,18 @@
 //! The fleet's shared job store on a real Postgres (started by the test, see
-//! `support/postgres.rs`): claims never overlap, even when daemons race for them; a lapsed
+//! `tests/support/postgres.rs`): claims never overlap, even when daemons race for them; a lapsed
 //! lease returns its partition and the old claim's result is refused, so a partition
 //! finishes once; cancellation, request ids, priorities, hot keys and the object store
 //! for large witnesses work across daemons.
 
-#[path = "../support/postgres.rs"]
-mod postgres;
-
-use postgres::TempPostgres;
+use crate::support::TempPostgres;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 use zkpipe_engine::job_store::{
     Accepted, CancelOutcome, NewJob, ServedKey, SharedQueue, StoreError,
 };
-use zkpipe_engine::{JobState, JobStore, PartitionProof, PgOptions, PgStore, Priority};
+use zkpipe_engine::{JobState, JobStore, PartitionProof, Priority};
+use zkpipe_store::{PgOptions, PgStore};
 
 const LEASE: Duration = Duration::from_secs(30);
 
@@ -341,4 +339,34 @@ fn walk(dir: &std::path::Path) -> usize {
             }
         })
         .sum()
+}
+
+/// A priority or state this version does not know is an error naming the job, wherever
+/// it is read (a job's status, a listing, the queue's depths, a claim), not a default; a
+/// claim that meets one leaves its partitions queued.
+#[test]
+fn an_unknown_stored_priority_or_state_is_an_error() {
+    let pg = TempPostgres::start();
+    let s = store(&pg, "a");
+    let job = new_id(accept(&s, "k", Priority::High, "", &[b"w"]).unwrap());
+    let unknown = |e: StoreError, shown: &str| match e {
+        StoreError::Unknown { job: j, .. } if j == job => {
+            assert!(e.to_string().contains(shown), "{e}")
+        }
+        e => panic!("expected Unknown for job {job}, got {e}"),
+    };
+    pg.query("UPDATE zkpipe_jobs SET priority = 9");
+    pg.query("UPDATE zkpipe_partitions SET priority = 9");
+    unknown(s.job(job).unwrap_err(), "priority \"9\"");
+    unknown(s.jobs(10).unwrap_err(), "priority \"9\"");
+    unknown(s.depths().unwrap_err(), "priority \"9\"");
+    unknown(
+        s.claim(&[key("k", false)], 1, LEASE).unwrap_err(),
+        "priority \"9\"",
+    );
+    let rows = pg.query("SELECT state, claim IS NULL FROM zkpipe_partitions");
+    assert_eq!(rows, ["queued|t"], "the failed claim was rolled back");
+    pg.query("UPDATE zkpipe_jobs SET priority = 2, state = 'paused'");
+    unknown(s.job(job).unwrap_err(), "job state \"paused\"");
+    unknown(s.cancel(job).unwrap_err(), "job state \"paused\"");
 }

@@ -1,9 +1,9 @@
 //! How many claims per second one Postgres sustains, with many simulated daemons and a
 //! no-op backend (a claimed partition is "proved" at once), and what the shared store
-//! costs per job beside the embedded one (docs/fleet.md, experiment 020).
+//! costs per job beside the embedded one (docs/fleet.md, lab/experiments/020-fleet-store.md).
 //!
 //! ```text
-//! cargo run --release -p zkpipe-engine --example fleet_claims -- \
+//! cargo run --release -p zkpipe-store --example fleet_claims -- \
 //!     --url postgres://postgres@127.0.0.1:5432/postgres --daemons 1,4,16,64 \
 //!     --batch 1,8 --jobs 4000 --witness 65536 --rounds 3
 //! ```
@@ -19,7 +19,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use zkpipe_engine::job_store::{fingerprint, NewJob, ServedKey, SharedQueue};
-use zkpipe_engine::{JobStore, PartitionProof, PgOptions, PgStore, Priority, SqliteStore};
+use zkpipe_engine::{JobStore, PartitionProof, Priority};
+use zkpipe_store::{PgOptions, PgStore, SqliteStore};
 
 struct Args {
     url: String,

@@ -1,12 +1,16 @@
 //! Where a shared store keeps witnesses too large for its database: a directory
 //! (`file:///srv/zkpipe/objects`) or an S3-compatible bucket (`s3://bucket/prefix`, with
 //! credentials, region and endpoint from the usual `AWS_*` variables), through the
-//! `object_store` crate. Every daemon of a fleet must reach the same place.
+//! `object_store` crate. Every daemon of a fleet must reach the same place. In a
+//! directory, what zkpipe creates is private: the directory itself (when it does not
+//! exist yet) and the folders under it are 0700, the witness files 0600.
 
-use super::StoreError;
+use crate::private;
 use object_store::{path::Path as ObjectPath, ObjectStore, PutPayload};
+use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::sync::Arc;
+use zkpipe_engine::StoreError;
 
 /// An object store with the prefix objects are named under.
 #[derive(Clone)]
@@ -28,7 +32,11 @@ impl Objects {
             if !dir.starts_with('/') {
                 return Err(bad("a file:// URL needs an absolute path".into()));
             }
-            std::fs::create_dir_all(dir).map_err(|e| bad(e.to_string()))?;
+            // A directory that exists is the operator's (a fleet's shared mount, say):
+            // its mode is theirs to choose.
+            if !std::path::Path::new(dir).exists() {
+                private::dir(std::path::Path::new(dir)).map_err(|e| bad(e.to_string()))?;
+            }
             let root = std::fs::canonicalize(dir).map_err(|e| bad(e.to_string()))?;
             let fs = Arc::new(
                 object_store::local::LocalFileSystem::new_with_prefix(&root)
@@ -120,12 +128,19 @@ impl Objects {
     }
 }
 
-/// Syncs `file`, then every directory from its own up to `root`: the directories a write
-/// created (a job's) hold the entries that make it reachable.
+/// Makes `file` 0600 and the folders below `root` that hold it 0700 (`object_store`
+/// creates them with the umask's modes), then syncs `file` and every directory from its
+/// own up to `root`: the directories a write created (a job's) hold the entries that make
+/// it reachable.
 fn sync_up(file: &std::path::Path, root: &std::path::Path) -> std::io::Result<()> {
-    std::fs::File::open(file)?.sync_all()?;
+    let f = std::fs::File::open(file)?;
+    f.set_permissions(std::fs::Permissions::from_mode(private::FILE_MODE))?;
+    f.sync_all()?;
     let mut dir = file.parent();
     while let Some(d) = dir {
+        if d != root && d.starts_with(root) {
+            std::fs::set_permissions(d, std::fs::Permissions::from_mode(private::DIR_MODE))?;
+        }
         std::fs::File::open(d)?.sync_all()?;
         if d == root || !d.starts_with(root) {
             break;

@@ -1,0 +1,307 @@
+//! The fleet store's side of the engine's [`JobStore`]: accepting a job (its witnesses
+//! inline or in the object store), handing a proof to the result writer, ending a job,
+//! finding a request id, forgetting what ended long ago.
+
+use super::events::notify;
+use super::results::Record;
+use super::{db, job_id, secs, state_of, PgStore};
+use crate::columns::timings_text;
+use crate::objects::Objects;
+use sqlx::{PgPool, Row};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use zkpipe_engine::job_store::{Accepted, Fingerprint, JobStore, NewJob, SharedQueue, StoredJob};
+use zkpipe_engine::{JobId, JobState, PartitionProof, StoreError};
+
+impl JobStore for PgStore {
+    fn durable(&self) -> bool {
+        true
+    }
+
+    fn accept(&self, job: &NewJob<'_>) -> Result<Accepted, StoreError> {
+        let pool = self.requests.clone();
+        let objects = self.objects.clone();
+        let inline_max = self.inline_max;
+        let key_id = job.key_id.to_string();
+        let shape = job.key_shape.clone();
+        let priority = i16::from(job.priority.rank());
+        let request = (!job.request_id.is_empty()).then(|| job.request_id.to_string());
+        let fingerprint = job.fingerprint.to_vec();
+        let witnesses: Vec<Vec<u8>> = job.witnesses.iter().map(|w| w.to_vec()).collect();
+        let daemon = self.daemon.clone();
+        self.run(async move {
+            let mut tx = pool.begin().await.map_err(db)?;
+            let row = sqlx::query(
+                "INSERT INTO zkpipe_jobs
+                     (key_id, key_shape, priority, request_id, fingerprint, state, partitions, submitted_by)
+                 VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7)
+                 ON CONFLICT (request_id) WHERE request_id IS NOT NULL DO NOTHING
+                 RETURNING id",
+            )
+            .bind(&key_id)
+            .bind(&shape)
+            .bind(priority)
+            .bind(&request)
+            .bind(&fingerprint)
+            .bind(witnesses.len() as i32)
+            .bind(&daemon)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?;
+            let Some(row) = row else {
+                // The request id is taken (by this request or another).
+                drop(tx);
+                let request = request.unwrap_or_default();
+                let r = find_request(&pool, &request).await?;
+                return match r {
+                    Some((id, fp)) if fp[..] == fingerprint[..] => Ok(Accepted::Existing(id)),
+                    Some((id, _)) => Err(StoreError::RequestIdTaken {
+                        request_id: request,
+                        job: id,
+                    }),
+                    None => Err(db("request id vanished while accepting")),
+                };
+            };
+            let id: i64 = row.get(0);
+            let mut idx = Vec::with_capacity(witnesses.len());
+            let mut inline = Vec::with_capacity(witnesses.len());
+            let mut object = Vec::with_capacity(witnesses.len());
+            let mut written = Vec::new();
+            for (i, w) in witnesses.into_iter().enumerate() {
+                idx.push(i as i32);
+                match &objects {
+                    Some(o) if w.len() as u64 > inline_max => {
+                        let name = o.name(id, i);
+                        // Written before the row that names it commits.
+                        if let Err(e) = o.put(&name, w).await {
+                            o.delete(&written).await;
+                            return Err(e);
+                        }
+                        written.push(name.clone());
+                        inline.push(None);
+                        object.push(Some(name));
+                    }
+                    _ => {
+                        inline.push(Some(w));
+                        object.push(None);
+                    }
+                }
+            }
+            let insert = sqlx::query(
+                "INSERT INTO zkpipe_partitions (job_id, idx, key_id, key_shape, priority, state, witness, witness_object)
+                 SELECT $1, t.i, $2, $3, $4, 'queued', t.w, t.o
+                   FROM UNNEST($5::int4[], $6::bytea[], $7::text[]) AS t(i, w, o)",
+            )
+            .bind(id)
+            .bind(&key_id)
+            .bind(&shape)
+            .bind(priority)
+            .bind(&idx)
+            .bind(&inline)
+            .bind(&object)
+            .execute(&mut *tx)
+            .await;
+            let committed = match insert {
+                Ok(_) => match notify(&mut tx, "work").await {
+                    Ok(()) => tx.commit().await.map_err(db),
+                    Err(e) => Err(e),
+                },
+                Err(e) => Err(db(e)),
+            };
+            if let Err(e) = committed {
+                if let Some(o) = &objects {
+                    o.delete(&written).await;
+                }
+                return Err(e);
+            }
+            Ok(Accepted::New(id as JobId))
+        })
+    }
+
+    fn find_request(&self, request_id: &str) -> Result<Option<(JobId, Fingerprint)>, StoreError> {
+        let pool = self.requests.clone();
+        let request = request_id.to_string();
+        self.run(async move { find_request(&pool, &request).await })
+    }
+
+    /// Queues the proof of a partition this daemon claimed for the result writer, which
+    /// records it if the claim still holds the partition (else the result is dropped and
+    /// counted: another daemon owns the partition now, or its job ended). `last` is the
+    /// fleet's to decide, not this daemon's. The claim stays held, its lease renewed,
+    /// until the write commits; a write that fails lets the lease lapse, so the partition
+    /// runs again: nothing a client saw is lost, since the store is what clients read.
+    fn partition_done(
+        &self,
+        job: JobId,
+        index: usize,
+        proof: &PartitionProof,
+        _last: bool,
+    ) -> Result<(), StoreError> {
+        let Some(claim) = self.held().get(&(job, index)).copied() else {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                job,
+                partition = index,
+                "result dropped: this daemon no longer holds the partition"
+            );
+            return Ok(());
+        };
+        self.pending_records.fetch_add(1, Ordering::AcqRel);
+        let record = Record {
+            job,
+            index,
+            claim,
+            proof_json: proof.proof_json.clone(),
+            public_json: proof.public_json.clone(),
+            timings: timings_text(&proof.timings),
+        };
+        if self.records.send(record).is_err() {
+            self.pending_records.fetch_sub(1, Ordering::AcqRel);
+            return Err(db("the store's result writer stopped"));
+        }
+        Ok(())
+    }
+
+    /// Fails the job of a partition this daemon holds (a cancellation here only follows
+    /// one recorded in the store already).
+    fn finish(&self, job: JobId, state: JobState, error: Option<&str>) -> Result<(), StoreError> {
+        let claims: Vec<((JobId, usize), i64)> = {
+            let mut held = self.held();
+            let mine: Vec<_> = held
+                .iter()
+                .filter(|((j, _), _)| *j == job)
+                .map(|(k, c)| (*k, *c))
+                .collect();
+            for (k, _) in &mine {
+                held.remove(k);
+            }
+            mine
+        };
+        self.wake.notify();
+        if state != JobState::Failed {
+            return Ok(());
+        }
+        // Any claim of the job that still holds its partition may fail it.
+        for (_, claim) in claims {
+            let before = self.end_job(job, state, error.map(String::from), Some(claim))?;
+            if before.is_some_and(|s| !s.is_final()) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives back what this daemon's earlier run held; nothing is run from here (the
+    /// claimer takes work from the queue).
+    fn recover(&self) -> Result<Vec<StoredJob>, StoreError> {
+        let n = self.release()?;
+        if n > 0 {
+            tracing::info!(
+                partitions = n,
+                "partitions held by this daemon's earlier run given back to the queue"
+            );
+        }
+        Ok(Vec::new())
+    }
+
+    fn forget_finished(&self, retention: Duration) -> Result<usize, StoreError> {
+        let pool = self.pool.clone();
+        self.run(async move {
+            sqlx::query(
+                "DELETE FROM zkpipe_jobs WHERE finished_at < now() - make_interval(secs => $1)",
+            )
+            .bind(secs(retention))
+            .execute(&pool)
+            .await
+            .map(|r| r.rows_affected() as usize)
+            .map_err(db)
+        })
+    }
+
+    fn shared(self: Arc<Self>) -> Option<Arc<dyn SharedQueue>> {
+        Some(self)
+    }
+}
+
+async fn find_request(
+    pool: &PgPool,
+    request_id: &str,
+) -> Result<Option<(JobId, Fingerprint)>, StoreError> {
+    let row = sqlx::query("SELECT id, fingerprint FROM zkpipe_jobs WHERE request_id = $1")
+        .bind(request_id)
+        .fetch_optional(pool)
+        .await
+        .map_err(db)?;
+    Ok(row.map(|r| {
+        let fp: Vec<u8> = r.get(1);
+        let mut f = Fingerprint::default();
+        if fp.len() == f.len() {
+            f.copy_from_slice(&fp);
+        }
+        (r.get::<i64, _>(0) as JobId, f)
+    }))
+}
+
+/// See [`PgStore::end_job`].
+pub(super) async fn end_job(
+    pool: &PgPool,
+    objects: Option<&Objects>,
+    id: JobId,
+    state: JobState,
+    error: Option<String>,
+    claim: Option<i64>,
+) -> Result<Option<JobState>, StoreError> {
+    let mut tx = pool.begin().await.map_err(db)?;
+    let id = job_id(id);
+    let Some(row) = sqlx::query("SELECT state FROM zkpipe_jobs WHERE id = $1 FOR UPDATE")
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?
+    else {
+        return Ok(None);
+    };
+    let before = state_of(id, row.get(0))?;
+    if before.is_final() {
+        return Ok(Some(before));
+    }
+    if let Some(claim) = claim {
+        let holds = sqlx::query(
+                "SELECT 1 FROM zkpipe_partitions WHERE job_id = $1 AND claim = $2 AND state = 'claimed'",
+            )
+            .bind(id)
+            .bind(claim)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?;
+        if holds.is_none() {
+            // Not ours any more: whoever holds it now decides.
+            return Ok(Some(before));
+        }
+    }
+    sqlx::query("UPDATE zkpipe_jobs SET state = $2, error = $3, finished_at = now() WHERE id = $1")
+        .bind(id)
+        .bind(state.name())
+        .bind(error)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    let dropped = sqlx::query(
+        "UPDATE zkpipe_partitions
+                SET state = 'dropped', witness = NULL, claim = NULL, lease_until = NULL
+              WHERE job_id = $1 AND state IN ('queued', 'claimed')
+          RETURNING witness_object",
+    )
+    .bind(id)
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(db)?;
+    notify(&mut tx, &format!("job:{id}")).await?;
+    tx.commit().await.map_err(db)?;
+    if let Some(o) = objects {
+        let names: Vec<String> = dropped.iter().filter_map(|r| r.get(0)).collect();
+        o.delete(&names).await;
+    }
+    Ok(Some(before))
+}

@@ -1,0 +1,299 @@
+//! The SQLite store's records: accepting a job (its row and its partitions' in one
+//! transaction), a partition's proof, a job's end, reading everything back at start, and
+//! forgetting what ended long ago.
+
+use super::SqliteStore;
+use crate::columns::{self, from_unix_ms, timings_from, timings_text, unix_ms};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use std::time::{Duration, SystemTime};
+use zkpipe_engine::job::PartitionProof;
+use zkpipe_engine::job_store::{
+    Accepted, Fingerprint, JobStore, NewJob, StoredJob, StoredPartition,
+};
+use zkpipe_engine::{JobId, JobState, StoreError};
+
+impl SqliteStore {
+    /// Records `job` in one transaction, not yet synced: the commit's number for
+    /// [`Self::sync_commits`] comes with it (0 where nothing was written). `files` names
+    /// its spilled witnesses.
+    fn record(
+        &self,
+        job: &NewJob<'_>,
+        files: &[Option<String>],
+    ) -> Result<(Accepted, u64), StoreError> {
+        let mut conn = self.lock();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.err(e))?;
+        if let Some(request) = request_column(job.request_id) {
+            if let Some((id, fp)) = named_by(&tx, request).map_err(|e| self.err(e))? {
+                return if fp == job.fingerprint {
+                    Ok((Accepted::Existing(id as JobId), 0))
+                } else {
+                    Err(StoreError::RequestIdTaken {
+                        request_id: request.into(),
+                        job: id as JobId,
+                    })
+                };
+            }
+        }
+        tx.execute(
+            "INSERT INTO jobs (key_id, priority, request_id, fingerprint, state, submitted_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                job.key_id,
+                job.priority.rank(),
+                request_column(job.request_id),
+                &job.fingerprint[..],
+                JobState::Queued.name(),
+                unix_ms(SystemTime::now()),
+            ],
+        )
+        .map_err(|e| self.err(e))?;
+        let id = tx.last_insert_rowid();
+        {
+            let mut insert = tx
+                .prepare(
+                    "INSERT INTO partitions (job_id, idx, witness, witness_file)
+                     VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(|e| self.err(e))?;
+            for (i, (w, file)) in job.witnesses.iter().zip(files).enumerate() {
+                let inline = file.is_none().then_some(w);
+                insert
+                    .execute(params![id, i as i64, inline, file])
+                    .map_err(|e| self.err(e))?;
+            }
+        }
+        let seq = self.commit(tx)?;
+        Ok((Accepted::New(id as JobId), seq))
+    }
+}
+
+fn request_column(r: &str) -> Option<&str> {
+    (!r.is_empty()).then_some(r)
+}
+
+impl JobStore for SqliteStore {
+    fn durable(&self) -> bool {
+        true
+    }
+
+    fn accept(&self, job: &NewJob<'_>) -> Result<Accepted, StoreError> {
+        let (accepted, mark) = self.accept_unsynced(job)?;
+        self.make_durable(mark)?;
+        Ok(accepted)
+    }
+
+    fn accept_unsynced(&self, job: &NewJob<'_>) -> Result<(Accepted, u64), StoreError> {
+        // Big witnesses are written before the lock is taken, so that result writes
+        // (other jobs' partitions) never wait behind them.
+        let files = self.spill(&job.witnesses)?;
+        let recorded = self.record(job, &files);
+        if !matches!(recorded, Ok((Accepted::New(_), _))) {
+            self.remove_files(files.iter().flatten());
+        }
+        recorded
+    }
+
+    fn make_durable(&self, mark: u64) -> Result<(), StoreError> {
+        self.sync_commits(mark)
+    }
+
+    fn find_request(&self, request_id: &str) -> Result<Option<(JobId, Fingerprint)>, StoreError> {
+        let found = named_by(&self.lock(), request_id).map_err(|e| self.err(e))?;
+        Ok(found.map(|(id, fp)| (id as JobId, fp)))
+    }
+
+    fn partition_done(
+        &self,
+        job: JobId,
+        index: usize,
+        proof: &PartitionProof,
+        last: bool,
+    ) -> Result<(), StoreError> {
+        let files = self.write(|tx| {
+            let mut files = spilled(
+                tx,
+                "job_id = ?1 AND idx = ?2",
+                params![job as i64, index as i64],
+            )
+            .map_err(|e| self.err(e))?;
+            tx.execute(
+                "UPDATE partitions SET witness = NULL, witness_file = NULL, proof_json = ?3,
+                     public_json = ?4, timings = ?5
+                 WHERE job_id = ?1 AND idx = ?2",
+                params![
+                    job as i64,
+                    index as i64,
+                    proof.proof_json,
+                    proof.public_json,
+                    timings_text(&proof.timings),
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+            if last {
+                files.extend(end(tx, job, JobState::Done, None).map_err(|e| self.err(e))?);
+            }
+            Ok(files)
+        })?;
+        // Only once the commit no longer names them.
+        self.remove_files(&files);
+        Ok(())
+    }
+
+    fn finish(&self, job: JobId, state: JobState, error: Option<&str>) -> Result<(), StoreError> {
+        let files = self.write(|tx| end(tx, job, state, error).map_err(|e| self.err(e)))?;
+        self.remove_files(&files);
+        Ok(())
+    }
+
+    fn recover(&self) -> Result<Vec<StoredJob>, StoreError> {
+        let conn = self.lock();
+        let mut jobs_q = conn
+            .prepare(
+                "SELECT id, key_id, priority, request_id, state, error, submitted_ms, finished_ms
+                 FROM jobs ORDER BY id",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut parts_q = conn
+            .prepare(
+                "SELECT witness, proof_json, public_json, timings, witness_file FROM partitions
+                 WHERE job_id = ?1 ORDER BY idx",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = jobs_q
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                    r.get::<_, String>(4)?,
+                    r.get::<_, Option<String>>(5)?,
+                    r.get::<_, i64>(6)?,
+                    r.get::<_, Option<i64>>(7)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, key_id, priority, request_id, state, error, submitted, finished) =
+                row.map_err(|e| self.err(e))?;
+            let path = self.path.display().to_string();
+            let state = columns::state(&path, id as JobId, &state)?;
+            let priority = columns::priority(&path, id as JobId, priority)?;
+            let partitions = parts_q
+                .query_map([id], |r| {
+                    let witness: Option<Vec<u8>> = r.get(0)?;
+                    let proof: Option<String> = r.get(1)?;
+                    let public: Option<String> = r.get(2)?;
+                    let timings: Option<String> = r.get(3)?;
+                    let file: Option<String> = r.get(4)?;
+                    Ok(match (witness, proof, public, file) {
+                        (_, Some(proof_json), Some(public_json), _) => {
+                            Stored::Ready(StoredPartition::Proved(PartitionProof {
+                                proof_json,
+                                public_json,
+                                timings: timings_from(timings.as_deref().unwrap_or("")),
+                            }))
+                        }
+                        (Some(w), ..) => Stored::Ready(StoredPartition::Pending(w)),
+                        (_, _, _, Some(f)) => Stored::Spilled(f),
+                        _ => Stored::Ready(StoredPartition::Dropped),
+                    })
+                })
+                .map_err(|e| self.err(e))?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| self.err(e))?
+                .into_iter()
+                .map(|p| match p {
+                    Stored::Ready(p) => Ok(p),
+                    Stored::Spilled(f) => std::fs::read(self.spill_dir.join(&f))
+                        .map(StoredPartition::Pending)
+                        .map_err(|e| self.err(format!("job {id}: witness file {f}: {e}"))),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            out.push(StoredJob {
+                id: id as JobId,
+                key_id,
+                priority,
+                request_id: request_id.unwrap_or_default(),
+                state,
+                error,
+                submitted: from_unix_ms(submitted),
+                finished: finished.map(from_unix_ms),
+                partitions,
+            });
+        }
+        Ok(out)
+    }
+
+    fn forget_finished(&self, retention: Duration) -> Result<usize, StoreError> {
+        let cutoff = unix_ms(SystemTime::now()) - retention.as_millis() as i64;
+        self.write(|tx| {
+            tx.execute(
+                "DELETE FROM jobs WHERE finished_ms IS NOT NULL AND finished_ms <= ?1",
+                [cutoff],
+            )
+            .map_err(|e| self.err(e))
+        })
+    }
+}
+
+/// The job a request id names and its fingerprint (a wrong-length one reads as zeros,
+/// which no request hashes to).
+fn named_by(conn: &Connection, request_id: &str) -> rusqlite::Result<Option<(i64, Fingerprint)>> {
+    conn.query_row(
+        "SELECT id, fingerprint FROM jobs WHERE request_id = ?1",
+        [request_id],
+        |r| {
+            let fp: Vec<u8> = r.get(1)?;
+            Ok((r.get(0)?, fp.try_into().unwrap_or_default()))
+        },
+    )
+    .optional()
+}
+
+/// A partition row as read, before a spilled witness is read from its file.
+enum Stored {
+    Ready(StoredPartition),
+    Spilled(String),
+}
+
+/// The spilled witness files of the partitions `filter` selects.
+fn spilled(
+    tx: &rusqlite::Transaction<'_>,
+    filter: &str,
+    args: impl rusqlite::Params,
+) -> rusqlite::Result<Vec<String>> {
+    let sql =
+        format!("SELECT witness_file FROM partitions WHERE witness_file IS NOT NULL AND {filter}");
+    let mut q = tx.prepare(&sql)?;
+    let names = q.query_map(args, |r| r.get(0))?.collect();
+    names
+}
+
+/// Ends a job (only once: an ended job is left as it is) and drops its witnesses; returns
+/// the spilled files to remove once the transaction commits.
+fn end(
+    tx: &rusqlite::Transaction<'_>,
+    job: JobId,
+    state: JobState,
+    error: Option<&str>,
+) -> rusqlite::Result<Vec<String>> {
+    let n = tx.execute(
+        "UPDATE jobs SET state = ?2, error = ?3, finished_ms = ?4
+         WHERE id = ?1 AND finished_ms IS NULL",
+        params![job as i64, state.name(), error, unix_ms(SystemTime::now())],
+    )?;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let files = spilled(tx, "job_id = ?1", [job as i64])?;
+    tx.execute(
+        "UPDATE partitions SET witness = NULL, witness_file = NULL WHERE job_id = ?1",
+        [job as i64],
+    )?;
+    Ok(files)
+}
