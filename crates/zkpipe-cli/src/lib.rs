@@ -29,7 +29,6 @@ pub mod program;
 
 pub use cli::main;
 pub use commands::client;
-pub use commands::submit::pb_priority;
 pub use commands::{exit_status, new_outputs, replace_outputs, Exit, Threads};
 
 /// `--version` of zkpipe's binaries: the crate version and the commit it was built from

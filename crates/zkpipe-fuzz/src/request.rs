@@ -7,8 +7,9 @@ use prost::bytes::Bytes;
 use prost::Message;
 use zkpipe_engine::keys::valid_key_id;
 use zkpipe_engine::SubmitRequest;
-use zkpipe_server::decode::{decode_prove, decode_submit, priority_from};
+use zkpipe_server::decode::{decode_prove, decode_submit};
 use zkpipe_server::pb;
+use zkpipe_server::protocol::priority_from_wire;
 
 /// Both messages that carry a job, decoded from the same bytes.
 pub fn request(data: &[u8]) {
@@ -49,14 +50,20 @@ fn agree(
         (Ok(d), Ok(Some(c))) => {
             assert_eq!(d.key_id, c.key_id);
             assert_eq!(d.request_id, c.request_id);
-            assert_eq!(Ok(d.priority), priority_from(c.priority).map_err(|_| ()));
+            assert_eq!(
+                Ok(d.priority),
+                priority_from_wire(c.priority).map_err(|_| ())
+            );
             assert_eq!(d.witnesses, c.witnesses);
         }
         (Ok(_), Ok(None)) => panic!("the daemon accepted a ProveRequest without its request"),
         (Ok(_), Err(e)) => panic!("the daemon decoded what the client types refuse: {e}"),
         (Err(s), Ok(c)) => {
             assert_eq!(s.code(), tonic::Code::InvalidArgument, "{s}");
-            assert!(c.is_none_or(|c| priority_from(c.priority).is_err()), "{s}");
+            assert!(
+                c.is_none_or(|c| priority_from_wire(c.priority).is_err()),
+                "{s}"
+            );
         }
         (Err(s), Err(_)) => assert_eq!(s.code(), tonic::Code::Internal, "{s}"),
     }

@@ -1,16 +1,17 @@
 //! Bearer-token authentication: with a token configured, every gRPC call and the HTTP
 //! `/metrics` and `/trace` endpoints need `authorization: Bearer <token>` (`/healthz`
 //! stays open for load balancers). The comparison takes the same time wherever the
-//! tokens differ. [`ClientAuth`] is the client side: it adds the header to each call.
+//! tokens differ. [`ClientAuth`] is the client side (`zkpipe-proto`'s): it adds the
+//! header to each call.
 
 use axum::extract::Request;
 use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
-use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::Interceptor;
 use tonic::Status;
+pub use zkpipe_proto::ClientAuth;
 
 /// A shared secret that callers present as `authorization: Bearer <token>`.
 #[derive(Clone)]
@@ -97,34 +98,6 @@ pub async fn require_token_http(token: Token, req: Request, next: Next) -> Respo
             format!("{why}\n"),
         )
             .into_response(),
-    }
-}
-
-/// The client side: adds `authorization: Bearer <token>` to every call (nothing without
-/// a token).
-#[derive(Clone, Debug, Default)]
-pub struct ClientAuth(Option<MetadataValue<Ascii>>);
-
-impl ClientAuth {
-    /// Sends `token` (surrounding whitespace dropped), or nothing for `None`.
-    pub fn new(token: Option<&str>) -> Result<Self, String> {
-        token
-            .map(|t| {
-                format!("Bearer {}", t.trim())
-                    .parse()
-                    .map_err(|_| "the token must be printable ASCII".to_string())
-            })
-            .transpose()
-            .map(Self)
-    }
-}
-
-impl Interceptor for ClientAuth {
-    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, Status> {
-        if let Some(v) = &self.0 {
-            req.metadata_mut().insert("authorization", v.clone());
-        }
-        Ok(req)
     }
 }
 

@@ -1,32 +1,22 @@
 //! A request as the daemon decodes it: the protobuf message (prost, as tonic's codec calls
 //! it, witnesses as `Bytes` slices of the received body), then the engine request it
-//! becomes (priority converted). The gRPC service and the `request` fuzz target share
+//! becomes (priority converted by [`crate::protocol`]). The gRPC service and the `request` fuzz target share
 //! these functions; the engine parses and checks every witness when the request is
 //! submitted.
 // tonic's `Status` is the error type of every gRPC method; boxing it here buys nothing.
 #![allow(clippy::result_large_err)]
 
-use crate::wire;
+use crate::protocol::priority_from_wire;
 use prost::bytes::Bytes;
 use prost::Message;
 use tonic::Status;
-use zkpipe_engine::{Priority, SubmitRequest};
-
-/// The engine's priority of a protobuf `Priority` value (unspecified means normal).
-pub fn priority_from(p: i32) -> Result<Priority, Status> {
-    match wire::Priority::try_from(p) {
-        Ok(wire::Priority::Unspecified | wire::Priority::Normal) => Ok(Priority::Normal),
-        Ok(wire::Priority::Low) => Ok(Priority::Low),
-        Ok(wire::Priority::High) => Ok(Priority::High),
-        Ok(wire::Priority::Critical) => Ok(Priority::Critical),
-        Err(_) => Err(Status::invalid_argument(format!("unknown priority {p}"))),
-    }
-}
+use zkpipe_engine::SubmitRequest;
+use zkpipe_proto::server as wire;
 
 /// The engine request of a decoded `SubmitProofRequest`.
 pub(crate) fn submit_request(r: wire::SubmitProofRequest) -> Result<SubmitRequest<Bytes>, Status> {
     Ok(SubmitRequest {
-        priority: priority_from(r.priority)?,
+        priority: priority_from_wire(r.priority)?,
         key_id: r.key_id,
         witnesses: r.witnesses,
         request_id: r.request_id,
@@ -60,7 +50,8 @@ pub fn decode_prove(body: Bytes) -> Result<(SubmitRequest<Bytes>, u64), Status> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pb;
+    use zkpipe_engine::Priority;
+    use zkpipe_proto::pb;
 
     #[test]
     fn decodes_what_the_client_encodes() {

@@ -1,6 +1,8 @@
-//! The zkpipe daemon: the engine behind a gRPC API (tonic; `proto/zkpipe.proto`,
-//! package `zkpipe.v1`) and an HTTP endpoint for `/metrics`, `/healthz` and `/trace`.
-//! The generated client is re-exported for the CLI and other Rust callers.
+//! The zkpipe daemon: the engine behind a gRPC API (tonic; the protocol, package
+//! `zkpipe.v1`, is `zkpipe-proto`'s, and [`protocol`] maps it to the engine's types) and an
+//! HTTP endpoint for `/metrics`, `/healthz` and `/trace`. The protocol's types and client
+//! are re-exported ([`pb`], [`ProverClient`]); a program that only talks to a daemon
+//! depends on `zkpipe-proto` instead.
 //!
 //! Operations: a bearer token guards every call where one is configured (required beyond
 //! loopback), TLS serves both listeners where a certificate is, and a signal stops the
@@ -13,26 +15,15 @@ pub mod auth;
 pub mod config;
 pub mod decode;
 pub mod http;
+pub mod protocol;
 pub mod server_timing;
 pub mod service;
 pub mod tls;
 
-/// Generated protobuf types and gRPC client/server of package `zkpipe.v1`.
-#[allow(missing_docs, clippy::all)]
-pub mod pb {
-    tonic::include_proto!("zkpipe.v1");
-}
-
-/// The server side of `zkpipe.v1` as the daemon serves it: the same messages on the wire
-/// as [`pb`], but `SubmitProofRequest.witnesses` is `Vec<Bytes>`, each witness a slice of
-/// the received message rather than a copy of it (a 128 MB job was copied once more).
-#[allow(missing_docs, clippy::all)]
-mod wire {
-    include!(concat!(env!("OUT_DIR"), "/wire/zkpipe.v1.rs"));
-}
-
 pub use config::{DaemonConfig, FileConfig, Overrides};
-pub use pb::prover_client::ProverClient;
+pub use zkpipe_proto::pb;
+pub use zkpipe_proto::pb::prover_client::ProverClient;
+pub use zkpipe_proto::{GRPC_CONNECTION_WINDOW, GRPC_STREAM_WINDOW};
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -83,11 +74,6 @@ pub struct Bound {
     /// HTTP.
     pub http: SocketAddr,
 }
-
-/// HTTP/2 flow-control window per gRPC stream (one request), for both ends.
-pub const GRPC_STREAM_WINDOW: u32 = 16 << 20;
-/// HTTP/2 flow-control window per connection (all streams of one client), for both ends.
-pub const GRPC_CONNECTION_WINDOW: u32 = 64 << 20;
 
 /// How long the listeners may take to close their connections once the engine stopped.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -165,7 +151,7 @@ where
     let stopped = |mut rx: watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
-    let svc = wire::prover_server::ProverServer::new(service::ProverService::new(
+    let svc = zkpipe_proto::server::prover_server::ProverServer::new(service::ProverService::new(
         engine.clone(),
         server.max_await,
         Arc::clone(&accepting),

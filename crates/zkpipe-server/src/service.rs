@@ -1,20 +1,19 @@
-//! The gRPC service: a thin adapter from protobuf to the engine. Engine errors map to
-//! status codes in one place, [`status`].
+//! The gRPC service: a thin adapter from protobuf to the engine. Messages map to engine
+//! types in [`crate::protocol`]; engine errors map to status codes in one place, [`status`].
 // tonic's `Status` is the error type of every gRPC method; boxing it here buys nothing.
 #![allow(clippy::result_large_err)]
 
 use crate::decode;
+use crate::protocol::{job_result, state_to_wire, status_response};
 use crate::server_timing::Phases;
-use crate::wire as pb;
-use crate::wire::prover_server::Prover;
 use prost::bytes::Bytes;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tonic::{Request, Response, Status};
-use zkpipe_engine::{
-    Engine, EngineError, EngineStatus, JobSnapshot, JobState, Priority, ProofTimings, SubmitRequest,
-};
+use zkpipe_engine::{Engine, EngineError, SubmitRequest};
+use zkpipe_proto::pb;
+use zkpipe_proto::server::{self as wire, prover_server::Prover};
 
 /// The service over one engine.
 pub struct ProverService {
@@ -60,126 +59,6 @@ pub fn status(e: EngineError) -> Status {
     }
 }
 
-fn priority_to(p: Priority) -> pb::Priority {
-    match p {
-        Priority::Low => pb::Priority::Low,
-        Priority::Normal => pb::Priority::Normal,
-        Priority::High => pb::Priority::High,
-        Priority::Critical => pb::Priority::Critical,
-    }
-}
-
-fn state_to(s: JobState) -> pb::JobState {
-    match s {
-        JobState::Queued => pb::JobState::Queued,
-        JobState::Running => pb::JobState::Running,
-        JobState::Done => pb::JobState::Done,
-        JobState::Failed => pb::JobState::Failed,
-        JobState::Cancelled => pb::JobState::Cancelled,
-    }
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-fn timings(t: &ProofTimings) -> pb::ProofTimings {
-    pb::ProofTimings {
-        queue_wait_ms: ms(t.queue_wait),
-        key_load_ms: ms(t.key_load),
-        reduce_ms: ms(t.reduce),
-        synthesize_ms: ms(t.synthesize),
-        device_wait_ms: ms(t.device_wait),
-        device_ms: ms(t.device),
-        tail_ms: ms(t.tail),
-        total_ms: ms(t.total),
-    }
-}
-
-fn job_result(s: JobSnapshot) -> pb::JobResult {
-    pb::JobResult {
-        job_id: s.id,
-        state: state_to(s.state) as i32,
-        key_id: s.key_id,
-        proofs: s
-            .proofs
-            .into_iter()
-            .map(|p| pb::PartitionProof {
-                timings: Some(timings(&p.timings)),
-                proof_json: p.proof_json,
-                public_json: p.public_json,
-            })
-            .collect(),
-        error: s.error.unwrap_or_default(),
-        partitions: s.partitions as u32,
-        partitions_done: s.partitions_done as u32,
-    }
-}
-
-fn status_response(s: EngineStatus) -> pb::StatusResponse {
-    pb::StatusResponse {
-        queues: Some(pb::Queues {
-            admission: s.queues.admission as u32,
-            reduce: s.queues.reduce as u32,
-            synthesize: s.queues.synthesize as u32,
-            device: s.queues.device.iter().map(|&d| d as u32).collect(),
-            tail: s.queues.tail as u32,
-        }),
-        jobs: s
-            .jobs
-            .into_iter()
-            .map(|j| pb::JobInfo {
-                job_id: j.id,
-                key_id: j.key_id,
-                priority: priority_to(j.priority) as i32,
-                state: state_to(j.state) as i32,
-                partitions: j.partitions as u32,
-                partitions_done: j.partitions_done as u32,
-                request_id: j.request_id,
-                error: j.error.unwrap_or_default(),
-            })
-            .collect(),
-        keys: s
-            .keys
-            .into_iter()
-            .map(|k| pb::KeyInfo {
-                id: k.meta.id,
-                curve: k.meta.shape.curve.snarkjs_name().into(),
-                residency: k.residency.name().into(),
-                refs: k.refs as u32,
-                host_bytes: k.meta.host_bytes,
-                partition_bytes: k.meta.partition_bytes,
-                n_vars: k.meta.shape.n_vars as u32,
-                domain_size: k.meta.shape.domain_size as u32,
-                device: k.devices.first().map_or(-1, |&d| d as i32),
-                devices: k.devices.iter().map(|&d| d as u32).collect(),
-                loads: k.loads,
-                idle_s: k.idle.as_secs_f64(),
-            })
-            .collect(),
-        devices: s
-            .devices
-            .into_iter()
-            .map(|d| pb::DeviceInfo {
-                name: d.name,
-                has_memory: d.memory_total.is_some(),
-                memory_total: d.memory_total.unwrap_or(0),
-                memory_reserved: d.memory_reserved,
-                memory_free: d
-                    .memory_total
-                    .unwrap_or(0)
-                    .saturating_sub(d.memory_reserved),
-                busy_fraction: d.busy_fraction,
-                keys: d.keys as u32,
-            })
-            .collect(),
-        memory_used: s.memory_used,
-        memory_limit: s.memory_limit,
-        pending_partitions: s.pending_partitions as u64,
-        uptime_s: s.uptime.as_secs_f64(),
-    }
-}
-
 impl ProverService {
     /// Accepting a job checks every witness and commits it to the job store, which blocks:
     /// that runs off the async threads, so that other requests (awaits, status) go on.
@@ -219,7 +98,7 @@ impl ProverService {
 impl Prover for ProverService {
     async fn submit_proof(
         &self,
-        req: Request<pb::SubmitProofRequest>,
+        req: Request<wire::SubmitProofRequest>,
     ) -> Result<Response<pb::SubmitProofResponse>, Status> {
         let mut phases = Phases::start(&req);
         let s = self
@@ -250,7 +129,7 @@ impl Prover for ProverService {
 
     async fn prove(
         &self,
-        req: Request<pb::ProveRequest>,
+        req: Request<wire::ProveRequest>,
     ) -> Result<Response<pb::JobResult>, Status> {
         let mut phases = Phases::start(&req);
         let (submit, timeout_ms) = decode::prove_request(req.into_inner())?;
@@ -272,7 +151,7 @@ impl Prover for ProverService {
         self.engine.cancel(id).map_err(status)?;
         let state = self.engine.job_status(id).map_err(status)?.state;
         Ok(Response::new(pb::CancelProofResponse {
-            state: state_to(state) as i32,
+            state: state_to_wire(state) as i32,
         }))
     }
 

@@ -235,7 +235,7 @@ async fn metrics_text(c: &Client) -> Result<String> {
 
 /// One client: its jobs one after another; the completed ones and a line per failure.
 async fn client_jobs(mut c: Client, load: Load) -> (Vec<JobRecord>, Vec<String>) {
-    let prio = zkpipe_cli::pb_priority(load.priority) as i32;
+    let prio = zkpipe_server::protocol::priority_to_wire(load.priority) as i32;
     let timeout_ms = load.timeout.as_millis() as u64;
     let mut done = Vec::new();
     let mut failed = Vec::new();

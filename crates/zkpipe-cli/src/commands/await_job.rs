@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use zkpipe_server::pb;
+use zkpipe_proto::pb;
 
 /// Arguments of `await`.
 #[derive(clap::Args)]
@@ -89,11 +89,7 @@ async fn wait(a: &Args) -> Result<pb::JobResult> {
             .await
             .map_err(rpc)?
             .into_inner();
-        let finished = matches!(
-            pb::JobState::try_from(r.state),
-            Ok(pb::JobState::Done | pb::JobState::Failed | pb::JobState::Cancelled)
-        );
-        if finished || Instant::now() >= deadline {
+        if zkpipe_proto::is_final(r.state) || Instant::now() >= deadline {
             return Ok(r);
         }
     }

@@ -2,7 +2,7 @@
 
 use super::client::{connect, rpc, runtime, state_name, ServerArg};
 use anyhow::Result;
-use zkpipe_server::pb;
+use zkpipe_proto::pb;
 
 /// Arguments of `cancel`.
 #[derive(clap::Args)]

@@ -1,16 +1,12 @@
-//! What the daemon's client commands share: the server address and credentials, a
-//! runtime, a connection, and one-line messages for gRPC errors.
+//! What the daemon's client commands share: the server address and credentials as
+//! flags, a runtime, a connection (`zkpipe-proto`'s client), and one-line messages for
+//! gRPC errors.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::time::Duration;
-use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Certificate, Channel, ClientTlsConfig};
-use zkpipe_server::auth::ClientAuth;
-use zkpipe_server::ProverClient;
-
-/// A connected client: every call carries the token, if one was given.
-pub type Client = ProverClient<InterceptedService<Channel, ClientAuth>>;
+pub use zkpipe_proto::{state_name, Client};
+use zkpipe_proto::{ClientOptions, ConnectError};
 
 /// `--server` and credentials for client commands.
 #[derive(clap::Args, Clone)]
@@ -37,7 +33,8 @@ pub struct ServerArg {
 }
 
 impl ServerArg {
-    fn auth(&self) -> Result<ClientAuth> {
+    /// The client's options: the token and CA certificate read from their files.
+    fn options(&self) -> Result<ClientOptions> {
         let token = match (&self.token, &self.token_file) {
             (Some(t), _) => Some(t.clone()),
             (None, Some(f)) => Some(
@@ -46,7 +43,13 @@ impl ServerArg {
             ),
             (None, None) => None,
         };
-        ClientAuth::new(token.as_deref()).map_err(anyhow::Error::msg)
+        let ca = match &self.ca_cert {
+            Some(f) => Some(std::fs::read(f).with_context(|| format!("CA file {}", f.display()))?),
+            None => None,
+        };
+        Ok(ClientOptions::new(self.server.as_str())
+            .token(token)
+            .ca_certificate(ca))
     }
 }
 
@@ -58,41 +61,18 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
-/// Connects to the daemon.
+/// Connects to the daemon; the settings' errors name the flag that sets them.
 pub async fn connect(s: &ServerArg) -> Result<Client> {
-    let server = &s.server;
-    let url = if server.contains("://") {
-        server.to_string()
-    } else {
-        format!("http://{server}")
-    };
-    let auth = s.auth()?;
-    let mut endpoint = tonic::transport::Endpoint::from_shared(url.clone())
-        .with_context(|| format!("bad server address {server:?}"))?
-        .connect_timeout(Duration::from_secs(5))
-        .initial_stream_window_size(zkpipe_server::GRPC_STREAM_WINDOW)
-        .initial_connection_window_size(zkpipe_server::GRPC_CONNECTION_WINDOW);
-    if url.starts_with("https://") {
-        let tls = match &s.ca_cert {
-            Some(f) => {
-                let pem = std::fs::read(f).with_context(|| format!("CA file {}", f.display()))?;
-                ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem))
-            }
-            None => ClientTlsConfig::new().with_native_roots(),
-        };
-        endpoint = endpoint
-            .tls_config(tls)
-            .context("TLS settings (--ca-cert names the certificate to trust)")?;
-    } else if s.ca_cert.is_some() {
-        bail!("--ca-cert is for TLS: use an https:// server address ({url})");
-    }
-    let channel = endpoint
-        .connect()
+    zkpipe_proto::connect(&s.options()?)
         .await
-        .with_context(|| format!("cannot connect to the zkpipe daemon at {url}"))?;
-    Ok(ProverClient::with_interceptor(channel, auth)
-        .max_decoding_message_size(usize::MAX)
-        .max_encoding_message_size(usize::MAX))
+        .map_err(|e| match e {
+            ConnectError::CaCertificateWithoutTls { url } => {
+                anyhow::anyhow!("--ca-cert is for TLS: use an https:// server address ({url})")
+            }
+            ConnectError::Tls(source) => anyhow::Error::new(source)
+                .context("TLS settings (--ca-cert names the certificate to trust)"),
+            e => e.into(),
+        })
 }
 
 /// A gRPC error as one line: `<code>: <message>`. A request over the daemon's size limit
@@ -113,19 +93,6 @@ pub fn rpc(s: tonic::Status) -> anyhow::Error {
 /// Parses "30s", "500ms", "2m" (clap value parser).
 pub fn duration(s: &str) -> Result<Duration, String> {
     zkpipe_server::config::parse_duration(s)
-}
-
-/// A job state's name.
-pub fn state_name(s: i32) -> &'static str {
-    use zkpipe_server::pb::JobState as S;
-    match S::try_from(s) {
-        Ok(S::Queued) => "queued",
-        Ok(S::Running) => "running",
-        Ok(S::Done) => "done",
-        Ok(S::Failed) => "failed",
-        Ok(S::Cancelled) => "cancelled",
-        _ => "unknown",
-    }
 }
 
 #[cfg(test)]

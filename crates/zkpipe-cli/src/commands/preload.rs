@@ -3,7 +3,7 @@
 use super::client::{connect, duration, rpc, runtime, ServerArg};
 use anyhow::Result;
 use std::time::Duration;
-use zkpipe_server::pb;
+use zkpipe_proto::pb;
 
 /// Arguments of `preload`.
 #[derive(clap::Args)]

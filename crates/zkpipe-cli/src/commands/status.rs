@@ -3,7 +3,7 @@
 use super::client::{connect, rpc, runtime, state_name, ServerArg};
 use anyhow::Result;
 use serde_json::{json, Value};
-use zkpipe_server::pb;
+use zkpipe_proto::{is_final, pb, priority_name};
 
 /// Arguments of `status`.
 #[derive(clap::Args)]
@@ -39,23 +39,6 @@ pub fn run(a: Args) -> Result<()> {
         print_text(&s, a.all);
     }
     Ok(())
-}
-
-/// Whether a job is finished (listed only with `--all`).
-fn finished(j: &pb::JobInfo) -> bool {
-    matches!(
-        pb::JobState::try_from(j.state),
-        Ok(pb::JobState::Done | pb::JobState::Failed | pb::JobState::Cancelled)
-    )
-}
-
-fn priority_name(p: i32) -> &'static str {
-    match pb::Priority::try_from(p) {
-        Ok(pb::Priority::Low) => "low",
-        Ok(pb::Priority::High) => "high",
-        Ok(pb::Priority::Critical) => "critical",
-        _ => "normal",
-    }
 }
 
 /// The status as JSON, field names as in the gRPC `StatusResponse`.
@@ -100,7 +83,7 @@ fn status_json(s: &pb::StatusResponse, all: bool) -> Value {
     let jobs: Vec<Value> = s
         .jobs
         .iter()
-        .filter(|j| all || !finished(j))
+        .filter(|j| all || !is_final(j.state))
         .map(|j| {
             json!({
                 "job_id": j.job_id,
@@ -172,7 +155,7 @@ fn print_text(s: &pb::StatusResponse, all: bool) {
         );
     }
     for j in &s.jobs {
-        if all || !finished(j) {
+        if all || !is_final(j.state) {
             println!(
                 "job {} ({}): {} {}/{}{}",
                 j.job_id,

@@ -4,8 +4,7 @@
 use super::client::{connect, rpc, runtime, ServerArg};
 use anyhow::Result;
 use std::path::PathBuf;
-use zkpipe_engine::Priority;
-use zkpipe_server::pb;
+use zkpipe_proto::pb;
 
 /// Arguments of `submit`.
 #[derive(clap::Args)]
@@ -24,20 +23,10 @@ pub struct Args {
     input: Vec<PathBuf>,
     /// low, normal, high or critical.
     #[arg(long, default_value = "normal")]
-    priority: Priority,
+    priority: pb::Priority,
     /// Idempotency key: submitting it again returns the same job.
     #[arg(long, default_value = "")]
     request_id: String,
-}
-
-/// The protobuf priority of an engine priority.
-pub fn pb_priority(p: Priority) -> pb::Priority {
-    match p {
-        Priority::Low => pb::Priority::Low,
-        Priority::Normal => pb::Priority::Normal,
-        Priority::High => pb::Priority::High,
-        Priority::Critical => pb::Priority::Critical,
-    }
 }
 
 /// Runs `submit`.
@@ -54,7 +43,7 @@ pub fn run(a: Args) -> Result<()> {
             .submit_proof(pb::SubmitProofRequest {
                 key_id: a.key.clone(),
                 witnesses,
-                priority: pb_priority(a.priority) as i32,
+                priority: a.priority as i32,
                 request_id: a.request_id.clone(),
             })
             .await
