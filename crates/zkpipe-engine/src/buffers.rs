@@ -1,8 +1,9 @@
-//! Large buffers are recycled, not freed: a [`BufferPool`] hands out `Vec<T>`s of a given
-//! length, takes them back from any thread through a lock-free list, and keeps up to a
-//! byte limit of them for reuse. What it must really free goes to a [`Deallocator`]: by
-//! default one bounded [`DeallocWorker`], so that freeing never happens in bursts on many
-//! threads at once (DESIGN.md, lesson 5).
+//! Large buffers are recycled, not freed: a [`BufferPool`] hands out typed lists
+//! ([`Buffers<T>`], one per element type a caller uses), each of which hands out `Vec<T>`s
+//! of a given length, takes them back from any thread through a lock-free list, and keeps
+//! them for reuse while all lists together stay under the pool's byte limit. What it must
+//! really free goes to a [`Deallocator`]: by default one bounded [`DeallocWorker`], so
+//! that freeing never happens in bursts on many threads at once.
 //!
 //! Two switches (`[memory]` in the config file) replace these mechanisms, to measure them
 //! against the alternatives; the defaults are today's:
@@ -15,19 +16,20 @@
 
 pub use crate::config::{DeallocMode, ReturnMode};
 use crate::return_list::{PopList, Popper, ReturnList};
-use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
-type AnyBuf = Box<dyn Any + Send>;
+/// Something handed over to be dropped elsewhere: never looked into again, so its type
+/// is not kept.
+pub type Garbage = Box<dyn Send>;
 
 /// One thread that drops what it is sent, through a bounded channel: senders wait when it
 /// is behind, so deallocation never runs unbounded.
 pub struct DeallocWorker {
-    tx: Mutex<Option<SyncSender<AnyBuf>>>,
+    tx: Mutex<Option<SyncSender<Garbage>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
     freed: Arc<AtomicU64>,
 }
@@ -35,7 +37,7 @@ pub struct DeallocWorker {
 impl DeallocWorker {
     /// Starts the worker with a queue of `capacity` items.
     pub fn start(capacity: usize) -> Self {
-        let (tx, rx) = sync_channel::<AnyBuf>(capacity.max(1));
+        let (tx, rx) = sync_channel::<Garbage>(capacity.max(1));
         let freed = Arc::new(AtomicU64::new(0));
         let f = Arc::clone(&freed);
         let thread = std::thread::Builder::new()
@@ -56,7 +58,7 @@ impl DeallocWorker {
 
     /// Hands `item` to the worker (waits while its queue is full). After shutdown the item
     /// is dropped here.
-    pub fn free(&self, item: AnyBuf) {
+    pub fn free(&self, item: Garbage) {
         let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner()).clone();
         match tx {
             Some(tx) => {
@@ -110,7 +112,7 @@ impl Detached {
 /// drops the item, then the guard: fields drop in order, the guard even if the item's
 /// drop panics.
 struct DetachedFree {
-    _item: AnyBuf,
+    _item: Garbage,
     _counted: CountedOut,
 }
 
@@ -144,7 +146,7 @@ impl Default for DetachedFrees {
 impl DetachedFrees {
     /// Drops `item` on a new detached thread (here, after shutdown or if no thread can
     /// be started).
-    pub fn free(&self, item: AnyBuf) {
+    pub fn free(&self, item: Garbage) {
         {
             let mut live = self.state.lock();
             if live.1 {
@@ -218,7 +220,7 @@ impl Deallocator {
     }
 
     /// Frees `item` (see [`DeallocMode`]).
-    pub fn free(&self, item: AnyBuf) {
+    pub fn free(&self, item: Garbage) {
         match self {
             Self::Worker(w) => w.free(item),
             Self::InPlace(freed) => {
@@ -256,28 +258,82 @@ impl Deallocator {
     }
 }
 
-struct Returned {
-    class: (TypeId, usize),
+/// A buffer given back, with the bytes it holds.
+struct Returned<T> {
     bytes: u64,
-    buf: AnyBuf,
+    buf: Vec<T>,
 }
 
-/// Where given-back buffers wait for the pool, per [`ReturnMode`].
-enum Returns {
-    DrainAll(ReturnList<Returned>),
-    /// The popper is in the pool's [`Free`], under its mutex.
-    CasPop(PopList<Returned>),
+/// Where one list's given-back buffers wait for it, per [`ReturnMode`].
+enum Returns<T> {
+    DrainAll(ReturnList<Returned<T>>),
+    /// The popper is in the list's [`Idle`], under its mutex.
+    CasPop(PopList<Returned<T>>),
     Free,
 }
 
-type FreeLists = HashMap<(TypeId, usize), Vec<(u64, AnyBuf)>>;
-
-#[derive(Default)]
-struct Free {
-    by_class: FreeLists,
-    bytes: u64,
-    /// The one right to pop [`Returns::CasPop`]'s list: whoever holds the pool's mutex.
+/// One list's idle buffers by length, with the bytes each holds.
+struct Idle<T> {
+    by_len: HashMap<usize, Vec<(u64, Vec<T>)>>,
+    /// The one right to pop [`Returns::CasPop`]'s list: whoever holds the list's mutex.
     popper: Option<Popper>,
+}
+
+/// The buffers of one element type: the free lists [`Buffers`] handles share.
+struct List<T> {
+    returns: Returns<T>,
+    idle: Mutex<Idle<T>>,
+}
+
+/// What [`BufferPool::trim`] needs of a list, whatever its element type.
+trait Trim: Send + Sync {
+    /// Frees every idle buffer of the list on `pool`'s deallocator.
+    fn trim(&self, pool: &BufferPool);
+}
+
+impl<T: Send + 'static> List<T> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Idle<T>> {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Moves returned buffers into the idle lists; frees whatever exceeds the pool's limit.
+    fn drain_returns(&self, idle: &mut Idle<T>, pool: &BufferPool) {
+        match &self.returns {
+            Returns::DrainAll(list) => {
+                if list.is_empty() {
+                    return;
+                }
+                for r in list.take_all() {
+                    pool.keep_or_free(&mut idle.by_len, r);
+                }
+            }
+            Returns::CasPop(list) => {
+                let Idle { by_len, popper } = idle;
+                let Some(popper) = popper.as_mut() else {
+                    return;
+                };
+                // One compare-and-swap per buffer, until the list is empty.
+                while let Some(r) = list.pop(popper) {
+                    pool.keep_or_free(by_len, r);
+                }
+            }
+            Returns::Free => {}
+        }
+    }
+}
+
+impl<T: Send + 'static> Trim for List<T> {
+    fn trim(&self, pool: &BufferPool) {
+        let mut idle = self.lock();
+        self.drain_returns(&mut idle, pool);
+        for (_, bufs) in idle.by_len.drain() {
+            for (bytes, b) in bufs {
+                pool.pooled_bytes.fetch_sub(bytes, Ordering::AcqRel);
+                pool.sent_to_free.fetch_add(1, Ordering::Relaxed);
+                pool.dealloc.free(Box::new(b));
+            }
+        }
+    }
 }
 
 /// Counters of a [`BufferPool`].
@@ -303,16 +359,36 @@ pub struct PoolStats {
     pub dealloc_threads_live: u64,
 }
 
-/// The pool (see the module doc).
+/// The pool (see the module doc): its byte limit, counters and deallocator, shared by
+/// the typed lists it hands out ([`BufferPool::buffers`]).
 pub struct BufferPool {
-    returns: Returns,
-    free: Mutex<Free>,
+    returns: ReturnMode,
+    /// Every list handed out, for [`BufferPool::trim`].
+    lists: Mutex<Vec<Arc<dyn Trim>>>,
+    /// Bytes idle in all lists together, at most `max_bytes`.
+    pooled_bytes: AtomicU64,
     max_bytes: u64,
     dealloc: Deallocator,
     recycled: AtomicU64,
     allocated: AtomicU64,
     sent_to_free: AtomicU64,
     dropped_on_return: AtomicU64,
+}
+
+/// The buffers of element type `T` of one [`BufferPool`]: takes and gives back `Vec<T>`s
+/// by length. Clones share the list.
+pub struct Buffers<T> {
+    list: Arc<List<T>>,
+    pool: Arc<BufferPool>,
+}
+
+impl<T> Clone for Buffers<T> {
+    fn clone(&self) -> Self {
+        Self {
+            list: Arc::clone(&self.list),
+            pool: Arc::clone(&self.pool),
+        }
+    }
 }
 
 impl BufferPool {
@@ -337,19 +413,10 @@ impl BufferPool {
         dealloc: DeallocMode,
         returns: ReturnMode,
     ) -> Self {
-        let mut free = Free::default();
-        let returns = match returns {
-            ReturnMode::DrainAll => Returns::DrainAll(ReturnList::default()),
-            ReturnMode::CasPop => {
-                let (list, popper) = PopList::new();
-                free.popper = Some(popper);
-                Returns::CasPop(list)
-            }
-            ReturnMode::Free => Returns::Free,
-        };
         Self {
             returns,
-            free: Mutex::new(free),
+            lists: Mutex::new(Vec::new()),
+            pooled_bytes: AtomicU64::new(0),
             max_bytes,
             dealloc: Deallocator::start(dealloc, dealloc_queue),
             recycled: AtomicU64::new(0),
@@ -359,51 +426,33 @@ impl BufferPool {
         }
     }
 
-    /// A vector of exactly `len` items: recycled (stale contents) if one of this type and
-    /// length is idle, else newly allocated with `T::default()`.
-    pub fn take<T: Default + Clone + Send + 'static>(&self, len: usize) -> Vec<T> {
-        let class = (TypeId::of::<T>(), len);
-        let found = match self.returns {
-            Returns::Free => None, // nothing is ever kept
-            _ => {
-                let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-                self.drain_returns(&mut free);
-                let found = free.by_class.get_mut(&class).and_then(Vec::pop);
-                if let Some((bytes, _)) = &found {
-                    free.bytes -= bytes;
-                }
-                found
-            }
+    /// A new list of this pool for buffers of `T` (each caller keeps its own handle and
+    /// clones it: a second call makes a second list).
+    pub fn buffers<T: Send + 'static>(self: &Arc<Self>) -> Buffers<T> {
+        let mut idle = Idle {
+            by_len: HashMap::new(),
+            popper: None,
         };
-        if let Some(v) = found.and_then(|(_, b)| b.downcast::<Vec<T>>().ok()) {
-            self.recycled.fetch_add(1, Ordering::Relaxed);
-            let mut v = *v;
-            v.resize(len, T::default());
-            return v;
-        }
-        self.allocated.fetch_add(1, Ordering::Relaxed);
-        vec![T::default(); len]
-    }
-
-    /// Gives `v` back for reuse (any thread; lock-free). Its length is its size class.
-    /// With `returns = "free"` it is dropped here instead.
-    pub fn give<T: Send + 'static>(&self, v: Vec<T>) {
-        if v.capacity() == 0 {
-            return;
-        }
-        let returned = |v: Vec<T>| Returned {
-            class: (TypeId::of::<T>(), v.len()),
-            bytes: (v.capacity() * std::mem::size_of::<T>()) as u64,
-            buf: Box::new(v),
-        };
-        match &self.returns {
-            Returns::DrainAll(list) => list.push(returned(v)),
-            Returns::CasPop(list) => list.push(returned(v)),
-            Returns::Free => {
-                drop(v);
-                self.sent_to_free.fetch_add(1, Ordering::Relaxed);
-                self.dropped_on_return.fetch_add(1, Ordering::Relaxed);
+        let returns = match self.returns {
+            ReturnMode::DrainAll => Returns::DrainAll(ReturnList::default()),
+            ReturnMode::CasPop => {
+                let (list, popper) = PopList::new();
+                idle.popper = Some(popper);
+                Returns::CasPop(list)
             }
+            ReturnMode::Free => Returns::Free,
+        };
+        let list = Arc::new(List {
+            returns,
+            idle: Mutex::new(idle),
+        });
+        self.lists
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Arc::clone(&list) as Arc<dyn Trim>);
+        Buffers {
+            list,
+            pool: Arc::clone(self),
         }
     }
 
@@ -416,69 +465,47 @@ impl BufferPool {
     }
 
     /// Frees any value (e.g. an evicted key) on the deallocator.
-    pub fn free_any(&self, v: AnyBuf) {
+    pub fn free_any(&self, v: Garbage) {
         self.sent_to_free.fetch_add(1, Ordering::Relaxed);
         self.dealloc.free(v);
     }
 
-    /// Moves returned buffers into the free lists; frees whatever exceeds the limit.
-    fn drain_returns(&self, free: &mut Free) {
-        match &self.returns {
-            Returns::DrainAll(list) => {
-                if list.is_empty() {
-                    return;
-                }
-                for r in list.take_all() {
-                    self.keep_or_free(&mut free.by_class, &mut free.bytes, r);
-                }
-            }
-            Returns::CasPop(list) => {
-                let Free {
-                    by_class,
-                    bytes,
-                    popper,
-                } = free;
-                let Some(popper) = popper.as_mut() else {
-                    return;
-                };
-                // One compare-and-swap per buffer, until the list is empty.
-                while let Some(r) = list.pop(popper) {
-                    self.keep_or_free(by_class, bytes, r);
-                }
-            }
-            Returns::Free => {}
-        }
-    }
-
-    fn keep_or_free(&self, by_class: &mut FreeLists, bytes: &mut u64, r: Returned) {
-        if *bytes + r.bytes > self.max_bytes {
-            self.sent_to_free.fetch_add(1, Ordering::Relaxed);
-            self.dealloc.free(r.buf);
+    /// Keeps `r` idle in `by_len` if the pool's limit has room for it, else frees it.
+    fn keep_or_free<T: Send + 'static>(
+        &self,
+        by_len: &mut HashMap<usize, Vec<(u64, Vec<T>)>>,
+        r: Returned<T>,
+    ) {
+        let max = self.max_bytes;
+        let room = self
+            .pooled_bytes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
+                (b + r.bytes <= max).then_some(b + r.bytes)
+            });
+        if room.is_ok() {
+            by_len
+                .entry(r.buf.len())
+                .or_default()
+                .push((r.bytes, r.buf));
         } else {
-            *bytes += r.bytes;
-            by_class.entry(r.class).or_default().push((r.bytes, r.buf));
+            self.sent_to_free.fetch_add(1, Ordering::Relaxed);
+            self.dealloc.free(Box::new(r.buf));
         }
     }
 
     /// Frees every idle buffer (e.g. after a key's buffers are no longer needed).
     pub fn trim(&self) {
-        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        self.drain_returns(&mut free);
-        for (_, bufs) in free.by_class.drain() {
-            for (_, b) in bufs {
-                self.sent_to_free.fetch_add(1, Ordering::Relaxed);
-                self.dealloc.free(b);
-            }
+        let lists = self.lists.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        for list in lists {
+            list.trim(self);
         }
-        free.bytes = 0;
     }
 
     /// Counters.
     pub fn stats(&self) -> PoolStats {
-        let pooled_bytes = self.free.lock().unwrap_or_else(|e| e.into_inner()).bytes;
         let (dealloc_threads, dealloc_threads_live) = self.dealloc.threads();
         PoolStats {
-            pooled_bytes,
+            pooled_bytes: self.pooled_bytes.load(Ordering::Acquire),
             recycled: self.recycled.load(Ordering::Relaxed),
             allocated: self.allocated.load(Ordering::Relaxed),
             freed: self.sent_to_free.load(Ordering::Relaxed),
@@ -497,6 +524,68 @@ impl BufferPool {
     }
 }
 
+impl<T: Send + 'static> Buffers<T> {
+    /// A vector of exactly `len` items: recycled (stale contents) if one of this length
+    /// is idle, else newly allocated with `T::default()`.
+    pub fn take(&self, len: usize) -> Vec<T>
+    where
+        T: Default + Clone,
+    {
+        let found = match self.list.returns {
+            Returns::Free => None, // nothing is ever kept
+            _ => {
+                let mut idle = self.list.lock();
+                self.list.drain_returns(&mut idle, &self.pool);
+                let found = idle.by_len.get_mut(&len).and_then(Vec::pop);
+                if let Some((bytes, _)) = &found {
+                    self.pool.pooled_bytes.fetch_sub(*bytes, Ordering::AcqRel);
+                }
+                found
+            }
+        };
+        if let Some((_, mut v)) = found {
+            self.pool.recycled.fetch_add(1, Ordering::Relaxed);
+            v.resize(len, T::default());
+            return v;
+        }
+        self.pool.allocated.fetch_add(1, Ordering::Relaxed);
+        vec![T::default(); len]
+    }
+
+    /// Gives `v` back for reuse (any thread; lock-free). Its length is its size class.
+    /// With `returns = "free"` it is dropped here instead.
+    pub fn give(&self, v: Vec<T>) {
+        if v.capacity() == 0 {
+            return;
+        }
+        let returned = |v: Vec<T>| Returned {
+            bytes: (v.capacity() * std::mem::size_of::<T>()) as u64,
+            buf: v,
+        };
+        match &self.list.returns {
+            Returns::DrainAll(list) => list.push(returned(v)),
+            Returns::CasPop(list) => list.push(returned(v)),
+            Returns::Free => {
+                drop(v);
+                self.pool.sent_to_free.fetch_add(1, Ordering::Relaxed);
+                self.pool.dropped_on_return.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Frees `v` on the pool's deallocator, bypassing the list.
+    pub fn free_later(&self, v: Vec<T>) {
+        self.pool.free_later(v);
+    }
+
+    /// Moves buffers given back so far into the list (as `take` does first).
+    #[cfg(test)]
+    fn drain_returns(&self) {
+        let mut idle = self.list.lock();
+        self.list.drain_returns(&mut idle, &self.pool);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -506,12 +595,13 @@ mod tests {
     #[test]
     fn buffers_given_back_on_other_threads_are_recycled_by_class() {
         let pool = Arc::new(BufferPool::new(1 << 20, 4));
-        let a: Vec<u64> = pool.take(1000);
+        let (longs, ints) = (pool.buffers::<u64>(), pool.buffers::<u32>());
+        let a: Vec<u64> = longs.take(1000);
         let p = a.as_ptr();
-        let p2 = Arc::clone(&pool);
-        std::thread::spawn(move || p2.give(a)).join().unwrap();
-        let other: Vec<u32> = pool.take(1000); // another type: a new allocation
-        let again: Vec<u64> = pool.take(1000);
+        let l2 = longs.clone();
+        std::thread::spawn(move || l2.give(a)).join().unwrap();
+        let other: Vec<u32> = ints.take(1000); // another type: a new allocation
+        let again: Vec<u64> = longs.take(1000);
         assert_eq!(again.as_ptr(), p, "the same buffer comes back");
         assert_eq!(again.len(), 1000);
         let s = pool.stats();
@@ -522,11 +612,12 @@ mod tests {
 
     #[test]
     fn buffers_beyond_the_limit_go_to_the_deallocation_worker() {
-        let pool = BufferPool::new(8 * 100, 1);
+        let pool = Arc::new(BufferPool::new(8 * 100, 1));
+        let longs = pool.buffers::<u64>();
         for _ in 0..3 {
-            pool.give(vec![0u64; 100]);
+            longs.give(vec![0u64; 100]);
         }
-        let _: Vec<u8> = pool.take(1); // drains the returns
+        longs.drain_returns();
         let s = pool.stats();
         assert_eq!(s.pooled_bytes, 800);
         assert_eq!(s.freed, 2);
@@ -575,9 +666,11 @@ mod tests {
                 ReturnMode::DrainAll,
             ));
             let drops = Arc::new(AtomicUsize::new(0));
+            let counted = pool.buffers::<Counted>();
             let threads: Vec<_> = (0..THREADS)
                 .map(|t| {
                     let (pool, drops) = (Arc::clone(&pool), Arc::clone(&drops));
+                    let counted = counted.clone();
                     std::thread::spawn(move || {
                         let mut elements = 0;
                         for i in 0..PER_THREAD {
@@ -590,12 +683,12 @@ mod tests {
                                 })
                                 .collect();
                             match i % 3 {
-                                0 => pool.give(v),
-                                1 => pool.free_later(v),
+                                0 => counted.give(v),
+                                1 => counted.free_later(v),
                                 _ => pool.free_any(Box::new(v)),
                             }
                             if i % 10 == 9 {
-                                drop(pool.take::<u8>(1)); // drains the returns
+                                counted.drain_returns();
                             }
                         }
                         elements
@@ -665,9 +758,10 @@ mod tests {
                 // Keeps about 64 of them: the rest of what comes back is freed.
                 let max = (64 * 2 * std::mem::size_of::<Tag>()) as u64;
                 let pool = Arc::new(BufferPool::with_modes(max, 8, dealloc, returns));
+                let tags = pool.buffers::<Tag>();
                 let givers: Vec<_> = (0..GIVERS)
                     .map(|g| {
-                        let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
+                        let (tags, ledger) = (tags.clone(), Arc::clone(&ledger));
                         std::thread::spawn(move || {
                             for id in (g..BUFFERS).step_by(GIVERS) {
                                 let mut v = vec![Tag::default(); len_of(id)];
@@ -675,14 +769,14 @@ mod tests {
                                     id,
                                     ledger: Some(Arc::clone(&ledger)),
                                 };
-                                pool.give(v);
+                                tags.give(v);
                             }
                         })
                     })
                     .collect();
                 let mut taken = 0u64;
                 let mut take = |len: usize| {
-                    let mut v: Vec<Tag> = pool.take(len);
+                    let mut v: Vec<Tag> = tags.take(len);
                     assert_eq!(v.len(), len);
                     if let Some(l) = v[0].ledger.take() {
                         // A recycled buffer: recorded here, and dropped as spent.

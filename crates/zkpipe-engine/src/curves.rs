@@ -1,11 +1,12 @@
 //! The curve, erased once. A key file's header names its curve; from here on the engine
 //! holds a compiled key as `Arc<dyn LoadedKey>`, a key bound to a device as
-//! `Arc<dyn DeviceKey>` and a partition as a [`PartitionData`], and never matches on the
-//! curve again. [`curve`] is the one place a curve id becomes types.
+//! `Arc<dyn DeviceKey>` and a partition as a [`Partition`] (an enum over the curves, at
+//! the step its type names), and never matches on the curve again. [`curve`] is the one
+//! place a curve id becomes types; [`EngineCurve`] the one place a partition's variant
+//! becomes its curve's type, for the key of that curve.
 
 use crate::buffers::BufferPool;
-use crate::partition::Part;
-use std::any::Any;
+use crate::partition::{PartBuffers, ProvedPart, ReducedPart, WitnessPart};
 use std::sync::Arc;
 use zkpipe_core::device::{bind, BindCurve, BoundKey, Caps, Devices};
 use zkpipe_core::key_cache::{compile_checked, CheckedKeys};
@@ -15,8 +16,100 @@ use zkpipe_formats::wtns::Wtns;
 use zkpipe_formats::zkey::ZkeyFile;
 use zkpipe_formats::CurveId;
 
-/// A partition of some curve: a `Part<E>` for its key's curve.
-pub(crate) type PartitionData = Box<dyn Any + Send>;
+/// A step of a partition's way through the pipeline: the type of a partition of curve
+/// `E` that is ready for it.
+pub(crate) trait Step {
+    /// A partition of curve `E` at this step.
+    type Part<E: EngineCurve>: Send;
+}
+
+/// Ready for reduce: a partition with its witness.
+pub(crate) enum AtReduce {}
+
+/// Ready for the device pass: a reduced partition.
+pub(crate) enum AtDevice {}
+
+/// Ready for the tail: a partition through its device pass.
+pub(crate) enum AtTail {}
+
+impl Step for AtReduce {
+    type Part<E: EngineCurve> = WitnessPart<E>;
+}
+
+impl Step for AtDevice {
+    type Part<E: EngineCurve> = ReducedPart<E>;
+}
+
+impl Step for AtTail {
+    type Part<E: EngineCurve> = ProvedPart<E>;
+}
+
+/// A partition of one of the curves, at step `S`.
+pub(crate) enum Partition<S: Step> {
+    Bn254(S::Part<Bn254>),
+    Bls12_381(S::Part<Bls12_381>),
+}
+
+/// The partition buffers of every curve, sharing one pool.
+pub(crate) struct PartitionBuffers {
+    bn254: Arc<PartBuffers<Bn254>>,
+    bls12_381: Arc<PartBuffers<Bls12_381>>,
+}
+
+impl PartitionBuffers {
+    /// Lists of `pool` for partitions of each curve.
+    pub fn new(pool: &Arc<BufferPool>) -> Self {
+        Self {
+            bn254: Arc::new(PartBuffers::new(pool)),
+            bls12_381: Arc::new(PartBuffers::new(pool)),
+        }
+    }
+}
+
+/// A curve the engine proves on: its variant of [`Partition`] and its buffers.
+pub(crate) trait EngineCurve: BindCurve {
+    /// `p` as a partition of some curve.
+    fn wrap<S: Step>(p: S::Part<Self>) -> Partition<S>;
+
+    /// `p` if it is of this curve.
+    fn of<S: Step>(p: Partition<S>) -> Option<S::Part<Self>>;
+
+    /// `p` if it is of this curve.
+    fn of_ref<S: Step>(p: &Partition<S>) -> Option<&S::Part<Self>>;
+
+    /// This curve's partition buffers.
+    fn buffers(b: &PartitionBuffers) -> &Arc<PartBuffers<Self>>;
+}
+
+macro_rules! engine_curve {
+    ($curve:ident, $field:ident) => {
+        impl EngineCurve for $curve {
+            fn wrap<S: Step>(p: S::Part<Self>) -> Partition<S> {
+                Partition::$curve(p)
+            }
+
+            fn of<S: Step>(p: Partition<S>) -> Option<S::Part<Self>> {
+                match p {
+                    Partition::$curve(p) => Some(p),
+                    _ => None,
+                }
+            }
+
+            fn of_ref<S: Step>(p: &Partition<S>) -> Option<&S::Part<Self>> {
+                match p {
+                    Partition::$curve(p) => Some(p),
+                    _ => None,
+                }
+            }
+
+            fn buffers(b: &PartitionBuffers) -> &Arc<PartBuffers<Self>> {
+                &b.$field
+            }
+        }
+    };
+}
+engine_curve!(Bn254, bn254);
+engine_curve!(Bls12_381, bls12_381);
 
 /// A compiled key, whatever its curve, and the stage work that needs its types.
 pub(crate) trait LoadedKey: Send + Sync {
@@ -24,16 +117,16 @@ pub(crate) trait LoadedKey: Send + Sync {
     /// witness if `scalars` ([`zkpipe_core::Caps::wants_scalars`]).
     fn reduce(
         &self,
-        part: &mut PartitionData,
+        part: Partition<AtReduce>,
         on: ReduceOn,
         scalars: bool,
-    ) -> Result<(), CoreError>;
+    ) -> Result<Partition<AtDevice>, CoreError>;
 
     /// The tail stage of `parts` (of this key), their self-checks together: each one's
     /// (proof.json, public.json), in order.
     fn tail(
         &self,
-        parts: &mut [&mut PartitionData],
+        parts: &[&Partition<AtTail>],
         self_check: bool,
     ) -> Vec<Result<(String, String), CoreError>>;
 
@@ -48,7 +141,7 @@ pub(crate) trait DeviceKey: Send + Sync {
 
     /// The device stage of `parts` (reduced partitions of this key) in one pass, results
     /// in order.
-    fn pass(&self, parts: &mut [&mut PartitionData]) -> Vec<Result<(), CoreError>>;
+    fn pass(&self, parts: Vec<Partition<AtDevice>>) -> Vec<Result<Partition<AtTail>, CoreError>>;
 }
 
 /// What the engine needs of a curve before it has a key of it.
@@ -61,7 +154,11 @@ pub(crate) trait CurveKind: Send + Sync {
     ) -> Result<Arc<dyn LoadedKey>, CoreError>;
 
     /// A partition from a parsed witness (its curve checked by the caller).
-    fn partition(&self, wtns: &Wtns, pool: Arc<BufferPool>) -> Result<PartitionData, CoreError>;
+    fn partition(
+        &self,
+        wtns: &Wtns,
+        buffers: &PartitionBuffers,
+    ) -> Result<Partition<AtReduce>, CoreError>;
 
     /// Bytes of an affine G1 and an affine G2 point in memory.
     fn point_bytes(&self) -> (usize, usize);
@@ -77,7 +174,7 @@ pub(crate) fn curve(id: CurveId) -> &'static dyn CurveKind {
 
 struct Kind<E>(std::marker::PhantomData<fn() -> E>);
 
-impl<E: BindCurve> CurveKind for Kind<E> {
+impl<E: EngineCurve> CurveKind for Kind<E> {
     fn compile(
         &self,
         zkey: &ZkeyFile,
@@ -93,8 +190,14 @@ impl<E: BindCurve> CurveKind for Kind<E> {
         Ok(Arc::new(Loaded(Arc::new(key))))
     }
 
-    fn partition(&self, wtns: &Wtns, pool: Arc<BufferPool>) -> Result<PartitionData, CoreError> {
-        Ok(Box::new(Part::<E>::new(Witness::from_wtns(wtns)?, pool)))
+    fn partition(
+        &self,
+        wtns: &Wtns,
+        buffers: &PartitionBuffers,
+    ) -> Result<Partition<AtReduce>, CoreError> {
+        let witness = Witness::from_wtns(wtns)?;
+        let buffers = Arc::clone(E::buffers(buffers));
+        Ok(E::wrap::<AtReduce>(WitnessPart::new(witness, buffers)))
     }
 
     fn point_bytes(&self) -> (usize, usize) {
@@ -107,60 +210,68 @@ impl<E: BindCurve> CurveKind for Kind<E> {
 
 struct Loaded<E: BindCurve>(Arc<CompiledKey<E>>);
 
-/// The `Part<E>` inside `part`; an error if it is of another curve (which binding a key
-/// and its witnesses to one curve at submit rules out).
-fn part_of<E: BindCurve>(part: &mut PartitionData) -> Result<&mut Part<E>, CoreError> {
-    part.downcast_mut::<Part<E>>()
-        .ok_or_else(|| CoreError::Backend {
-            backend: "engine",
-            message: "a partition of another curve than its key".into(),
-        })
-}
-
-/// The `Part<E>`s among `parts` with their indices, and a result per partition: an
-/// error for one of another curve, a placeholder `Ok` the caller fills for the others.
-#[allow(clippy::type_complexity)]
-fn typed_parts<'a, E: BindCurve, T: Default>(
-    parts: &'a mut [&mut PartitionData],
-) -> (Vec<(usize, &'a mut Part<E>)>, Vec<Result<T, CoreError>>) {
-    let mut typed = Vec::with_capacity(parts.len());
-    let mut results = Vec::with_capacity(parts.len());
-    for (i, p) in parts.iter_mut().enumerate() {
-        match part_of::<E>(p) {
-            Ok(p) => {
-                typed.push((i, p));
-                results.push(Ok(T::default()));
-            }
-            Err(e) => results.push(Err(e)),
-        }
+/// The error for a partition of another curve than its key (which binding a key and its
+/// witnesses to one curve at submit rules out).
+fn other_curve() -> CoreError {
+    CoreError::Backend {
+        backend: "engine",
+        message: "a partition of another curve than its key".into(),
     }
-    (typed, results)
 }
 
-impl<E: BindCurve> LoadedKey for Loaded<E> {
+/// `run` on the partitions among `parts` that `pick` finds of the key's curve, a result
+/// per partition in order; one of another curve gets an error.
+fn per_partition<P, Q, T>(
+    parts: impl IntoIterator<Item = P>,
+    pick: impl Fn(P) -> Option<Q>,
+    run: impl FnOnce(Vec<Q>) -> Vec<Result<T, CoreError>>,
+) -> Vec<Result<T, CoreError>> {
+    let mut typed = Vec::new();
+    let ours: Vec<bool> = parts
+        .into_iter()
+        .map(|p| match pick(p) {
+            Some(q) => {
+                typed.push(q);
+                true
+            }
+            None => false,
+        })
+        .collect();
+    let mut results = run(typed).into_iter();
+    ours.into_iter()
+        .map(|ours| match ours {
+            true => results.next().unwrap_or_else(|| {
+                Err(CoreError::Backend {
+                    backend: "engine",
+                    message: "a stage returned fewer results than partitions".into(),
+                })
+            }),
+            false => Err(other_curve()),
+        })
+        .collect()
+}
+
+impl<E: EngineCurve> LoadedKey for Loaded<E> {
     fn reduce(
         &self,
-        part: &mut PartitionData,
+        part: Partition<AtReduce>,
         on: ReduceOn,
         scalars: bool,
-    ) -> Result<(), CoreError> {
-        part_of::<E>(part)?.reduce(&self.0, on, scalars)
+    ) -> Result<Partition<AtDevice>, CoreError> {
+        let part = E::of(part).ok_or_else(other_curve)?;
+        Ok(E::wrap::<AtDevice>(part.reduce(&self.0, on, scalars)?))
     }
 
     fn tail(
         &self,
-        parts: &mut [&mut PartitionData],
+        parts: &[&Partition<AtTail>],
         self_check: bool,
     ) -> Vec<Result<(String, String), CoreError>> {
-        let (typed, mut results) = typed_parts::<E, _>(parts);
-        let (slots, mut typed): (Vec<usize>, Vec<&mut Part<E>>) = typed.into_iter().unzip();
-        for (i, r) in slots
-            .into_iter()
-            .zip(Part::tail_batch(&mut typed, &self.0, self_check))
-        {
-            results[i] = r;
-        }
-        results
+        per_partition(
+            parts.iter().copied(),
+            E::of_ref::<AtTail>,
+            |typed: Vec<&ProvedPart<E>>| ProvedPart::tail_batch(&typed, &self.0, self_check),
+        )
     }
 
     fn bind(&self, devices: &dyn Devices, device: usize) -> Result<Arc<dyn DeviceKey>, CoreError> {
@@ -170,17 +281,43 @@ impl<E: BindCurve> LoadedKey for Loaded<E> {
 
 struct Bound<E: BindCurve>(Box<dyn BoundKey<E>>);
 
-impl<E: BindCurve> DeviceKey for Bound<E> {
+impl<E: EngineCurve> DeviceKey for Bound<E> {
     fn caps(&self) -> Caps {
         self.0.caps()
     }
 
-    fn pass(&self, parts: &mut [&mut PartitionData]) -> Vec<Result<(), CoreError>> {
-        let (typed, mut results) = typed_parts::<E, _>(parts);
-        let (slots, mut typed): (Vec<usize>, Vec<&mut Part<E>>) = typed.into_iter().unzip();
-        for (i, r) in slots.into_iter().zip(Part::device(&mut typed, &*self.0)) {
-            results[i] = r;
-        }
-        results
+    fn pass(&self, parts: Vec<Partition<AtDevice>>) -> Vec<Result<Partition<AtTail>, CoreError>> {
+        per_partition(parts, E::of::<AtDevice>, |typed| {
+            ReducedPart::device(typed, &*self.0)
+                .into_iter()
+                .map(|r| r.map(E::wrap::<AtTail>))
+                .collect()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batch with a partition of another curve than its key: that one fails, the
+    /// others get their own results, in order.
+    #[test]
+    fn a_partition_of_another_curve_fails_alone_in_its_batch() {
+        let results = per_partition(
+            [1, -2, 3, -4],
+            |x: i32| (x > 0).then_some(x),
+            |ours| ours.into_iter().map(|x| Ok(x * 10)).collect(),
+        );
+        let shown: Vec<Result<i32, String>> = results
+            .into_iter()
+            .map(|r| r.map_err(|e| e.to_string()))
+            .collect();
+        let other = other_curve().to_string();
+        assert_eq!(
+            shown,
+            [Ok(10), Err(other.clone()), Ok(30), Err(other)],
+            "each result in its partition's place"
+        );
     }
 }

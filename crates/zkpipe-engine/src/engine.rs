@@ -17,6 +17,7 @@
 
 use crate::buffers::BufferPool;
 use crate::config::EngineConfig;
+use crate::curves::PartitionBuffers;
 use crate::devices::{build_devices, place, Device};
 use crate::error::EngineError;
 use crate::janitor::Janitor;
@@ -116,6 +117,7 @@ impl Engine {
             config.dealloc,
             config.returns,
         ));
+        let part_buffers = Arc::new(PartitionBuffers::new(&buffers));
         let freer = Arc::clone(&buffers);
         let ctx = KeyContext {
             checks: config.key_checks,
@@ -166,7 +168,7 @@ impl Engine {
             input: Arc::clone(&synthesize),
             output: Arc::clone(&reduce),
             pool: pools.get("synthesize", config.synthesize.threads)?,
-            buffers: Arc::clone(&buffers),
+            buffers: Arc::clone(&part_buffers),
             outcomes: Arc::clone(&outcomes),
         });
         workers(
@@ -241,7 +243,7 @@ impl Engine {
             Arc::clone(&budget),
             Arc::clone(&devices),
             Arc::clone(&kind),
-            Arc::clone(&buffers),
+            part_buffers,
             Arc::clone(&jobs),
             Arc::clone(&generators),
             Arc::clone(&admission),

@@ -11,7 +11,7 @@
 //! closed under it) fails its job instead of leaving it Running, unless the job was
 //! cancelled. Dropping a message gives everything it holds back (buffers, memory, the key).
 
-use crate::curves::{LoadedKey, PartitionData};
+use crate::curves::{AtDevice, AtReduce, AtTail, LoadedKey, Partition};
 use crate::error::EngineError;
 use crate::keys::entry::KeyEntry;
 use crate::keys::lease::KeyLease;
@@ -107,7 +107,7 @@ impl Drop for Ticket {
 /// What a partition was submitted with.
 pub(crate) enum PartitionInput {
     /// A witness, parsed and checked against its key: nothing to synthesize.
-    Witness(PartitionData),
+    Witness(Partition<AtReduce>),
     /// The circuit's inputs, for the key's witness generator.
     Inputs(CircuitInputs),
 }
@@ -136,7 +136,7 @@ pub(crate) struct Admitted {
 
 /// A partition with its witness (computed, or submitted as one), queued for reduce.
 pub(crate) struct Synthesized {
-    pub data: PartitionData,
+    pub data: Partition<AtReduce>,
     pub lease: KeyLease,
     pub host: Reservation,
     pub ticket: Ticket,
@@ -144,7 +144,7 @@ pub(crate) struct Synthesized {
 
 /// Reduced with a loaded key, queued for the device whose queue holds it.
 pub(crate) struct Reduced {
-    pub data: PartitionData,
+    pub data: Partition<AtDevice>,
     pub key: Arc<dyn LoadedKey>,
     pub lease: KeyLease,
     pub host: Reservation,
@@ -153,7 +153,7 @@ pub(crate) struct Reduced {
 
 /// Through its device pass, queued for the tail.
 pub(crate) struct Proved {
-    pub data: PartitionData,
+    pub data: Partition<AtTail>,
     pub key: Arc<dyn LoadedKey>,
     pub lease: KeyLease,
     pub host: Reservation,

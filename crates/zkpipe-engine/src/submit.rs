@@ -5,9 +5,7 @@
 //! (a fleet) the job is recorded there instead, for whichever daemon claims it; the claim
 //! stage hands claimed partitions back here to be queued.
 
-use crate::buffers::BufferPool;
-use crate::curves::curve;
-use crate::curves::PartitionData;
+use crate::curves::{curve, AtReduce, Partition, PartitionBuffers};
 use crate::devices::Device;
 use crate::error::EngineError;
 use crate::job::{JobId, Priority};
@@ -65,7 +63,7 @@ pub(crate) struct Submission {
     pub budget: Arc<MemoryBudget>,
     pub devices: Arc<[Arc<Device>]>,
     pub kind: Arc<dyn Devices>,
-    pub buffers: Arc<BufferPool>,
+    pub buffers: Arc<PartitionBuffers>,
     pub jobs: Arc<JobTable>,
     pub generators: Arc<Generators>,
     pub admission: Arc<PriorityQueue<Queued>>,
@@ -83,7 +81,7 @@ impl Submission {
         budget: Arc<MemoryBudget>,
         devices: Arc<[Arc<Device>]>,
         kind: Arc<dyn Devices>,
-        buffers: Arc<BufferPool>,
+        buffers: Arc<PartitionBuffers>,
         jobs: Arc<JobTable>,
         generators: Arc<Generators>,
         admission: Arc<PriorityQueue<Queued>>,
@@ -263,7 +261,7 @@ impl Submission {
         entry: &KeyEntry,
         i: usize,
         bytes: &[u8],
-    ) -> Result<PartitionData, EngineError> {
+    ) -> Result<Partition<AtReduce>, EngineError> {
         let wtns = Wtns::parse(bytes).map_err(|e| EngineError::MalformedWitness {
             partition: i,
             message: e.to_string(),
@@ -382,8 +380,8 @@ pub(crate) fn witness_partition(
     meta: &KeyMeta,
     i: usize,
     wtns: &Wtns,
-    buffers: &Arc<BufferPool>,
-) -> Result<PartitionData, EngineError> {
+    buffers: &PartitionBuffers,
+) -> Result<Partition<AtReduce>, EngineError> {
     if wtns.curve != meta.shape.curve {
         return Err(EngineError::WrongCurve {
             partition: i,
@@ -401,7 +399,7 @@ pub(crate) fn witness_partition(
         });
     }
     curve(meta.shape.curve)
-        .partition(wtns, Arc::clone(buffers))
+        .partition(wtns, buffers)
         .map_err(|e| EngineError::MalformedWitness {
             partition: i,
             message: e.to_string(),

@@ -137,5 +137,5 @@ pub(crate) struct KeyContext {
     pub budget: Arc<MemoryBudget>,
     pub signal: Arc<Signal>,
     /// Frees an evicted key on the deallocation worker.
-    pub free: Box<dyn Fn(Box<dyn std::any::Any + Send>) + Send + Sync>,
+    pub free: Box<dyn Fn(crate::buffers::Garbage) + Send + Sync>,
 }

@@ -15,12 +15,13 @@
 //! under load, two overlapping passes would otherwise split what is queued into small
 //! batches, while at low load a small pass still overlaps a small one.
 
-use crate::curves::{DeviceKey, LoadedKey, PartitionData};
+use crate::curves::{AtDevice, AtTail, DeviceKey, LoadedKey, Partition};
 use crate::devices::Device;
 use crate::error::EngineError;
 use crate::gate::PassPermit;
+use crate::keys::lease::KeyLease;
 use crate::memory::Reservation;
-use crate::messages::{send, Proved, Reduced};
+use crate::messages::{send, Proved, Reduced, Ticket};
 use crate::outcome::{guarded, Outcomes};
 use crate::queue::PriorityQueue;
 use crate::stages::tail::Tail;
@@ -35,6 +36,35 @@ const GATHER_POLL: Duration = Duration::from_micros(200);
 
 /// A partition taken for a device pass, with the device memory reserved for it.
 type Taken = (Reduced, Option<Reservation>);
+
+/// A [`Reduced`] message while its partition is in the pass: the rest of it, to carry
+/// the partition on (as a [`Proved`]) or fail its job.
+struct InPass {
+    key: Arc<dyn LoadedKey>,
+    lease: KeyLease,
+    host: Reservation,
+    ticket: Ticket,
+}
+
+impl InPass {
+    /// `r`'s partition, and the rest of it.
+    fn split(r: Reduced) -> (Partition<AtDevice>, Self) {
+        let Reduced {
+            data,
+            key,
+            lease,
+            host,
+            ticket,
+        } = r;
+        let rest = Self {
+            key,
+            lease,
+            host,
+            ticket,
+        };
+        (data, rest)
+    }
+}
 
 /// The device stage of one device: a few workers sharing the device's gate and pool.
 pub(crate) struct DeviceStage {
@@ -81,22 +111,24 @@ impl DeviceStage {
             let start = Instant::now();
             let mut batch: Vec<Taken> = vec![(r, device_mem)];
             batch.extend(more);
-            let results: Vec<Result<(), EngineError>> = match &bound {
+            let (reduced, device_mem): (Vec<Reduced>, Vec<Option<Reservation>>) =
+                batch.into_iter().unzip();
+            let (data, in_pass): (Vec<Partition<AtDevice>>, Vec<InPass>) =
+                reduced.into_iter().map(InPass::split).unzip();
+            let results: Vec<Result<Partition<AtTail>, EngineError>> = match &bound {
                 Ok(b) => {
                     self.outcomes
                         .metrics
                         .device_batch_size
                         .with_label_values(&[device.info.name.as_str()])
-                        .observe(batch.len() as f64);
-                    self.pass(&mut batch, &**b)
+                        .observe(data.len() as f64);
+                    self.pass(data, &in_pass, &**b)
                 }
-                Err(e) => batch.iter().map(|_| Err(e.clone())).collect(),
+                Err(e) => data.into_iter().map(|_| Err(e.clone())).collect(),
             };
             let end = Instant::now();
-            let (reduced, device_mem): (Vec<Reduced>, Vec<Option<Reservation>>) =
-                batch.into_iter().unzip();
             drop(device_mem);
-            let proved: Vec<Proved> = reduced
+            let proved: Vec<Proved> = in_pass
                 .into_iter()
                 .zip(results)
                 .filter_map(|(r, result)| self.finish(r, result, start, end))
@@ -191,11 +223,15 @@ impl DeviceStage {
         taken
     }
 
-    /// The device pass of `batch` on the device's pool, results in order.
-    fn pass(&self, batch: &mut [Taken], bound: &dyn DeviceKey) -> Vec<Result<(), EngineError>> {
-        let indices: Vec<usize> = batch.iter().map(|(r, _)| r.ticket.index).collect();
-        let mut data: Vec<&mut PartitionData> =
-            batch.iter_mut().map(|(r, _)| &mut r.data).collect();
+    /// The device pass of `data` (the partitions of `in_pass`) on the device's pool,
+    /// results in order.
+    fn pass(
+        &self,
+        data: Vec<Partition<AtDevice>>,
+        in_pass: &[InPass],
+        bound: &dyn DeviceKey,
+    ) -> Vec<Result<Partition<AtTail>, EngineError>> {
+        let indices: Vec<usize> = in_pass.iter().map(|r| r.ticket.index).collect();
         let failed = |partition: usize, e: CoreError| EngineError::Proving {
             partition,
             stage: "device",
@@ -204,7 +240,7 @@ impl DeviceStage {
         match self
             .device
             .pool
-            .install(|| guarded(|| Ok(bound.pass(&mut data))))
+            .install(|| guarded(|| Ok(bound.pass(data))))
         {
             Ok(results) => results
                 .into_iter()
@@ -231,18 +267,16 @@ impl DeviceStage {
     /// Records the pass in `r`'s waterfall; the partition for the tail, or its job failed.
     fn finish(
         &self,
-        r: Reduced,
-        result: Result<(), EngineError>,
+        r: InPass,
+        result: Result<Partition<AtTail>, EngineError>,
         start: Instant,
         end: Instant,
     ) -> Option<Proved> {
-        let Reduced {
-            data,
+        let InPass {
             key,
             lease,
             host,
             mut ticket,
-            ..
         } = r;
         self.outcomes.tracer.device_span(
             self.device.index,
@@ -253,10 +287,13 @@ impl DeviceStage {
         );
         ticket.trace.span("device_wait", ticket.queued_at, start);
         ticket.trace.span("device", start, end);
-        if let Err(e) = result {
-            self.outcomes.fail(&mut ticket, e);
-            return None;
-        }
+        let data = match result {
+            Ok(data) => data,
+            Err(e) => {
+                self.outcomes.fail(&mut ticket, e);
+                return None;
+            }
+        };
         tracing::info!(job = ticket.job.id, partition = ticket.index, stage = "device", device = %self.device.info.name, ms = log_ms(end - start), wait_ms = log_ms(start - ticket.queued_at), "stage done");
         ticket.queued_for("tail", end);
         Some(Proved {

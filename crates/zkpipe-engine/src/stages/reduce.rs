@@ -33,7 +33,7 @@ impl Reduce {
     pub fn run(&self) {
         while let Some(a) = self.input.pop() {
             let Synthesized {
-                mut data,
+                data,
                 lease,
                 host,
                 mut ticket,
@@ -57,13 +57,16 @@ impl Reduce {
             let scalars = caps.wants_scalars();
             let r = self
                 .pool
-                .install(|| guarded(|| key.reduce(&mut data, on, scalars)));
+                .install(|| guarded(|| key.reduce(data, on, scalars)));
             let end = Instant::now();
             ticket.trace.span("reduce", loaded, end);
-            if let Err(e) = r {
-                self.outcomes.fail_proving(&mut ticket, "reduce", e);
-                continue;
-            }
+            let data = match r {
+                Ok(data) => data,
+                Err(e) => {
+                    self.outcomes.fail_proving(&mut ticket, "reduce", e);
+                    continue;
+                }
+            };
             ticket.log_stage_done("reduce", loaded, end);
             let Some(d) = place(&lease, &self.devices, &*self.kind, self.max_devices) else {
                 let partition = ticket.index;

@@ -5,7 +5,7 @@
 //! own instance of it, reused from one witness to the next. Inputs the circuit refuses
 //! (an unknown signal, a failed `assert`) fail their job with circom's message.
 
-use crate::buffers::BufferPool;
+use crate::curves::PartitionBuffers;
 use crate::error::EngineError;
 use crate::messages::{send, Admitted, Synthesized, Ticket};
 use crate::outcome::Outcomes;
@@ -25,7 +25,7 @@ pub(crate) struct Synthesize {
     pub input: Arc<PriorityQueue<Admitted>>,
     pub output: Arc<PriorityQueue<Synthesized>>,
     pub pool: Arc<rayon::ThreadPool>,
-    pub buffers: Arc<BufferPool>,
+    pub buffers: Arc<PartitionBuffers>,
     pub outcomes: Arc<Outcomes>,
 }
 

@@ -3,7 +3,7 @@
 //! together), and snarkjs JSON. Delivers the proof
 //! to its job and records the partition's waterfall.
 
-use crate::curves::PartitionData;
+use crate::curves::{AtTail, Partition};
 use crate::messages::Proved;
 use crate::outcome::{guarded, Outcomes};
 use crate::queue::PriorityQueue;
@@ -62,9 +62,9 @@ impl Tail {
         let results = {
             // The self-check's pairings (and a G2 MSM on the CPU) are a bandwidth burst.
             let _burst = zkpipe_core::throttle::burst();
-            let mut data: Vec<&mut PartitionData> = batch.iter_mut().map(|p| &mut p.data).collect();
+            let data: Vec<&Partition<AtTail>> = batch.iter().map(|p| &p.data).collect();
             self.pool
-                .install(|| guarded(|| Ok(key.tail(&mut data, self.self_check))))
+                .install(|| guarded(|| Ok(key.tail(&data, self.self_check))))
         };
         let end = Instant::now();
         // A panic leaves no proof of the batch to trust.
