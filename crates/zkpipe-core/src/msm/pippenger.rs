@@ -44,14 +44,13 @@ use crate::msm::buckets::bucket_sums;
 use crate::msm::dispatch::{with_adder, AdderTask};
 use crate::msm::plan::{digit, max_bits};
 use crate::msm::tree::{Segment, TreeAdder};
-use crate::msm::MsmOptions;
 
 // The MSM's public paths stay `msm::pippenger::…`, whichever file holds the item.
 pub(crate) use crate::msm::buckets::grouped_bucket_sums;
 pub use crate::msm::dispatch::{base_copy_bytes, cpu_adder};
 #[cfg(test)]
 pub(crate) use crate::msm::plan::chunk_len; // subgroup's tests size their input by it
-pub use crate::msm::plan::{BigIntOf, MsmPlan, MAX_WINDOW_BITS};
+pub use crate::msm::plan::{BigIntOf, MsmOptions, MsmPlan, MAX_WINDOW_BITS};
 
 /// Affine point types that have a batch-affine MSM (every short-Weierstrass curve).
 pub trait BatchAffineMsm: AffineRepr {
