@@ -1,12 +1,125 @@
 //! `--backend auto|cpu|cuda`: which devices run the quotient stage and the MSMs. The CLI
 //! only chooses; the devices themselves are `zkpipe_core::CpuDevices` and
-//! `zkpipe_cuda::CudaDevices`.
+//! `zkpipe_cuda::CudaDevices`, made with their options ([`DeviceOptions`]), which the
+//! environment's diagnostic switches fill here, once: the libraries read none.
 
 use anyhow::{bail, Context, Result};
 use std::sync::Arc;
-use zkpipe_core::device::{bind, BindCurve, BoundKey, Devices};
-use zkpipe_core::{CompiledKey, CpuBound, CpuDevices};
-use zkpipe_cuda::{CudaDevices, CudaError};
+use zkpipe_core::device::{bind, BindCurve, BindOptions, BoundKey, Devices};
+use zkpipe_core::{CompiledKey, CpuBound, CpuDevices, CpuOptions, PinnedKind};
+use zkpipe_cuda::{CudaDevices, CudaError, CudaOptions};
+
+/// The devices' options: the CPU's and the GPUs'.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceOptions {
+    /// The CPU device's.
+    pub cpu: CpuOptions,
+    /// The GPU device set's.
+    pub cuda: CudaOptions,
+}
+
+/// The diagnostic switches of the environment that re-run an experiment's losing side:
+/// read in a build with the `lab` feature, refused in the product build.
+#[cfg_attr(feature = "lab", allow(dead_code))]
+const LAB_VARS: [&str; 9] = [
+    "ZKPIPE_CUDA_LONE_MSM",
+    "ZKPIPE_CUDA_CONSTANT",
+    "ZKPIPE_CUDA_TABLES",
+    "ZKPIPE_CUDA_PIECE",
+    "ZKPIPE_CUDA_PIECE_ORDER",
+    "ZKPIPE_CUDA_RUN",
+    "ZKPIPE_CUDA_HOST_SCALARS",
+    "ZKPIPE_CUDA_HOST_REDUCE",
+    "ZKPIPE_CUDA_SERIAL_MSMS",
+];
+
+impl DeviceOptions {
+    /// From the environment (`env` looks a variable up): `ZKPIPE_NO_IFMA` (set: the CPU's
+    /// portable arithmetic instead of IFMA lanes), `ZKPIPE_CUDA_PASS_TRACE=1`, and the
+    /// lab switches ([`LAB_VARS`]); GPU uploads staged through `staging`.
+    pub fn from_env(env: impl Fn(&str) -> Option<String>, staging: PinnedKind) -> Result<Self> {
+        let flag = |var: &str| -> Result<bool> {
+            match env(var).as_deref() {
+                None | Some("") | Some("0") => Ok(false),
+                Some("1") => Ok(true),
+                Some(v) => bail!("{var}={v:?}: expected 0 or 1"),
+            }
+        };
+        // A lab build has more fields (set below), and needs `mut`.
+        #[allow(unused_mut, clippy::needless_update)]
+        let mut cuda = CudaOptions {
+            upload_staging: staging,
+            pass_trace: flag("ZKPIPE_CUDA_PASS_TRACE")?,
+            ..CudaOptions::default()
+        };
+        #[cfg(feature = "lab")]
+        {
+            cuda.lab = lab_switches(&env, flag)?;
+        }
+        #[cfg(not(feature = "lab"))]
+        if let Some(var) = LAB_VARS
+            .iter()
+            .find(|v| env(v).is_some_and(|x| !x.is_empty()))
+        {
+            bail!("{var} is a lab switch: build with --features lab");
+        }
+        Ok(Self {
+            cpu: CpuOptions {
+                ifma: env("ZKPIPE_NO_IFMA").is_none(),
+            },
+            cuda,
+        })
+    }
+
+    /// From this process's environment, uploads staged through `staging`.
+    pub fn from_process(staging: PinnedKind) -> Result<Self> {
+        Self::from_env(|v| std::env::var(v).ok(), staging)
+    }
+}
+
+/// The lab switches ([`LAB_VARS`]) from `env`; `flag` reads a 0/1 switch.
+#[cfg(feature = "lab")]
+fn lab_switches(
+    env: &impl Fn(&str) -> Option<String>,
+    flag: impl Fn(&str) -> Result<bool>,
+) -> Result<zkpipe_cuda::LabSwitches> {
+    let number = |var: &str, valid: fn(u32) -> bool, what: &str| -> Result<Option<u32>> {
+        match env(var).filter(|v| !v.is_empty()) {
+            None => Ok(None),
+            Some(v) => match v.parse::<u32>() {
+                Ok(n) if valid(n) => Ok(Some(n)),
+                _ => bail!("{var}={v:?}: expected {what}"),
+            },
+        }
+    };
+    let word = |var: &str, words: &[&str]| -> Result<Option<String>> {
+        match env(var).filter(|v| !v.is_empty()) {
+            Some(v) if !words.contains(&v.as_str()) => {
+                bail!("{var}={v:?}: expected {}", words.join(" or "))
+            }
+            v => Ok(v),
+        }
+    };
+    Ok(zkpipe_cuda::LabSwitches {
+        lone_msm: word("ZKPIPE_CUDA_LONE_MSM", &["batch", "sppark"])?.map(|v| v == "batch"),
+        constant: match word("ZKPIPE_CUDA_CONSTANT", &["mask", "full", "both"])? {
+            Some(v) => v.parse().map_err(anyhow::Error::msg)?,
+            None => Default::default(),
+        },
+        no_tables: word("ZKPIPE_CUDA_TABLES", &["on", "off"])?.is_some_and(|v| v == "off"),
+        piece: number("ZKPIPE_CUDA_PIECE", |l| (8..=1024).contains(&l), "8..=1024")?,
+        pieces_in_plan_order: word("ZKPIPE_CUDA_PIECE_ORDER", &["plan", "length"])?
+            .is_some_and(|v| v == "plan"),
+        run: number(
+            "ZKPIPE_CUDA_RUN",
+            |r| r == 0 || (2..=64).contains(&r),
+            "0 or 2..=64",
+        )?,
+        host_scalars: flag("ZKPIPE_CUDA_HOST_SCALARS")?,
+        host_reduce: flag("ZKPIPE_CUDA_HOST_REDUCE")?,
+        serial_msms: flag("ZKPIPE_CUDA_SERIAL_MSMS")?,
+    })
+}
 
 /// Where the heavy stages run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -21,14 +134,15 @@ pub enum BackendChoice {
     Cuda,
 }
 
-/// The daemon's devices for `choice`: every visible GPU, or the CPU.
-pub fn devices(choice: BackendChoice) -> Result<Arc<dyn Devices>> {
+/// The daemon's devices for `choice`, made with `opts`: every visible GPU, or the CPU.
+pub fn devices(choice: BackendChoice, opts: &DeviceOptions) -> Result<Arc<dyn Devices>> {
+    let cpu = || Arc::new(CpuDevices::new(opts.cpu));
     Ok(match choice {
-        BackendChoice::Cpu => Arc::new(CpuDevices),
-        BackendChoice::Cuda => Arc::new(CudaDevices::new().context("--backend cuda")?),
-        BackendChoice::Auto => match CudaDevices::new() {
+        BackendChoice::Cpu => cpu(),
+        BackendChoice::Cuda => Arc::new(CudaDevices::new(opts.cuda).context("--backend cuda")?),
+        BackendChoice::Auto => match CudaDevices::new(opts.cuda) {
             Ok(d) => Arc::new(d),
-            Err(_) => Arc::new(CpuDevices),
+            Err(_) => cpu(),
         },
     })
 }
@@ -59,23 +173,26 @@ pub fn one_shot_on_cpu(domain: usize, threads: usize) -> bool {
     domain.saturating_mul(16) <= ONE_SHOT_CPU_MAX_DOMAIN.saturating_mul(threads.min(16))
 }
 
-/// `key` bound to the device `choice` asks for, for `proofs` proofs (a GPU's binding
-/// uploads the key's points and matrices to GPU `gpu` now).
+/// `key` bound with `opts` to the device `choice` asks for, for `proofs` proofs (a GPU's
+/// binding uploads the key's points and matrices to GPU `gpu` now). The devices' options
+/// come from the environment ([`DeviceOptions::from_process`]).
 pub fn select<E: BindCurve>(
     choice: BackendChoice,
     key: Arc<CompiledKey<E>>,
     gpu: usize,
     proofs: Proofs,
+    opts: &BindOptions,
 ) -> Result<Box<dyn BoundKey<E>>> {
+    let devices = DeviceOptions::from_process(PinnedKind::default())?;
     let on_gpu = |key| -> Result<Box<dyn BoundKey<E>>, zkpipe_core::Error> {
-        let gpus = CudaDevices::new().map_err(|e| zkpipe_core::Error::Device {
+        let gpus = CudaDevices::new(devices.cuda).map_err(|e| zkpipe_core::Error::Device {
             device: "cuda".into(),
             source: Box::new(e),
         })?;
-        bind(&gpus, gpu, key)
+        bind(&gpus, gpu, key, opts)
     };
     // One proof: [B]₂ runs in the pass, beside the other MSMs (experiment 027).
-    let on_cpu = |key| CpuBound::bind(key).with_g2_in_pass();
+    let on_cpu = |key| CpuBound::bind(key, opts, devices.cpu).with_g2_in_pass();
     match choice {
         BackendChoice::Cpu => Ok(Box::new(on_cpu(key))),
         BackendChoice::Cuda => on_gpu(key).context("--backend cuda"),
@@ -110,7 +227,52 @@ fn out_of_memory(e: &zkpipe_core::Error) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::one_shot_on_cpu;
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn device_options_come_from_the_environment_once() {
+        let none = DeviceOptions::from_env(env(&[]), PinnedKind::Portable).unwrap();
+        assert_eq!(none, DeviceOptions::default());
+        let set = [("ZKPIPE_NO_IFMA", "1"), ("ZKPIPE_CUDA_PASS_TRACE", "1")];
+        let o = DeviceOptions::from_env(env(&set), PinnedKind::WriteCombined).unwrap();
+        assert!(!o.cpu.ifma && o.cuda.pass_trace);
+        assert_eq!(o.cuda.upload_staging, PinnedKind::WriteCombined);
+        let e = DeviceOptions::from_env(
+            env(&[("ZKPIPE_CUDA_PASS_TRACE", "yes")]),
+            PinnedKind::Portable,
+        );
+        assert!(e.unwrap_err().to_string().contains("expected 0 or 1"));
+    }
+
+    /// The lab switches: refused in the product build, read in a lab build.
+    #[test]
+    fn lab_switches_need_the_lab_feature() {
+        let vars = [
+            ("ZKPIPE_CUDA_HOST_REDUCE", "1"),
+            ("ZKPIPE_CUDA_PIECE", "64"),
+        ];
+        let o = DeviceOptions::from_env(env(&vars), PinnedKind::Portable);
+        #[cfg(not(feature = "lab"))]
+        assert_eq!(
+            o.unwrap_err().to_string(),
+            "ZKPIPE_CUDA_PIECE is a lab switch: build with --features lab"
+        );
+        #[cfg(feature = "lab")]
+        {
+            let lab = o.unwrap().cuda.lab;
+            assert!(lab.host_reduce && lab.piece == Some(64));
+            let bad = [("ZKPIPE_CUDA_RUN", "1")];
+            assert!(DeviceOptions::from_env(env(&bad), PinnedKind::Portable).is_err());
+        }
+    }
 
     #[test]
     fn one_shot_limit_follows_the_measured_crossover_and_the_threads() {

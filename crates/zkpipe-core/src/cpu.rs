@@ -3,12 +3,12 @@
 //! checked against.
 
 use crate::curve::Curve;
-use crate::device::{BoundKey, Caps, DeviceInfo, Devices, G1Set, KeyShape, PassInput};
+use crate::device::{BindOptions, BoundKey, Caps, DeviceInfo, Devices, G1Set, KeyShape, PassInput};
 use crate::error::Error;
 use crate::key::CompiledKey;
 use crate::msm::mask::CpuMask;
 use crate::msm::pippenger::BatchAffineMsm;
-use crate::msm::{constant_work, scalars_into, DeviceSums, ScalarInt};
+use crate::msm::{scalars_into, DeviceSums, MsmOptions, ScalarInt};
 use crate::quotient::{self, coset::CosetTransform};
 use crate::reduce::QapEvals;
 use crate::timings::{timed, Stage};
@@ -17,11 +17,35 @@ use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 use zkpipe_formats::CurveId;
 
+/// How the CPU device computes. The default: IFMA lanes where the CPU has them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuOptions {
+    /// The MSMs' pair additions and the quotient's NTTs in AVX-512 IFMA lanes where the CPU
+    /// has them; off, the portable arithmetic everywhere (for comparing the two in one
+    /// build: the binary's `ZKPIPE_NO_IFMA=1`).
+    pub ifma: bool,
+}
+
+impl Default for CpuOptions {
+    fn default() -> Self {
+        Self { ifma: true }
+    }
+}
+
 /// The CPU as the only device, "cpu". Its passes leave [B]₂ to the tail (which also runs
-/// on the CPU), so a daemon's tail pool, not the device pool, carries the G2 MSM; with
-/// constant-work MSMs the pass makes it, from the masked witness.
+/// on the CPU), so a daemon's tail pool, not the device pool, carries the G2 MSM; a key
+/// bound with constant-work MSMs makes it in the pass, from the masked witness.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct CpuDevices;
+pub struct CpuDevices {
+    opts: CpuOptions,
+}
+
+impl CpuDevices {
+    /// The CPU, computing as `opts` says.
+    pub fn new(opts: CpuOptions) -> Self {
+        Self { opts }
+    }
+}
 
 /// What a key bound to the CPU does: no reduce in the pass, no [B]₂ (unless bound with
 /// a mask, [`CpuBound::masked`]), one proof a pass.
@@ -52,21 +76,24 @@ impl Devices for CpuDevices {
         }]
     }
 
-    /// [`CPU_CAPS`], or a masked key's where constant-work MSMs are on (keys are then
+    /// [`CPU_CAPS`], or a masked key's where the key's MSMs do constant work (it is then
     /// bound with a mask: [`CpuBound::bind`]).
-    fn caps(&self, _shape: &KeyShape) -> Caps {
-        cpu_caps(constant_work::enabled())
+    fn caps(&self, _shape: &KeyShape, opts: &BindOptions) -> Caps {
+        cpu_caps(opts.constant_work)
     }
 
     /// The MSMs' copies of their bases in the adder's form (all five MSMs of a proof may
     /// run at once): none where the adder reads arkworks' points in place.
     fn partition_host_bytes(&self, shape: &KeyShape) -> u64 {
-        fn copies<E: Curve>() -> (usize, usize) {
-            (E::G1Affine::msm_copy_bytes(), E::G2Affine::msm_copy_bytes())
+        fn copies<E: Curve>(ifma: bool) -> (usize, usize) {
+            (
+                E::G1Affine::msm_copy_bytes(ifma),
+                E::G2Affine::msm_copy_bytes(ifma),
+            )
         }
         let (g1, g2) = match shape.curve {
-            CurveId::Bn254 => copies::<Bn254>(),
-            CurveId::Bls12_381 => copies::<Bls12_381>(),
+            CurveId::Bn254 => copies::<Bn254>(self.opts.ifma),
+            CurveId::Bls12_381 => copies::<Bls12_381>(self.opts.ifma),
         };
         ((3 * shape.n_vars + shape.domain_size) * g1 + shape.n_vars * g2) as u64
     }
@@ -75,16 +102,18 @@ impl Devices for CpuDevices {
         &self,
         _device: usize,
         key: Arc<CompiledKey<Bn254>>,
+        opts: &BindOptions,
     ) -> Result<Box<dyn BoundKey<Bn254>>, Error> {
-        Ok(Box::new(CpuBound::bind(key)))
+        Ok(Box::new(CpuBound::bind(key, opts, self.opts)))
     }
 
     fn bind_bls12_381(
         &self,
         _device: usize,
         key: Arc<CompiledKey<Bls12_381>>,
+        opts: &BindOptions,
     ) -> Result<Box<dyn BoundKey<Bls12_381>>, Error> {
-        Ok(Box::new(CpuBound::bind(key)))
+        Ok(Box::new(CpuBound::bind(key, opts, self.opts)))
     }
 }
 
@@ -100,6 +129,7 @@ pub struct CpuBound<E: Curve> {
     mask: Option<Arc<CpuMask<E>>>,
     /// The pass makes [B]₂ alongside the other MSMs ([`CpuBound::with_g2_in_pass`]).
     g2_in_pass: bool,
+    cpu: CpuOptions,
 }
 
 impl<E: Curve> std::fmt::Debug for CpuBound<E> {
@@ -109,33 +139,25 @@ impl<E: Curve> std::fmt::Debug for CpuBound<E> {
             .field("key", &self.key)
             .field("masked", &self.mask.is_some())
             .field("g2_in_pass", &self.g2_in_pass)
+            .field("cpu", &self.cpu)
             .finish()
     }
 }
 
 impl<E: Curve> CpuBound<E> {
-    /// Binds `key` to the CPU, unmasked.
+    /// Binds `key` to the CPU, unmasked, with the default [`CpuOptions`].
     pub fn new(key: Arc<CompiledKey<E>>) -> Self {
-        Self {
-            coset: coset_in_background(&key),
-            key,
-            mask: None,
-            g2_in_pass: false,
-        }
+        Self::bind(key, &BindOptions::default(), CpuOptions::default())
     }
 
-    /// Binds `key` to the CPU with a fresh mask ([`crate::msm::mask`]): its passes make
-    /// [B]₂ too, and their MSMs do the same work for every witness. Drawing the mask costs
-    /// one proof's MSMs.
+    /// Binds `key` to the CPU with a fresh mask ([`crate::msm::mask`]) and the default
+    /// [`CpuOptions`]: its passes make [B]₂ too, and their MSMs do the same work for every
+    /// witness. Drawing the mask costs one proof's MSMs.
     pub fn masked(key: Arc<CompiledKey<E>>) -> Self {
-        let coset = coset_in_background(&key);
-        let mask = Some(Arc::new(CpuMask::draw(&key)));
-        Self {
-            key,
-            coset,
-            mask,
-            g2_in_pass: false,
-        }
+        let opts = BindOptions {
+            constant_work: true,
+        };
+        Self::bind(key, &opts, CpuOptions::default())
     }
 
     /// Makes [B]₂ in the pass too, alongside the quotient and the G1 MSMs, instead of
@@ -147,13 +169,31 @@ impl<E: Curve> CpuBound<E> {
         self
     }
 
-    /// Binds `key` as this process proves: [`Self::masked`] where constant-work MSMs are
-    /// on ([`constant_work::enabled`]), else [`Self::new`].
-    pub fn bind(key: Arc<CompiledKey<E>>) -> Self {
-        if constant_work::enabled() {
-            Self::masked(key)
-        } else {
-            Self::new(key)
+    /// Binds `key` to the CPU as `opts` asks, computing as `cpu` says: with a fresh mask
+    /// ([`Self::masked`]) where the key's MSMs do constant work, else unmasked.
+    pub fn bind(key: Arc<CompiledKey<E>>, opts: &BindOptions, cpu: CpuOptions) -> Self {
+        let coset = coset_in_background(&key, cpu.ifma);
+        let msm = MsmOptions {
+            constant_work: opts.constant_work,
+            ifma: cpu.ifma,
+        };
+        let mask = opts
+            .constant_work
+            .then(|| Arc::new(CpuMask::draw(&key, msm)));
+        Self {
+            key,
+            coset,
+            mask,
+            g2_in_pass: false,
+            cpu,
+        }
+    }
+
+    /// How its MSMs run: full-width where masked.
+    fn msm_options(&self) -> MsmOptions {
+        MsmOptions {
+            constant_work: self.mask.is_some(),
+            ifma: self.cpu.ifma,
         }
     }
 
@@ -163,35 +203,57 @@ impl<E: Curve> CpuBound<E> {
     fn run_quotient(&self, evals: &mut QapEvals<E::ScalarField>) {
         match self.coset.get() {
             Some(t) => quotient::quotient_with(t, evals),
-            None => quotient::quotient(&self.key.domain, evals),
+            None => quotient::quotient_with(&self.key.domain.transform_with(self.cpu.ifma), evals),
         }
     }
 }
 
-/// A cell that a rayon task fills with `key`'s quotient transform.
+/// A cell that a rayon task fills with `key`'s quotient transform (in IFMA lanes where
+/// `lanes` allows).
 fn coset_in_background<E: Curve>(
     key: &Arc<CompiledKey<E>>,
+    lanes: bool,
 ) -> Arc<OnceLock<CosetTransform<E::ScalarField>>> {
     let cell = Arc::new(OnceLock::new());
     let (c, key) = (Arc::clone(&cell), Arc::clone(key));
     rayon::spawn(move || {
-        let _ = c.set(key.domain.transform());
+        let _ = c.set(key.domain.transform_with(lanes));
     });
     cell
 }
 
-/// Σ scalarsᵢ·basesᵢ in G1 on the CPU (lengths must match).
+/// Σ scalarsᵢ·basesᵢ in G1 on the CPU (lengths must match), with the default
+/// [`MsmOptions`].
 pub fn msm_g1<E: Curve>(bases: &[E::G1Affine], scalars: &[ScalarInt<E>]) -> Result<E::G1, Error> {
-    let _burst = crate::throttle::burst();
-    check_lengths(bases.len(), scalars.len())?;
-    Ok(E::G1Affine::msm_batch_affine(bases, scalars))
+    msm_g1_with::<E>(bases, scalars, MsmOptions::default())
 }
 
-/// Σ scalarsᵢ·basesᵢ in G2 on the CPU (lengths must match).
+/// Σ scalarsᵢ·basesᵢ in G2 on the CPU (lengths must match), with the default
+/// [`MsmOptions`].
 pub fn msm_g2<E: Curve>(bases: &[E::G2Affine], scalars: &[ScalarInt<E>]) -> Result<E::G2, Error> {
+    msm_g2_with::<E>(bases, scalars, MsmOptions::default())
+}
+
+/// [`msm_g1`] as `opts` says. A bandwidth burst for the current thread's throttle.
+pub fn msm_g1_with<E: Curve>(
+    bases: &[E::G1Affine],
+    scalars: &[ScalarInt<E>],
+    opts: MsmOptions,
+) -> Result<E::G1, Error> {
     let _burst = crate::throttle::burst();
     check_lengths(bases.len(), scalars.len())?;
-    Ok(E::G2Affine::msm_batch_affine(bases, scalars))
+    Ok(E::G1Affine::msm_batch_affine(bases, scalars, opts))
+}
+
+/// [`msm_g2`] as `opts` says. A bandwidth burst for the current thread's throttle.
+pub fn msm_g2_with<E: Curve>(
+    bases: &[E::G2Affine],
+    scalars: &[ScalarInt<E>],
+    opts: MsmOptions,
+) -> Result<E::G2, Error> {
+    let _burst = crate::throttle::burst();
+    check_lengths(bases.len(), scalars.len())?;
+    Ok(E::G2Affine::msm_batch_affine(bases, scalars, opts))
 }
 
 fn check_lengths(bases: usize, scalars: usize) -> Result<(), Error> {
@@ -226,11 +288,11 @@ impl<E: Curve> BoundKey<E> for CpuBound<E> {
     }
 
     fn msm_g1(&self, set: G1Set, scalars: &[ScalarInt<E>]) -> Result<E::G1, Error> {
-        msm_g1::<E>(set.points(&self.key), scalars)
+        msm_g1_with::<E>(set.points(&self.key), scalars, self.msm_options())
     }
 
     fn msm_g2(&self, scalars: &[ScalarInt<E>]) -> Result<E::G2, Error> {
-        msm_g2::<E>(&self.key.points.b2, scalars)
+        msm_g2_with::<E>(&self.key.points.b2, scalars, self.msm_options())
     }
 
     /// Each proof's quotient and G1 MSMs as one rayon task tree, so no thread idles at
@@ -253,8 +315,11 @@ impl<E: Curve> CpuBound<E> {
             None => p.w.scalars(),
         };
         let (w, private) = (&*w, &w[key.n_public + 1..]);
+        let opts = self.msm_options();
         let g1 = |set: G1Set, scalars: &[ScalarInt<E>]| {
-            timed(set.stage(), || msm_g1::<E>(set.points(key), scalars))
+            timed(set.stage(), || {
+                msm_g1_with::<E>(set.points(key), scalars, opts)
+            })
         };
         let (evals, h) = (&mut *p.evals, &mut *p.h);
         let ((quotient, msm_h), ((msm_a, msm_b2), (msm_b1, msm_c))) = rayon::join(
@@ -272,8 +337,11 @@ impl<E: Curve> CpuBound<E> {
                         rayon::join(
                             || g1(G1Set::A, w),
                             || {
-                                (mask.is_some() || self.g2_in_pass)
-                                    .then(|| timed(Stage::MsmB2, || msm_g2::<E>(&key.points.b2, w)))
+                                (mask.is_some() || self.g2_in_pass).then(|| {
+                                    timed(Stage::MsmB2, || {
+                                        msm_g2_with::<E>(&key.points.b2, w, opts)
+                                    })
+                                })
                             },
                         )
                     },

@@ -127,6 +127,63 @@ impl KeyShape {
     }
 }
 
+/// How a key is bound: options that differ per key (a daemon's `[keys]` section may set
+/// them key by key), handed to [`Devices::bind_bn254`] and to every estimate that depends
+/// on them. The default is how a key binds unless asked otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BindOptions {
+    /// Whether the key's MSMs do the same work for every witness (`zkpipe prove
+    /// --constant-work`, the daemon's `pipeline.constant_work` or a key's own setting).
+    ///
+    /// Off: zero scalars are skipped (copied out first on the CPU, never sorted into a
+    /// bucket on the GPU), and a scalar of 1 costs one addition. Circom witnesses are
+    /// mostly 0s and 1s, so this is most of a small proof's MSM time, and a proof's
+    /// validity never depends on it. The price is that the time a proof takes says
+    /// something about how many of the witness's values are 0, 1 or small. Where an
+    /// observer of proving times should learn as little as possible about the witness (a
+    /// prover that serves one secret's proofs to others who see the timing), turn it on.
+    ///
+    /// On, the key is bound with a random mask ([`crate::msm::mask`]): each proof's MSMs
+    /// read w + m and h + m′ instead of w and h, and the mask's sums, computed once at
+    /// binding, come off the results. Masked scalars look uniformly random whatever the
+    /// witness is, so the MSMs' work (entries, bucket occupancy, partial sums) does not
+    /// follow the values. On an H100 machine (lab/experiments/023-constant-work-by-masking.md)
+    /// the GPU's device stage varied by 1.02–1.10× over six witness distributions (1.7–6.6×
+    /// with it off), and the CPU's pass by 1.02–1.06× (7–17×). A proof then costs what a
+    /// random-valued witness costs by default; binding a key costs one proof's MSMs more.
+    /// The CPU's MSMs also treat every scalar as full-width here (zero scalars kept, every
+    /// window run, zero digits added into a discarded bucket), which costs nothing on
+    /// masked scalars.
+    pub constant_work: bool,
+}
+
+/// Which kind of page-locked host memory a device stages uploads through (the witness,
+/// and a, b, c where the reduce runs on the host). A device option of the GPU device set
+/// (`device.pinned_upload` in a daemon's configuration); the CPU has none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PinnedKind {
+    /// Cached, visible to every CUDA context (`cudaHostAllocPortable`).
+    #[default]
+    Portable,
+    /// Write-combined as well: it skips the CPU caches, so the CPU's writes stream out and
+    /// its reads crawl (`cudaHostAllocPortable | cudaHostAllocWriteCombined`). No faster
+    /// for uploads on an H100 machine (lab/experiments/018e-pinned-staging.md).
+    WriteCombined,
+}
+
+impl std::str::FromStr for PinnedKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "portable" => Ok(Self::Portable),
+            "write-combined" => Ok(Self::WriteCombined),
+            _ => Err(format!(
+                "pinned memory {s:?}: expected portable or write-combined"
+            )),
+        }
+    }
+}
+
 /// One device as its [`Devices`] lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceInfo {
@@ -270,8 +327,9 @@ pub trait Devices: Send + Sync {
     /// The devices, in index order. At least one.
     fn list(&self) -> Vec<DeviceInfo>;
 
-    /// What a key of this shape bound here will do ([`BoundKey::caps`] reports the same).
-    fn caps(&self, shape: &KeyShape) -> Caps;
+    /// What a key of this shape bound here with `opts` will do ([`BoundKey::caps`]
+    /// reports the same).
+    fn caps(&self, shape: &KeyShape, opts: &BindOptions) -> Caps;
 
     /// The largest [`Caps::batch_limit`] of any key here: each device's queue holds at
     /// least that many partitions less one, so a full batch can gather.
@@ -284,13 +342,14 @@ pub trait Devices: Send + Sync {
         1
     }
 
-    /// Device memory a key's resident copy takes on a device.
-    fn key_device_bytes(&self, _shape: &KeyShape) -> u64 {
+    /// Device memory a key's resident copy takes on a device, bound with `opts`.
+    fn key_device_bytes(&self, _shape: &KeyShape, _opts: &BindOptions) -> u64 {
         0
     }
 
-    /// Device memory one proof of this key needs while in the device stage.
-    fn partition_device_bytes(&self, _shape: &KeyShape) -> u64 {
+    /// Device memory one proof of this key, bound with `opts`, needs while in the device
+    /// stage.
+    fn partition_device_bytes(&self, _shape: &KeyShape, _opts: &BindOptions) -> u64 {
         0
     }
 
@@ -300,29 +359,32 @@ pub trait Devices: Send + Sync {
         0
     }
 
-    /// Binds a BN254 key to device `device` (see [`bind`] for generic code).
+    /// Binds a BN254 key to device `device` with `opts` (see [`bind`] for generic code).
     fn bind_bn254(
         &self,
         device: usize,
         key: Arc<CompiledKey<Bn254>>,
+        opts: &BindOptions,
     ) -> Result<Box<dyn BoundKey<Bn254>>, Error>;
 
-    /// Binds a BLS12-381 key to device `device`.
+    /// Binds a BLS12-381 key to device `device` with `opts`.
     fn bind_bls12_381(
         &self,
         device: usize,
         key: Arc<CompiledKey<Bls12_381>>,
+        opts: &BindOptions,
     ) -> Result<Box<dyn BoundKey<Bls12_381>>, Error>;
 }
 
 /// The curves a [`Devices`] binds: picks the bind method of the curve (trait objects
 /// cannot have generic methods, so [`Devices`] has one per curve).
 pub trait BindCurve: Curve {
-    /// `devices.bind_<curve>(device, key)`.
+    /// `devices.bind_<curve>(device, key, opts)`.
     fn bind_on(
         devices: &dyn Devices,
         device: usize,
         key: Arc<CompiledKey<Self>>,
+        opts: &BindOptions,
     ) -> Result<Box<dyn BoundKey<Self>>, Error>;
 }
 
@@ -331,8 +393,9 @@ impl BindCurve for Bn254 {
         devices: &dyn Devices,
         device: usize,
         key: Arc<CompiledKey<Self>>,
+        opts: &BindOptions,
     ) -> Result<Box<dyn BoundKey<Self>>, Error> {
-        devices.bind_bn254(device, key)
+        devices.bind_bn254(device, key, opts)
     }
 }
 
@@ -341,16 +404,18 @@ impl BindCurve for Bls12_381 {
         devices: &dyn Devices,
         device: usize,
         key: Arc<CompiledKey<Self>>,
+        opts: &BindOptions,
     ) -> Result<Box<dyn BoundKey<Self>>, Error> {
-        devices.bind_bls12_381(device, key)
+        devices.bind_bls12_381(device, key, opts)
     }
 }
 
-/// Binds `key` to device `device` of `devices`, whatever its curve.
+/// Binds `key` to device `device` of `devices` with `opts`, whatever its curve.
 pub fn bind<E: BindCurve>(
     devices: &dyn Devices,
     device: usize,
     key: Arc<CompiledKey<E>>,
+    opts: &BindOptions,
 ) -> Result<Box<dyn BoundKey<E>>, Error> {
-    E::bind_on(devices, device, key)
+    E::bind_on(devices, device, key, opts)
 }

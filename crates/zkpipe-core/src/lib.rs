@@ -56,10 +56,11 @@ pub mod synth;
 #[cfg(test)]
 mod fixture_tests;
 
-pub use cpu::{CpuBound, CpuDevices};
+pub use cpu::{CpuBound, CpuDevices, CpuOptions};
 pub use curve::Curve;
 pub use device::{
-    BindCurve, BoundKey, Caps, DeviceInfo, Devices, G1Set, KeyShape, PassInput, PassWitness,
+    BindCurve, BindOptions, BoundKey, Caps, DeviceInfo, Devices, G1Set, KeyShape, PassInput,
+    PassWitness, PinnedKind,
 };
 pub use error::{Error, PointError};
 pub use key::{CompiledKey, PointChecks, VerifyingKey};

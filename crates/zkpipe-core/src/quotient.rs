@@ -66,10 +66,16 @@ impl<F: MontLimbs> QuotientDomain<F> {
     /// elements, or 3n × 40 bytes in IFMA lanes (120 MiB at 2^20). They are not kept with
     /// the key, which GPU bindings share; a CPU binding keeps one (`crate::cpu`).
     pub fn transform(&self) -> CosetTransform<F> {
-        CosetTransform::new(
+        self.transform_with(true)
+    }
+
+    /// [`Self::transform`], in IFMA lanes only if `lanes` allows (and the CPU has them).
+    pub fn transform_with(&self, lanes: bool) -> CosetTransform<F> {
+        CosetTransform::with_lanes(
             self.size(),
             self.domain.group_gen,
             self.coset.coset_offset(),
+            lanes,
         )
     }
 }

@@ -3,30 +3,33 @@
 //! Restrict the GPUs with `CUDA_VISIBLE_DEVICES`.
 
 use crate::shape::{
-    binds_tables, caps, device_bytes_for_shape, device_bytes_per_pass, BATCH_MAX_PROOFS,
+    binds_tables, caps, device_bytes_for_shape, device_bytes_per_pass, Tuning, BATCH_MAX_PROOFS,
 };
-use crate::{device_count, device_info, CudaBound, CudaError, GpuCurve, GpuInfo};
+use crate::{device_count, device_info, CudaBound, CudaError, CudaOptions, GpuCurve, GpuInfo};
 use std::sync::Arc;
 use zkpipe_core::{
-    Bls12_381, Bn254, BoundKey, Caps, CompiledKey, Curve, DeviceInfo, Devices, Error, KeyShape,
+    BindOptions, Bls12_381, Bn254, BoundKey, Caps, CompiledKey, Curve, DeviceInfo, Devices, Error,
+    KeyShape,
 };
 
 /// Every GPU this process sees, in CUDA's order: device `i` of the seam is GPU `i`.
 #[derive(Debug, Clone)]
 pub struct CudaDevices {
     gpus: Vec<GpuInfo>,
+    opts: CudaOptions,
 }
 
 impl CudaDevices {
-    /// This machine's GPUs, or why there are none ([`CudaError::NotBuilt`] in a build
-    /// without the `cuda` feature, [`CudaError::NoDevice`] without a GPU or driver).
-    pub fn new() -> Result<Self, CudaError> {
+    /// This machine's GPUs, computing as `opts` says, or why there are none
+    /// ([`CudaError::NotBuilt`] in a build without the `cuda` feature,
+    /// [`CudaError::NoDevice`] without a GPU or driver).
+    pub fn new(opts: CudaOptions) -> Result<Self, CudaError> {
         // GPU 0 first: its error says why there is none (a build without CUDA, no device).
         let mut gpus = vec![device_info(0)?];
         for i in 1..device_count() {
             gpus.push(device_info(i)?);
         }
-        Ok(Self { gpus })
+        Ok(Self { gpus, opts })
     }
 
     /// The GPUs, as found by [`Self::new`] (free memory as of then).
@@ -34,12 +37,18 @@ impl CudaDevices {
         &self.gpus
     }
 
+    /// The options it was made with.
+    pub fn options(&self) -> &CudaOptions {
+        &self.opts
+    }
+
     fn bind<E: Curve + GpuCurve>(
         &self,
         gpu: usize,
         key: Arc<CompiledKey<E>>,
+        opts: &BindOptions,
     ) -> Result<Box<dyn BoundKey<E>>, Error> {
-        match CudaBound::new(key, gpu) {
+        match CudaBound::new(key, gpu, &self.opts, opts) {
             Ok(bound) => Ok(Box::new(bound)),
             Err(e) => Err(e.on_gpu(gpu)),
         }
@@ -58,8 +67,8 @@ impl Devices for CudaDevices {
             .collect()
     }
 
-    fn caps(&self, shape: &KeyShape) -> Caps {
-        caps(shape)
+    fn caps(&self, shape: &KeyShape, _opts: &BindOptions) -> Caps {
+        caps(&self.opts.lab(), shape)
     }
 
     fn max_batch(&self) -> usize {
@@ -74,12 +83,13 @@ impl Devices for CudaDevices {
 
     /// The daemon's keys, which this estimate is for, are resident (its key loading
     /// calls `CompiledKey::prepare_resident`), so their window tables count.
-    fn key_device_bytes(&self, shape: &KeyShape) -> u64 {
-        device_bytes_for_shape(shape, binds_tables(true, shape.domain_size))
+    fn key_device_bytes(&self, shape: &KeyShape, opts: &BindOptions) -> u64 {
+        let t = Tuning::new(&self.opts, opts);
+        device_bytes_for_shape(&t, shape, binds_tables(&t, true, shape.domain_size))
     }
 
-    fn partition_device_bytes(&self, shape: &KeyShape) -> u64 {
-        device_bytes_per_pass(shape)
+    fn partition_device_bytes(&self, shape: &KeyShape, opts: &BindOptions) -> u64 {
+        device_bytes_per_pass(&Tuning::new(&self.opts, opts), shape)
     }
 
     /// The pinned staging buffer of a proof in flight: a, b, c (or w alone, where the GPU
@@ -96,8 +106,9 @@ impl Devices for CudaDevices {
         &self,
         device: usize,
         key: Arc<CompiledKey<Bn254>>,
+        opts: &BindOptions,
     ) -> Result<Box<dyn BoundKey<Bn254>>, Error> {
-        self.bind(device, key)
+        self.bind(device, key, opts)
     }
 
     /// As [`Self::bind_bn254`].
@@ -105,7 +116,8 @@ impl Devices for CudaDevices {
         &self,
         device: usize,
         key: Arc<CompiledKey<Bls12_381>>,
+        opts: &BindOptions,
     ) -> Result<Box<dyn BoundKey<Bls12_381>>, Error> {
-        self.bind(device, key)
+        self.bind(device, key, opts)
     }
 }

@@ -1,7 +1,7 @@
 //! Stand-ins for builds without the `cuda` feature: the seam API of a CUDA build, where
 //! nothing that would touch a GPU can be made ([`CudaError::NotBuilt`]).
 
-use crate::{CudaError, GpuInfo};
+use crate::{CudaError, CudaOptions, GpuInfo};
 use ark_ec::pairing::Pairing;
 use std::convert::Infallible;
 use std::marker::PhantomData;
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use zkpipe_core::device::G1Set;
 use zkpipe_core::msm::ScalarInt;
 use zkpipe_core::reduce::QapEvals;
-use zkpipe_core::{BoundKey, Caps, CompiledKey, Curve, Error};
+use zkpipe_core::{BindOptions, BoundKey, Caps, CompiledKey, Curve, Error};
 
 /// A curve whose GPU paths exist (none run without the `cuda` feature).
 pub trait GpuCurve: Pairing {}
@@ -34,7 +34,12 @@ pub struct CudaBound<E: Curve + GpuCurve> {
 
 impl<E: Curve + GpuCurve> CudaBound<E> {
     /// Always [`CudaError::NotBuilt`].
-    pub fn new(_key: Arc<CompiledKey<E>>, _gpu: usize) -> Result<Self, CudaError> {
+    pub fn new(
+        _key: Arc<CompiledKey<E>>,
+        _gpu: usize,
+        _cuda: &CudaOptions,
+        _bind: &BindOptions,
+    ) -> Result<Self, CudaError> {
         Err(CudaError::NotBuilt)
     }
 
@@ -86,7 +91,8 @@ mod tests {
     /// Without the `cuda` feature nothing binds, and the error says how to get CUDA.
     #[test]
     fn without_the_feature_everything_says_not_built() {
-        assert!(matches!(CudaDevices::new(), Err(CudaError::NotBuilt)));
+        let opts = crate::CudaOptions::default();
+        assert!(matches!(CudaDevices::new(opts), Err(CudaError::NotBuilt)));
         assert_eq!(crate::device_count(), 0);
         assert!(matches!(crate::device_info(0), Err(CudaError::NotBuilt)));
         let path = concat!(
@@ -95,7 +101,10 @@ mod tests {
         );
         let zkey = ZkeyFile::open(path).unwrap();
         let key = CompiledKey::<Bn254>::compile(&zkey, PointChecks::Trusted).unwrap();
-        let err = CudaBound::new(Arc::new(key), 0).err().unwrap();
+        let bind = zkpipe_core::BindOptions::default();
+        let err = CudaBound::new(Arc::new(key), 0, &opts, &bind)
+            .err()
+            .unwrap();
         assert!(matches!(err, CudaError::NotBuilt));
         let core = err.on_gpu(0);
         assert!(core

@@ -4,8 +4,8 @@
 //! pinned host memory.
 //!
 //! ```text
-//!  CudaDevices::new()                      every visible GPU, in CUDA order
-//!     │ zkpipe_core::device::bind(&devices, gpu, Arc<CompiledKey>)
+//!  CudaDevices::new(CudaOptions)           every visible GPU, in CUDA order
+//!     │ zkpipe_core::device::bind(&devices, gpu, Arc<CompiledKey>, &BindOptions)
 //!     ▼
 //!  CudaBound<E>: zkpipe_core::BoundKey<E>  the key resident on one GPU; its pass runs a
 //!                                          proof (or a batch of them) there
@@ -24,6 +24,7 @@
 
 mod devices;
 mod error;
+mod options;
 mod shape;
 
 #[cfg(not(feature = "cuda"))]
@@ -33,6 +34,9 @@ mod enabled;
 
 pub use devices::CudaDevices;
 pub use error::CudaError;
+pub use options::{ConstantMode, CudaOptions, LabSwitches};
+/// The kinds of pinned host memory ([`CudaOptions::upload_staging`]), zkpipe-core's.
+pub use zkpipe_core::PinnedKind;
 
 #[cfg(not(feature = "cuda"))]
 pub use disabled::{device_count, device_info, CudaBound, GpuCurve};
@@ -45,9 +49,6 @@ pub use enabled::{
     msm_oneshot, BatchPlan, DeviceBuf, GpuGroup, GpuMatrices, GpuQuotient, PinnedBuf, Resident,
     ResidentG1, ResidentG2, G1, G2,
 };
-
-mod staging;
-pub use staging::{set_upload_staging, upload_staging, PinnedKind};
 
 /// A GPU's name and memory.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,8 +2,28 @@
 //! [`Caps`] ([`caps`], which [`crate::CudaDevices`] and [`crate::CudaBound`] both report)
 //! and its device memory (resident key, one proof in flight).
 
-use zkpipe_core::{Bls12_381, Bn254, Caps, Curve, KeyShape};
+use crate::options::{ConstantMode, CudaOptions, LabSwitches};
+use zkpipe_core::{BindOptions, Bls12_381, Bn254, Caps, Curve, KeyShape};
 use zkpipe_formats::CurveId;
+
+/// What decides a key's plan on a GPU besides its shape: the device set's lab switches
+/// ([`CudaOptions`]) and the key's own options ([`BindOptions`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Tuning {
+    pub(crate) lab: LabSwitches,
+    /// Whether the key's MSMs do constant work.
+    pub(crate) constant_work: bool,
+}
+
+impl Tuning {
+    /// A key bound with `bind` on a device set made with `cuda`.
+    pub(crate) fn new(cuda: &CudaOptions, bind: &BindOptions) -> Self {
+        Self {
+            lab: cuda.lab(),
+            constant_work: bind.constant_work,
+        }
+    }
+}
 
 /// Keys whose domain is at most this prove several proofs per device pass (batched MSMs);
 /// larger ones fill the GPU alone. Measured on an H100 (experiment 010): at 2^14 a batch
@@ -15,35 +35,28 @@ pub(crate) const BATCH_MAX_DOMAIN: usize = 1 << 15;
 /// kernels too (a batch of one): their chains are short, while sppark's MSM costs ~3 ms a
 /// call at any size below 2^16. On an H100 a lone G1 MSM took 0.72 / 1.25 / 2.94 / 8.42 ms
 /// there at 2^13 / 2^16 / 2^18 / 2^20 against sppark's 2.92 / 4.25 / 12.10 / 12.62
-/// (experiment 019). Larger domains (not measured) keep sppark's MSM, unless
-/// constant-work MSMs are on (the path their checks cover, and the only one with
-/// `ZKPIPE_CUDA_CONSTANT=full`'s mode).
-/// `ZKPIPE_CUDA_LONE_MSM=batch|sppark` forces one path (a diagnostic switch, read once).
+/// (experiment 019). Larger domains (not measured) keep sppark's MSM, unless the key's
+/// MSMs do constant work (the path their checks cover, and the only one with
+/// [`ConstantMode::Full`]). [`LabSwitches::lone_msm`] forces one path.
 pub(crate) const LONE_BATCH_MAX_DOMAIN: usize = 1 << 20;
 
 /// Whether a lone proof of a key of `domain` runs on the batched kernels.
-pub(crate) fn lone_on_batch(domain: usize) -> bool {
-    static FORCED: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
-    let forced = *FORCED.get_or_init(|| match std::env::var("ZKPIPE_CUDA_LONE_MSM").as_deref() {
-        Ok("batch") => Some(true),
-        Ok("sppark") => Some(false),
-        _ => None,
-    });
-    zkpipe_core::msm::constant_work::enabled() || forced.unwrap_or(domain <= LONE_BATCH_MAX_DOMAIN)
+pub(crate) fn lone_on_batch(t: &Tuning, domain: usize) -> bool {
+    t.constant_work || t.lab.lone_msm.unwrap_or(domain <= LONE_BATCH_MAX_DOMAIN)
 }
 
 /// Whether a key of `domain` proves on the batched kernels: in batches, or alone
 /// ([`lone_on_batch`]).
-fn on_batch_kernels(domain: usize) -> bool {
-    domain <= BATCH_MAX_DOMAIN || lone_on_batch(domain)
+fn on_batch_kernels(t: &Tuning, domain: usize) -> bool {
+    domain <= BATCH_MAX_DOMAIN || lone_on_batch(t, domain)
 }
 
-/// How constant-work MSMs (`zkpipe_core::msm::constant_work`) are kept constant on the
-/// GPU. By default by masking (`crate::enabled::mask`): the MSMs read w + m and h + m'
-/// for a random mask drawn at binding, so their scalars look uniformly random for any
-/// witness. `ZKPIPE_CUDA_CONSTANT=full` instead turns the batched plan's shortcuts off
+/// How constant-work MSMs (`zkpipe_core::BindOptions::constant_work`) are kept constant
+/// on the GPU. By default by masking (`crate::enabled::mask`): the MSMs read w + m and
+/// h + m' for a random mask drawn at binding, so their scalars look uniformly random for
+/// any witness. [`ConstantMode::Full`] instead turns the batched plan's shortcuts off
 /// (every digit an entry, every piece in every bit sum: the mode of experiment 019),
-/// `both` does both; diagnostic switches for comparing them (read once).
+/// [`ConstantMode::Both`] does both (lab switches for comparing them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ConstantWork {
     /// Whether a bound key draws a mask.
@@ -53,34 +66,21 @@ pub(crate) struct ConstantWork {
     pub(crate) full_width: bool,
 }
 
-/// The constant-work mode, or `None` where constant-work MSMs are off.
-pub(crate) fn constant_work() -> Option<ConstantWork> {
-    static MODE: std::sync::OnceLock<ConstantWork> = std::sync::OnceLock::new();
-    let mode = *MODE.get_or_init(|| match std::env::var("ZKPIPE_CUDA_CONSTANT").as_deref() {
-        Ok("full") => ConstantWork {
-            mask: false,
-            full_width: true,
-        },
-        Ok("both") => ConstantWork {
-            mask: true,
-            full_width: true,
-        },
-        _ => ConstantWork {
-            mask: true,
-            full_width: false,
-        },
-    });
-    zkpipe_core::msm::constant_work::enabled().then_some(mode)
+/// The constant-work mode, or `None` where the key's MSMs do not do constant work.
+pub(crate) fn constant_work(t: &Tuning) -> Option<ConstantWork> {
+    let (mask, full_width) = match t.lab.constant {
+        ConstantMode::Mask => (true, false),
+        ConstantMode::Full => (false, true),
+        ConstantMode::Both => (true, true),
+    };
+    t.constant_work.then_some(ConstantWork { mask, full_width })
 }
 
 /// Whether a key binds with window tables (fixed-base precomputation: [`table_wbits`]):
-/// `resident` ones (`CompiledKey::is_resident`) that prove on the batched kernels. On by
-/// default; `ZKPIPE_CUDA_TABLES=off` turns them off (a diagnostic switch for comparing the
-/// two in one build, read once).
-pub(crate) fn binds_tables(resident: bool, domain: usize) -> bool {
-    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let off = *OFF.get_or_init(|| std::env::var("ZKPIPE_CUDA_TABLES").is_ok_and(|v| v == "off"));
-    resident && !off && on_batch_kernels(domain)
+/// `resident` ones (`CompiledKey::is_resident`) that prove on the batched kernels. On
+/// unless [`LabSwitches::no_tables`].
+pub(crate) fn binds_tables(t: &Tuning, resident: bool, domain: usize) -> bool {
+    resident && !t.lab.no_tables && on_batch_kernels(t, domain)
 }
 
 /// The window width of a table for a set of `n` points (padding included) and scalars
@@ -118,12 +118,9 @@ pub(crate) fn table_rows(wbits: u32, bits: u32) -> usize {
 /// (k·n / L) / (128 threads × splits), so this balances the two; a batch of many proofs
 /// takes longer pieces (fewer partial sums in memory, where latency matters less).
 ///
-/// `ZKPIPE_CUDA_PIECE=L` (8..=1024) forces L, a diagnostic switch for measuring the
-/// trade-off (read once).
-pub(crate) fn piece_len(k: usize, n: usize) -> u32 {
-    static FORCED: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-    let forced =
-        *FORCED.get_or_init(|| forced_number("ZKPIPE_CUDA_PIECE", |l| (8..=1024).contains(&l)));
+/// [`LabSwitches::piece`] (8..=1024) forces L, for measuring the trade-off.
+pub(crate) fn piece_len(lab: &LabSwitches, k: usize, n: usize) -> u32 {
+    let forced = lab.piece.filter(|l| (8..=1024).contains(l));
     forced.unwrap_or_else(|| default_piece_len(k, n))
 }
 
@@ -135,21 +132,19 @@ pub(crate) fn piece_len(k: usize, n: usize) -> u32 {
 /// 1.18 → 1.06 ms (BN254 G1), 2.56 → 2.11 (G2), 2.38 → 2.02 (BLS12-381 G1); at 2^13,
 /// L = 16 was faster than 8 and 64.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub(crate) fn plan_piece_len(k: usize, n: usize, tabled: bool) -> u32 {
-    piece_len(if tabled { 4 * k } else { k }, n)
+pub(crate) fn plan_piece_len(lab: &LabSwitches, k: usize, n: usize, tabled: bool) -> u32 {
+    piece_len(lab, if tabled { 4 * k } else { k }, n)
 }
 
 /// Whether a plan orders its pieces longest first for the piece sums (batch_msm.cuh,
 /// zkp_bm_sum_pieces): a warp's 32 threads each sum one piece, and pieces (whole buckets
 /// of ~Poisson-many entries, or a big bucket's last, short piece) differ in length, so
 /// in plan order every warp waits for its longest one (Nsight Compute at 2^14, k = 16:
-/// 21 of 32 threads active in the G1 piece sums, 11 in G2's, experiment 030). On by
-/// default; `ZKPIPE_CUDA_PIECE_ORDER=plan` sums them in plan order (a diagnostic switch
-/// for comparing the two in one build, read once).
+/// 21 of 32 threads active in the G1 piece sums, 11 in G2's, experiment 030). On unless
+/// [`LabSwitches::pieces_in_plan_order`].
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub(crate) fn orders_pieces() -> bool {
-    static PLAN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    !*PLAN.get_or_init(|| std::env::var("ZKPIPE_CUDA_PIECE_ORDER").is_ok_and(|v| v == "plan"))
+pub(crate) fn orders_pieces(lab: &LabSwitches) -> bool {
+    !lab.pieces_in_plan_order
 }
 
 /// Pieces per run (batch_msm.cuh, zkp_bm_runs) in a plan of k vectors of n scalars:
@@ -161,29 +156,16 @@ pub(crate) fn orders_pieces() -> bool {
 /// witness-like distribution at 2^13 lost with 8; run 4 timed 32 against 16 in whole
 /// proofs at 2^20, 1–2% faster on both curves).
 ///
-/// `ZKPIPE_CUDA_RUN=R` (0 or 2..=64) forces R; 0 turns runs off, so the bit sums read
-/// the pieces (the path before experiment 024). A diagnostic switch for measuring the
-/// trade-off (read once).
-pub(crate) fn run_len(k: usize, n: usize) -> u32 {
-    static FORCED: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-    let forced = *FORCED
-        .get_or_init(|| forced_number("ZKPIPE_CUDA_RUN", |r| r == 0 || (2..=64).contains(&r)));
+/// [`LabSwitches::run`] (0 or 2..=64) forces R; 0 turns runs off, so the bit sums read
+/// the pieces (the path before experiment 024).
+pub(crate) fn run_len(lab: &LabSwitches, k: usize, n: usize) -> u32 {
+    let forced = lab.run.filter(|&r| r == 0 || (2..=64).contains(&r));
     forced.unwrap_or(match k.max(1) * n.max(1) {
         0..=0x4000 => 4,
         0x4001..=0x20000 => 8,
         0x20001..=0x80000 => 16,
         _ => 32,
     })
-}
-
-/// The number a diagnostic environment variable forces, if it is set, a number, and
-/// `valid`.
-fn forced_number(var: &str, valid: impl Fn(u32) -> bool) -> Option<u32> {
-    std::env::var(var)
-        .ok()?
-        .parse::<u32>()
-        .ok()
-        .filter(|&v| valid(v))
 }
 
 /// [`piece_len`] unless forced: what the table width and memory estimates assume.
@@ -203,36 +185,33 @@ pub(crate) const BATCH_MAX_PROOFS: usize = 32;
 /// [`reduces_on_gpu`] is off), always [B]₂, batches of up to [`BATCH_MAX_PROOFS`]
 /// proofs where the domain is at most [`BATCH_MAX_DOMAIN`], and the witness read as
 /// field elements (unless [`converts_on_host`]).
-pub(crate) fn caps(shape: &KeyShape) -> Caps {
+pub(crate) fn caps(lab: &LabSwitches, shape: &KeyShape) -> Caps {
     Caps {
-        reduces: reduces_on_gpu(),
+        reduces: reduces_on_gpu(lab),
         g2: true,
         batch_limit: if shape.domain_size <= BATCH_MAX_DOMAIN {
             BATCH_MAX_PROOFS
         } else {
             1
         },
-        montgomery_w: !converts_on_host(),
+        montgomery_w: !converts_on_host(lab),
     }
 }
 
 /// Whether the host turns the witness into standard-form scalars before the upload, as
 /// before experiment 022. By default the GPU reads the field elements as they are
 /// (Montgomery form): the reduce and the MSMs convert as they read, and the host skips a
-/// pass over the witness (3.1 ms at 2^20 on 16 cores). `ZKPIPE_CUDA_HOST_SCALARS=1` is
-/// a diagnostic switch for comparing the two (read once).
-pub(crate) fn converts_on_host() -> bool {
-    static HOST: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *HOST.get_or_init(|| std::env::var("ZKPIPE_CUDA_HOST_SCALARS").is_ok_and(|v| v == "1"))
+/// pass over the witness (3.1 ms at 2^20 on 16 cores). [`LabSwitches::host_scalars`]
+/// compares the two.
+pub(crate) fn converts_on_host(lab: &LabSwitches) -> bool {
+    lab.host_scalars
 }
 
 /// Whether a, b, c are computed on the GPU from the uploaded witness (the default: the
-/// key's A and B matrices are then resident there too). `ZKPIPE_CUDA_HOST_REDUCE=1`
-/// computes them on the CPU and uploads them instead, as before experiment 011: a
-/// diagnostic switch for comparing the two (read once).
-pub(crate) fn reduces_on_gpu() -> bool {
-    static HOST: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    !*HOST.get_or_init(|| std::env::var("ZKPIPE_CUDA_HOST_REDUCE").is_ok_and(|v| v == "1"))
+/// key's A and B matrices are then resident there too). [`LabSwitches::host_reduce`]
+/// computes them on the CPU and uploads them instead, as before experiment 011.
+pub(crate) fn reduces_on_gpu(lab: &LabSwitches) -> bool {
+    !lab.host_reduce
 }
 
 /// Device memory one key needs on the GPU, in bytes (an upper estimate): its resident
@@ -241,7 +220,7 @@ pub(crate) fn reduces_on_gpu() -> bool {
 /// MSM. A, B₁, B₂ have `n_vars` points, C has `n_vars − n_public − 1`, H has
 /// `domain_size`; A and B have `n_coefficients` entries. Binding refuses a key whose need
 /// exceeds the GPU's free memory.
-pub(crate) fn device_bytes_for_shape(shape: &KeyShape, tables: bool) -> u64 {
+pub(crate) fn device_bytes_for_shape(t: &Tuning, shape: &KeyShape, tables: bool) -> u64 {
     let KeyShape {
         n_vars,
         n_public,
@@ -252,16 +231,17 @@ pub(crate) fn device_bytes_for_shape(shape: &KeyShape, tables: bool) -> u64 {
     let c = n_vars.saturating_sub(n_public + 1);
     let sets = [n_vars, n_vars, c, domain];
     let points = match shape.curve {
-        CurveId::Bn254 => bytes_for::<Bn254>(sets, n_vars, domain, tables),
-        CurveId::Bls12_381 => bytes_for::<Bls12_381>(sets, n_vars, domain, tables),
+        CurveId::Bn254 => bytes_for::<Bn254>(t, sets, n_vars, domain, tables),
+        CurveId::Bls12_381 => bytes_for::<Bls12_381>(t, sets, n_vars, domain, tables),
     };
-    (points + matrices_bytes(coefficients, domain) + mask_bytes(n_vars, domain)) as u64
+    let matrices = matrices_bytes(&t.lab, coefficients, domain);
+    (points + matrices + mask_bytes(t, n_vars, domain)) as u64
 }
 
-/// The constant-work mask (a value per signal and per domain row) where constant-work
-/// MSMs are on (`crate::enabled::mask`).
-fn mask_bytes(n_vars: usize, domain: usize) -> usize {
-    if constant_work().is_some_and(|c| c.mask) {
+/// The constant-work mask (a value per signal and per domain row) where the key's MSMs
+/// do constant work by masking (`crate::enabled::mask`).
+fn mask_bytes(t: &Tuning, n_vars: usize, domain: usize) -> usize {
+    if constant_work(t).is_some_and(|c| c.mask) {
         (n_vars + domain) * 32
     } else {
         0
@@ -270,22 +250,28 @@ fn mask_bytes(n_vars: usize, domain: usize) -> usize {
 
 /// Device memory each proof in flight on a key takes beyond the first (whose buffers
 /// [`device_bytes_for_shape`] counts): for the engine's per-partition reservation.
-pub(crate) fn device_bytes_per_pass(shape: &KeyShape) -> u64 {
+pub(crate) fn device_bytes_per_pass(t: &Tuning, shape: &KeyShape) -> u64 {
     let (n_vars, domain) = (shape.n_vars, shape.domain_size);
-    pass_bytes(n_vars, domain, n_vars.max(domain)) as u64
+    pass_bytes(t, n_vars, domain, n_vars.max(domain)) as u64
 }
 
 /// A and B resident for the reduce on the GPU: row offsets, and a column and a value per
 /// entry (none where [`reduces_on_gpu`] is off).
-fn matrices_bytes(coefficients: usize, rows: usize) -> usize {
-    if reduces_on_gpu() {
+fn matrices_bytes(lab: &LabSwitches, coefficients: usize, rows: usize) -> usize {
+    if reduces_on_gpu(lab) {
         2 * (rows + 1) * 4 + coefficients * (4 + 32)
     } else {
         0
     }
 }
 
-fn bytes_for<E: Curve>(g1_sets: [usize; 4], g2_points: usize, n: usize, tables: bool) -> usize {
+fn bytes_for<E: Curve>(
+    t: &Tuning,
+    g1_sets: [usize; 4],
+    g2_points: usize,
+    n: usize,
+    tables: bool,
+) -> usize {
     use ark_ff::PrimeField;
     let g1 = std::mem::size_of::<E::G1Affine>();
     let g2 = std::mem::size_of::<E::G2Affine>();
@@ -307,6 +293,7 @@ fn bytes_for<E: Curve>(g1_sets: [usize; 4], g2_points: usize, n: usize, tables: 
         bytes += 3 * extra(w, g1) + extra(n, g1) + extra(w, g2);
     }
     bytes += pass_bytes(
+        t,
         g1_sets[0],
         n,
         g1_sets.iter().copied().max().unwrap_or(0).max(g2_points),
@@ -317,9 +304,9 @@ fn bytes_for<E: Curve>(g1_sets: [usize; 4], g2_points: usize, n: usize, tables: 
 /// Device memory of one proof in flight: the quotient's buffers (a, b, c, scratch, coset
 /// powers), the witness uploaded once for its MSMs, and the scalars and digits of its five
 /// MSMs, which run at once.
-fn pass_bytes(n_vars: usize, n: usize, largest: usize) -> usize {
-    let batched = if on_batch_kernels(n) {
-        batch_bytes(n_vars, n)
+fn pass_bytes(t: &Tuning, n_vars: usize, n: usize, largest: usize) -> usize {
+    let batched = if on_batch_kernels(t, n) {
+        batch_bytes(&t.lab, n_vars, n)
     } else {
         0
     };
@@ -331,7 +318,7 @@ fn pass_bytes(n_vars: usize, n: usize, largest: usize) -> usize {
 /// MSMs at once (one per present bucket, about 2·n of them at the chosen window width,
 /// plus one per L entries, L as a lone proof's plan takes it; XYZZ points, 256 bytes on
 /// average over 4 G1 + 1 G2), plus the runs' two entries per R pieces.
-fn batch_bytes(n_vars: usize, n: usize) -> usize {
+fn batch_bytes(lab: &LabSwitches, n_vars: usize, n: usize) -> usize {
     // ⌈255 / c⌉: the plan's cost model (batch_msm.cuh, zkp_bm_wbits) takes c ≥ 8 from
     // 2^12 scalars on, and c ≥ 4 always.
     let windows = if n_vars.max(n) >= 1 << 12 { 32 } else { 64 };
@@ -339,7 +326,7 @@ fn batch_bytes(n_vars: usize, n: usize) -> usize {
     let piece = default_piece_len(1, n_vars.max(n)) as usize;
     let pieces = items / piece + 2 * n_vars.max(n);
     // A lone proof's runs: the shortest a plan of n scalars takes, so the most entries.
-    let run_entries = match run_len(1, n_vars.max(n)) {
+    let run_entries = match run_len(lab, 1, n_vars.max(n)) {
         0 => 0,
         r => 2 * pieces.div_ceil(r as usize),
     };
@@ -381,24 +368,51 @@ mod tests {
     /// Plans of more proofs or points take longer runs.
     #[test]
     fn runs_lengthen_with_the_plan() {
-        if std::env::var_os("ZKPIPE_CUDA_RUN").is_some() {
-            return; // forced for the whole process
-        }
-        assert_eq!(run_len(1, 1 << 13), 4);
-        assert_eq!(run_len(1, 1 << 14), 4);
-        assert_eq!(run_len(4, 1 << 14), 8);
-        assert_eq!(run_len(1, 1 << 16), 8);
-        assert_eq!(run_len(32, 1 << 14), 16);
-        assert_eq!(run_len(1, 1 << 20), 32);
+        let lab = LabSwitches::default();
+        assert_eq!(run_len(&lab, 1, 1 << 13), 4);
+        assert_eq!(run_len(&lab, 1, 1 << 14), 4);
+        assert_eq!(run_len(&lab, 4, 1 << 14), 8);
+        assert_eq!(run_len(&lab, 1, 1 << 16), 8);
+        assert_eq!(run_len(&lab, 32, 1 << 14), 16);
+        assert_eq!(run_len(&lab, 1, 1 << 20), 32);
+        let forced = LabSwitches {
+            run: Some(0),
+            piece: Some(4),
+            ..lab
+        };
+        assert_eq!(run_len(&forced, 1, 1 << 20), 0);
+        // Out of range: not forced.
+        assert_eq!(piece_len(&forced, 1, 1 << 20), piece_len(&lab, 1, 1 << 20));
+    }
+
+    /// A key's constant work is its own: it puts a lone proof on the batched kernels and
+    /// counts its mask.
+    #[test]
+    fn constant_work_is_per_key() {
+        let plain = Tuning::default();
+        let constant = Tuning {
+            constant_work: true,
+            ..plain
+        };
+        let big = 2 * LONE_BATCH_MAX_DOMAIN;
+        assert!(!lone_on_batch(&plain, big) && lone_on_batch(&constant, big));
+        assert_eq!(constant_work(&plain), None);
+        assert!(constant_work(&constant).is_some_and(|c| c.mask && !c.full_width));
+        let s = shape(1 << 12);
+        assert!(
+            device_bytes_for_shape(&constant, &s, false)
+                > device_bytes_for_shape(&plain, &s, false)
+        );
     }
 
     /// Small keys batch, large ones prove alone; G2 is always on the GPU.
     #[test]
     fn caps_batch_small_keys_only() {
-        let small = caps(&shape(BATCH_MAX_DOMAIN));
+        let lab = LabSwitches::default();
+        let small = caps(&lab, &shape(BATCH_MAX_DOMAIN));
         assert_eq!((small.batch_limit, small.g2), (BATCH_MAX_PROOFS, true));
-        assert_eq!(caps(&shape(2 * BATCH_MAX_DOMAIN)).batch_limit, 1);
-        assert_eq!(small.reduces, reduces_on_gpu());
+        assert_eq!(caps(&lab, &shape(2 * BATCH_MAX_DOMAIN)).batch_limit, 1);
+        assert!(small.reduces && small.montgomery_w);
     }
 
     /// The estimates grow with the key, and a BLS12-381 key (larger points) needs more.
@@ -409,11 +423,16 @@ mod tests {
             curve: CurveId::Bls12_381,
             ..b
         };
+        let t = Tuning::default();
         for tables in [false, true] {
-            assert!(device_bytes_for_shape(&a, tables) < device_bytes_for_shape(&b, tables));
-            assert!(device_bytes_for_shape(&b, tables) < device_bytes_for_shape(&bls, tables));
+            assert!(
+                device_bytes_for_shape(&t, &a, tables) < device_bytes_for_shape(&t, &b, tables)
+            );
+            assert!(
+                device_bytes_for_shape(&t, &b, tables) < device_bytes_for_shape(&t, &bls, tables)
+            );
         }
-        assert!(device_bytes_per_pass(&a) < device_bytes_per_pass(&b));
+        assert!(device_bytes_per_pass(&t, &a) < device_bytes_per_pass(&t, &b));
     }
 
     /// Window tables are for resident keys, and cost ⌈bits/c⌉ copies of the points: a
@@ -421,9 +440,11 @@ mod tests {
     #[test]
     fn window_tables_are_for_resident_keys_and_counted() {
         let b = shape(1 << 16);
-        assert!(!binds_tables(false, b.domain_size));
-        let with = device_bytes_for_shape(&b, true);
-        let without = device_bytes_for_shape(&b, false);
+        let t = Tuning::default();
+        assert!(!binds_tables(&t, false, b.domain_size));
+        assert!(binds_tables(&t, true, b.domain_size));
+        let with = device_bytes_for_shape(&t, &b, true);
+        let without = device_bytes_for_shape(&t, &b, false);
         assert!(with > without + 5 * b.n_vars as u64 * 64);
     }
 }

@@ -1,10 +1,11 @@
 //! The engine's validated configuration. Every field has a documented default; the server
 //! crate reads the TOML file into these types and rejects bad values before starting.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 use zkpipe_core::reduce::{RowSchedule, DEFAULT_SCHEDULE};
-use zkpipe_core::PointChecks;
+use zkpipe_core::{BindOptions, PointChecks};
 
 pub use crate::threads::PoolMode;
 
@@ -17,7 +18,8 @@ pub struct StageConfig {
     pub threads: usize,
 }
 
-/// The memory-bandwidth throttle ([`zkpipe_core::throttle`]).
+/// The memory-bandwidth throttle ([`zkpipe_core::throttle`]): the engine makes its own
+/// from these settings, for its own threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ThrottleConfig {
     /// What row loops do during a burst. Default: off.
@@ -210,9 +212,12 @@ pub struct EngineConfig {
     /// Verify every proof before returning it. Default: true.
     pub self_check: bool,
     /// MSMs do the same work for every witness (keys bound with a mask; see
-    /// `zkpipe_core::msm::constant_work`). A process-wide setting: the engine sets it
-    /// when it starts, before it binds a key. Default: false.
+    /// [`BindOptions::constant_work`]), for every key that `key_options` does not name.
+    /// Default: false.
     pub constant_work: bool,
+    /// Keys' own options, by key id (a daemon's `[keys.options.<id>]`); a key not named
+    /// here binds with the defaults above ([`EngineConfig::bind_options`]). Default: none.
+    pub key_options: BTreeMap<String, BindOptions>,
     /// Reduce row schedule. Default: dynamic:64.
     pub schedule: RowSchedule,
     /// Idle buffers kept for reuse, in bytes. Default: 1/8 of the memory limit.
@@ -306,6 +311,7 @@ impl Default for EngineConfig {
             max_pending_partitions: 4096,
             self_check: true,
             constant_work: false,
+            key_options: BTreeMap::new(),
             schedule: DEFAULT_SCHEDULE,
             pool_max_bytes: memory_limit / 8,
             dealloc_queue: 64,
@@ -322,6 +328,13 @@ impl Default for EngineConfig {
 }
 
 impl EngineConfig {
+    /// How key `id` binds: its own options, else the engine-wide defaults.
+    pub fn bind_options(&self, id: &str) -> BindOptions {
+        self.key_options.get(id).copied().unwrap_or(BindOptions {
+            constant_work: self.constant_work,
+        })
+    }
+
     /// Checks values that would make the engine unable to run.
     pub fn validate(&self) -> Result<(), String> {
         for (name, s) in [

@@ -8,7 +8,7 @@
 use crate::buffers::BufferPool;
 use crate::partition::{PartBuffers, ProvedPart, ReducedPart, WitnessPart};
 use std::sync::Arc;
-use zkpipe_core::device::{bind, BindCurve, BoundKey, Caps, Devices};
+use zkpipe_core::device::{bind, BindCurve, BindOptions, BoundKey, Caps, Devices};
 use zkpipe_core::key_cache::{compile_checked, CheckedKeys};
 use zkpipe_core::stages::ReduceOn;
 use zkpipe_core::{Bls12_381, Bn254, CompiledKey, Error as CoreError, PointChecks, Witness};
@@ -130,8 +130,14 @@ pub(crate) trait LoadedKey: Send + Sync {
         self_check: bool,
     ) -> Vec<Result<(String, String), CoreError>>;
 
-    /// This key bound to device `device` of `devices` (its resident copy there).
-    fn bind(&self, devices: &dyn Devices, device: usize) -> Result<Arc<dyn DeviceKey>, CoreError>;
+    /// This key bound to device `device` of `devices` with `opts` (its resident copy
+    /// there).
+    fn bind(
+        &self,
+        devices: &dyn Devices,
+        device: usize,
+        opts: &BindOptions,
+    ) -> Result<Arc<dyn DeviceKey>, CoreError>;
 }
 
 /// A key bound to a device, whatever its curve.
@@ -274,8 +280,18 @@ impl<E: EngineCurve> LoadedKey for Loaded<E> {
         )
     }
 
-    fn bind(&self, devices: &dyn Devices, device: usize) -> Result<Arc<dyn DeviceKey>, CoreError> {
-        Ok(Arc::new(Bound(bind(devices, device, Arc::clone(&self.0))?)))
+    fn bind(
+        &self,
+        devices: &dyn Devices,
+        device: usize,
+        opts: &BindOptions,
+    ) -> Result<Arc<dyn DeviceKey>, CoreError> {
+        Ok(Arc::new(Bound(bind(
+            devices,
+            device,
+            Arc::clone(&self.0),
+            opts,
+        )?)))
     }
 }
 

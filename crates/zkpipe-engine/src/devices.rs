@@ -57,8 +57,8 @@ pub(crate) fn place(
     kind: &dyn Devices,
     max_devices: usize,
 ) -> Option<Arc<Device>> {
-    let shape = &lease.meta().shape;
-    let bytes = kind.key_device_bytes(shape) + kind.partition_device_bytes(shape);
+    let (shape, opts) = (&lease.meta().shape, &lease.meta().bind);
+    let bytes = kind.key_device_bytes(shape, opts) + kind.partition_device_bytes(shape, opts);
     let loads: Vec<_> = devices.iter().map(|d| d.load(bytes)).collect();
     let (index, new) = lease.place(&loads, max_devices);
     let d = devices.get(index)?;

@@ -46,6 +46,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use zkpipe_core::throttle::Throttle;
 use zkpipe_core::Devices;
 
 /// The proving engine (see the module doc). Cheap to clone; every clone is the same engine.
@@ -75,6 +76,8 @@ pub(crate) struct Inner {
     pub(crate) load_pool: Arc<rayon::ThreadPool>,
     pub(crate) outcomes: Arc<Outcomes>,
     pub(crate) signal: Arc<Signal>,
+    /// The memory-bandwidth throttle its threads run under.
+    pub(crate) throttle: Arc<Throttle>,
     pub(crate) started: Instant,
     pub(crate) stop: Arc<AtomicBool>,
     pub(crate) threads: Mutex<Vec<JoinHandle<()>>>,
@@ -99,10 +102,6 @@ impl Engine {
             .shared()
             .map(|q| (q, Arc::new(Held::default())));
         config.validate().map_err(EngineError::Config)?;
-        // Only ever turned on here: a daemon that asked for constant work keeps it.
-        if config.constant_work {
-            zkpipe_core::msm::constant_work::set(true);
-        }
         if !config.key_dir.is_dir() {
             let dir = config.key_dir.display();
             return Err(EngineError::Config(format!(
@@ -119,8 +118,10 @@ impl Engine {
         ));
         let part_buffers = Arc::new(PartitionBuffers::new(&buffers));
         let freer = Arc::clone(&buffers);
+        let options = config.clone();
         let ctx = KeyContext {
             checks: config.key_checks,
+            options: Box::new(move |id| options.bind_options(id)),
             budget: Arc::clone(&budget),
             signal: Arc::clone(&signal),
             free: Box::new(move |b| freer.free_any(b)),
@@ -130,12 +131,12 @@ impl Engine {
             ctx,
             Arc::clone(&kind),
         ));
-        zkpipe_core::throttle::configure(
+        let throttle = Arc::new(Throttle::new(
             config.throttle.mode,
             config.throttle.every,
             config.throttle.max_pause,
-        );
-        let pools = StagePools::new(config.pools)?;
+        ));
+        let pools = StagePools::new(config.pools, Arc::clone(&throttle))?;
         let devices = build_devices(&config, &*kind, &signal, &pools)?;
         let metrics = Arc::new(Metrics::new());
         metrics.memory_limit.set(config.memory_limit as i64);
@@ -177,6 +178,7 @@ impl Engine {
             config.synthesize.workers,
             &stage,
             Synthesize::run,
+            &throttle,
         )?;
         let stage = Arc::new(Reduce {
             input: Arc::clone(&reduce),
@@ -193,6 +195,7 @@ impl Engine {
             config.reduce.workers,
             &stage,
             Reduce::run,
+            &throttle,
         )?;
         let tail_stage = Arc::new(Tail {
             input: Arc::clone(&tail),
@@ -207,6 +210,7 @@ impl Engine {
             config.tail.workers,
             &tail_stage,
             Tail::run,
+            &throttle,
         )?;
         for d in devices.iter() {
             let stage = Arc::new(DeviceStage {
@@ -225,6 +229,7 @@ impl Engine {
                 config.device.workers,
                 &stage,
                 DeviceStage::run,
+                &throttle,
             )?;
         }
 
@@ -284,6 +289,7 @@ impl Engine {
             load_pool,
             outcomes,
             signal,
+            throttle,
             started: Instant::now(),
             stop,
             threads: Mutex::new(threads),
@@ -299,6 +305,12 @@ impl Engine {
     /// The configuration it runs with.
     pub fn config(&self) -> &EngineConfig {
         &self.inner.config
+    }
+
+    /// Its memory-bandwidth throttle's counters since it started (its own: another
+    /// engine in the process has its own throttle).
+    pub fn throttle_stats(&self) -> zkpipe_core::throttle::Stats {
+        self.inner.throttle.stats()
     }
 
     /// Validates and queues a job; see [`SubmitRequest`]. Every witness is parsed and

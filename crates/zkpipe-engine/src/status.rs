@@ -130,7 +130,16 @@ impl Engine {
         let keys = i.keys.status();
         let q = self.queue_depths();
         let m = &i.outcomes.metrics;
-        metrics_text(m, &q, &i.devices, &keys, i.budget.used(), &i.buffers)
+        let throttle = i.throttle.stats();
+        metrics_text(
+            m,
+            &q,
+            &i.devices,
+            &keys,
+            i.budget.used(),
+            &i.buffers,
+            throttle,
+        )
     }
 
     /// The waterfall of recent partitions as Chrome-trace JSON (Perfetto opens it).
@@ -153,6 +162,7 @@ pub(crate) fn metrics_text(
     keys: &[KeyStatus],
     memory_used: u64,
     pool: &BufferPool,
+    t: zkpipe_core::throttle::Stats,
 ) -> String {
     for (queue, depth) in [
         ("admission", q.admission),
@@ -195,7 +205,6 @@ pub(crate) fn metrics_text(
     ] {
         m.dealloc_threads.with_label_values(&[state]).set(n as i64);
     }
-    let t = zkpipe_core::throttle::stats();
     for (event, n) in [("burst", t.bursts), ("step_aside", t.steps_aside)] {
         m.throttle_events.with_label_values(&[event]).set(n as i64);
     }

@@ -356,8 +356,9 @@ impl Submission {
                 limit: self.budget.limit(),
             });
         }
+        let (shape, opts) = (&meta.shape, &meta.bind);
         let device_bytes =
-            self.kind.key_device_bytes(&meta.shape) + self.kind.partition_device_bytes(&meta.shape);
+            self.kind.key_device_bytes(shape, opts) + self.kind.partition_device_bytes(shape, opts);
         for d in self.devices.iter() {
             if let Some(b) = &d.budget {
                 if !b.could_ever_fit(device_bytes) {

@@ -3,12 +3,21 @@
 use crate::error::EngineError;
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use zkpipe_core::throttle::Throttle;
 
-/// A rayon pool of `threads` threads named `zkpipe-<name>-<i>`.
-pub(crate) fn pool(name: &'static str, threads: usize) -> Result<rayon::ThreadPool, EngineError> {
+/// A rayon pool of `threads` threads named `zkpipe-<name>-<i>`, each running under
+/// `throttle`.
+pub(crate) fn pool(
+    name: &'static str,
+    threads: usize,
+    throttle: &Arc<Throttle>,
+) -> Result<rayon::ThreadPool, EngineError> {
+    let t = Arc::clone(throttle);
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(move |i| format!("zkpipe-{name}-{i}"))
+        // The guard of `enter` lives as long as the thread: it is leaked on purpose.
+        .start_handler(move |_| std::mem::forget(t.enter()))
         .build()
         .map_err(|e| EngineError::Start {
             what: format!("the {name} pool"),
@@ -38,21 +47,23 @@ impl std::str::FromStr for PoolMode {
     }
 }
 
-/// Hands each stage its pool, per [`PoolMode`].
+/// Hands each stage its pool, per [`PoolMode`], every pool's threads under the engine's
+/// throttle.
 pub(crate) struct StagePools {
     shared: Option<Arc<rayon::ThreadPool>>,
+    throttle: Arc<Throttle>,
 }
 
 impl StagePools {
-    pub fn new(mode: PoolMode) -> Result<Self, EngineError> {
+    pub fn new(mode: PoolMode, throttle: Arc<Throttle>) -> Result<Self, EngineError> {
         let shared = match mode {
             PoolMode::PerStage => None,
             PoolMode::Shared => {
                 let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-                Some(Arc::new(pool("shared", cores)?))
+                Some(Arc::new(pool("shared", cores, &throttle)?))
             }
         };
-        Ok(Self { shared })
+        Ok(Self { shared, throttle })
     }
 
     /// Stage `name`'s pool: a new one of `threads` threads, or the shared one.
@@ -63,7 +74,7 @@ impl StagePools {
     ) -> Result<Arc<rayon::ThreadPool>, EngineError> {
         match &self.shared {
             Some(p) => Ok(Arc::clone(p)),
-            None => Ok(Arc::new(pool(name, threads)?)),
+            None => Ok(Arc::new(pool(name, threads, &self.throttle)?)),
         }
     }
 }
@@ -82,17 +93,22 @@ pub(crate) fn spawn(
         })
 }
 
-/// Spawns `n` threads named `name-w<i>` running `run` on one shared `stage`.
+/// Spawns `n` threads named `name-w<i>` running `run` on one shared `stage`, under
+/// `throttle`.
 pub(crate) fn workers<S: Send + Sync + 'static>(
     threads: &mut Vec<JoinHandle<()>>,
     name: &str,
     n: usize,
     stage: &Arc<S>,
     run: fn(&S),
+    throttle: &Arc<Throttle>,
 ) -> Result<(), EngineError> {
     for i in 0..n {
-        let s = Arc::clone(stage);
-        threads.push(spawn(format!("{name}-w{i}"), move || run(&s))?);
+        let (s, t) = (Arc::clone(stage), Arc::clone(throttle));
+        threads.push(spawn(format!("{name}-w{i}"), move || {
+            let _in = t.enter();
+            run(&s)
+        })?);
     }
     Ok(())
 }

@@ -9,12 +9,23 @@
 
 use crate::auth::Token;
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use zkpipe_engine::config::machine_memory;
 use zkpipe_engine::{EngineConfig, StageConfig};
 use zkpipe_store::DEFAULT_INLINE_MAX;
+
+mod keys;
+mod lab;
+mod settings;
+mod units;
+
+use keys::{key_options, KeyOptionsSection};
+use settings::apply_setting;
+pub use units::{parse_duration, parse_size};
+use units::{size_or_auto, Size};
 
 /// Why a configuration is unusable.
 #[derive(Debug, thiserror::Error)]
@@ -57,9 +68,10 @@ pub struct ServerConfig {
     /// The fleet's shared job store (`[store] url`), if any: then jobs live there and this
     /// daemon claims its work from it; else the embedded store in `state_dir`.
     pub store: Option<zkpipe_store::PgOptions>,
-    /// Pinned host memory that stages uploads to a GPU (`device.pinned_upload`: "portable"
-    /// or "write-combined"). Default portable.
-    pub pinned_upload: zkpipe_cuda::PinnedKind,
+    /// Pinned host memory that stages uploads to a GPU (`device.pinned_upload`: "portable",
+    /// or "write-combined" in a `lab` build). Default portable. The binary hands it to the
+    /// GPU device set it makes.
+    pub pinned_upload: zkpipe_core::PinnedKind,
 }
 
 /// A TLS identity as read from `server.tls_cert` and `server.tls_key`.
@@ -169,6 +181,8 @@ struct KeysSection {
     checks: Option<String>,
     idle_timeout: Option<String>,
     max_devices: Option<usize>,
+    /// Key id → the key's own options (`[keys.options.<id>]`).
+    options: BTreeMap<String, KeyOptionsSection>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -224,67 +238,6 @@ struct DeviceSection {
     overlap_share: Option<f64>,
     release_before_tail: Option<bool>,
     pinned_upload: Option<String>,
-}
-
-/// A size: a number of bytes, or a string like "512MiB", "8GiB", "auto".
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-enum Size {
-    Bytes(u64),
-    Text(String),
-}
-
-/// Parses "123", "64KiB", "512MiB", "8GiB", "1TiB" (also KB/MB/GB as powers of 1000).
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("size {s:?} is not <number>[unit]"))?;
-    let mul: u64 = match unit.trim() {
-        "" | "B" => 1,
-        "KiB" => 1 << 10,
-        "MiB" => 1 << 20,
-        "GiB" => 1 << 30,
-        "TiB" => 1 << 40,
-        "KB" => 1_000,
-        "MB" => 1_000_000,
-        "GB" => 1_000_000_000,
-        u => {
-            return Err(format!(
-                "size {s:?}: unknown unit {u:?} (B, KiB, MiB, GiB, TiB, KB, MB, GB)"
-            ))
-        }
-    };
-    n.checked_mul(mul)
-        .ok_or_else(|| format!("size {s:?} overflows"))
-}
-
-/// Parses "250ms", "30s", "10m", "2h".
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("duration {s:?} is not <number><unit>"))?;
-    Ok(match unit {
-        "ms" => Duration::from_millis(n),
-        "s" => Duration::from_secs(n),
-        "m" => Duration::from_secs(n * 60),
-        "h" => Duration::from_secs(n * 3600),
-        _ => return Err(format!("duration {s:?} needs a unit: ms, s, m or h")),
-    })
-}
-
-fn size_or_auto(v: &Option<Size>, auto: Option<u64>) -> Result<Option<u64>, String> {
-    match v {
-        None => Ok(auto),
-        Some(Size::Bytes(b)) => Ok(Some(*b)),
-        Some(Size::Text(t)) if t == "auto" => Ok(auto),
-        Some(Size::Text(t)) => parse_size(t).map(Some),
-    }
 }
 
 fn addr(v: &Option<String>, default: &str, field: &str) -> Result<SocketAddr, String> {
@@ -401,30 +354,6 @@ fn stage(s: &StageSection, default: StageConfig) -> StageConfig {
     }
 }
 
-/// Sets one `section.key = value` in `table` (`--set`): `value` is read as TOML, else
-/// taken as a string, so `memory.dealloc=in-place` needs no quotes.
-fn apply_setting(table: &mut toml::Table, setting: &str) -> Result<(), String> {
-    let bad = || format!("setting {setting:?} is not section.key=value");
-    let (path, value) = setting.split_once('=').ok_or_else(bad)?;
-    let path: Vec<&str> = path.trim().split('.').collect();
-    if path.len() != 2 || path.iter().any(|p| p.is_empty()) {
-        return Err(bad());
-    }
-    let value = value.trim();
-    let value = toml::from_str::<toml::Table>(&format!("v = {value}"))
-        .ok()
-        .and_then(|mut t| t.remove("v"))
-        .unwrap_or_else(|| toml::Value::String(value.to_string()));
-    let section = table
-        .entry(path[0])
-        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-    let toml::Value::Table(section) = section else {
-        return Err(format!("setting {setting:?}: {} is not a section", path[0]));
-    };
-    section.insert(path[1].to_string(), value);
-    Ok(())
-}
-
 impl FileConfig {
     /// Reads and validates a config file (or, without one, the defaults), with
     /// `overrides` applied; relative paths in the file are relative to its folder.
@@ -468,6 +397,7 @@ impl FileConfig {
 
     /// [`FileConfig::validate`] with `o` replacing the file's values.
     pub fn validate_with(mut self, base: &Path, o: &Overrides) -> Result<DaemonConfig, String> {
+        lab::refuse_lab_settings(&self)?;
         let s = &mut self.server;
         if let Some(a) = o.grpc_listen {
             s.grpc_listen = Some(a.to_string());
@@ -524,7 +454,7 @@ impl FileConfig {
                 Some(k) => k
                     .parse()
                     .map_err(|e| format!("device.pinned_upload: {e}"))?,
-                None => zkpipe_cuda::PinnedKind::default(),
+                None => zkpipe_core::PinnedKind::default(),
             },
             witness_inline_max: size_or_auto(&s.witness_inline_max, Some(DEFAULT_INLINE_MAX))
                 .map_err(|e| format!("server.witness_inline_max: {e}"))?
@@ -605,6 +535,10 @@ impl FileConfig {
             max_pending_partitions: p.max_pending_partitions.unwrap_or(d.max_pending_partitions),
             self_check: p.self_check.unwrap_or(d.self_check),
             constant_work: p.constant_work.unwrap_or(d.constant_work),
+            key_options: key_options(
+                &self.keys.options,
+                p.constant_work.unwrap_or(d.constant_work),
+            )?,
             schedule: match &p.schedule {
                 Some(s) => s.parse().map_err(|e| format!("pipeline.schedule: {e}"))?,
                 None => d.schedule,
@@ -723,11 +657,18 @@ mod tests {
         // Not TOML: a string, so the usual "unit" parsing reads it.
         let c = with(&["server.witness_inline_max=128KiB"]).unwrap();
         assert_eq!(c.server.witness_inline_max, 128 << 10);
-        let c = with(&["device.pinned_upload=write-combined"]).unwrap();
-        assert_eq!(
-            c.server.pinned_upload,
-            zkpipe_cuda::PinnedKind::WriteCombined
-        );
+        let c = with(&["device.pinned_upload=write-combined"]);
+        if cfg!(feature = "lab") {
+            let c = c.unwrap();
+            assert_eq!(
+                c.server.pinned_upload,
+                zkpipe_core::PinnedKind::WriteCombined
+            );
+        } else {
+            assert!(c.unwrap_err().to_string().contains("is a lab setting"));
+        }
+        let c = with(&["device.pinned_upload=portable"]).unwrap();
+        assert_eq!(c.server.pinned_upload, zkpipe_core::PinnedKind::Portable);
         for (bad, says) in [
             ("queue_depth=1", "not section.key=value"),
             ("pipeline.nope=1", "nope"),
@@ -877,18 +818,27 @@ mod tests {
             ("in-place", DeallocMode::InPlace),
             ("detached", DeallocMode::Detached),
         ] {
-            let c = cfg(&format!("[memory]\ndealloc = \"{text}\"")).unwrap();
-            assert_eq!(c.engine.dealloc, mode);
+            let c = cfg(&format!("[memory]\ndealloc = \"{text}\""));
             assert_eq!(mode.to_string(), text);
+            // A lab setting reads only in a `lab` build (config/lab.rs).
+            if mode == DeallocMode::Detached && !cfg!(feature = "lab") {
+                assert!(c.unwrap_err().contains("is a lab setting"));
+                continue;
+            }
+            assert_eq!(c.unwrap().engine.dealloc, mode);
         }
         for (text, mode) in [
             ("drain-all", ReturnMode::DrainAll),
             ("cas-pop", ReturnMode::CasPop),
             ("free", ReturnMode::Free),
         ] {
-            let c = cfg(&format!("[memory]\nreturns = \"{text}\"")).unwrap();
-            assert_eq!(c.engine.returns, mode);
+            let c = cfg(&format!("[memory]\nreturns = \"{text}\""));
             assert_eq!(mode.to_string(), text);
+            if mode != ReturnMode::DrainAll && !cfg!(feature = "lab") {
+                assert!(c.unwrap_err().contains("is a lab setting"));
+                continue;
+            }
+            assert_eq!(c.unwrap().engine.returns, mode);
         }
         let e = cfg("[memory]\ndealloc = \"threads\"").unwrap_err();
         assert_eq!(
@@ -902,11 +852,13 @@ mod tests {
         );
         assert!(toml::from_str::<FileConfig>("[memory]\ndealloc = 1").is_err());
         assert!(toml::from_str::<FileConfig>("[pipeline]\nreturns = \"free\"").is_err());
-        // The example names both, with their defaults.
+        // The example names the deallocation with its default, and no lab setting: in a
+        // product build `returns` has nothing to choose between.
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../zkpipe.example.toml");
         let text = std::fs::read_to_string(path).unwrap();
         assert!(text.contains("\ndealloc = \"worker\"\n"));
-        assert!(text.contains("\nreturns = \"drain-all\"\n"));
+        let raw: FileConfig = toml::from_str(&text).unwrap();
+        assert!(lab::refuse_lab_settings(&raw).is_ok());
     }
 
     #[test]
@@ -946,5 +898,27 @@ mod tests {
         assert!(e.contains("store.claim_ahead"), "{e}");
         let e = cfg("[store]\nurl = \"postgres://db/z\"\nlease = \"10\"", &none).unwrap_err();
         assert!(e.starts_with("store.lease"), "{e}");
+    }
+
+    #[test]
+    fn keys_take_their_own_options_or_the_daemon_wide_ones() {
+        let cfg = |t: &str| {
+            toml::from_str::<FileConfig>(t)
+                .unwrap()
+                .validate(Path::new("."))
+        };
+        let c = cfg(
+            "[pipeline]\nconstant_work = true\n[keys.options.a]\nconstant_work = false\n\
+                     [keys.options.b]\n",
+        )
+        .unwrap();
+        let on = |id: &str| c.engine.bind_options(id).constant_work;
+        assert!(!on("a") && on("b") && on("other"));
+        let c = cfg("[keys.options.a]\nconstant_work = true").unwrap();
+        let on = |id: &str| c.engine.bind_options(id).constant_work;
+        assert!(on("a") && !on("b"));
+        let e = cfg("[keys.options.\"../x\"]\nconstant_work = true").unwrap_err();
+        assert!(e.starts_with("keys.options.../x: "), "{e}");
+        assert!(toml::from_str::<FileConfig>("[keys.options.a]\nfast = true").is_err());
     }
 }

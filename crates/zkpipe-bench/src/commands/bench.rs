@@ -182,8 +182,10 @@ fn bench_with<E: BindCurve>(a: &Args, zkey: &ZkeyFile, plan: Plan) -> Result<()>
     let wtns = Wtns::read(&a.wtns)?;
     let witness = Witness::check_for(&wtns, &key).with_context(|| a.wtns.display().to_string())?;
     let start = Instant::now();
-    zkpipe_core::msm::constant_work::set(a.constant_work);
-    let backend = select(a.backend, Arc::clone(&key), a.gpu, Proofs::Many)?;
+    let bind = zkpipe_core::BindOptions {
+        constant_work: a.constant_work,
+    };
+    let backend = select(a.backend, Arc::clone(&key), a.gpu, Proofs::Many, &bind)?;
     let upload = start.elapsed().as_secs_f64() * 1e3;
     eprintln!(
         "backend: {}{}",
@@ -193,7 +195,10 @@ fn bench_with<E: BindCurve>(a: &Args, zkey: &ZkeyFile, plan: Plan) -> Result<()>
         } else {
             format!(
                 " (MSM additions: {})",
-                zkpipe_core::msm::pippenger::cpu_adder()
+                zkpipe_core::msm::pippenger::cpu_adder(
+                    crate::backend::DeviceOptions::from_process(Default::default())
+                        .is_ok_and(|o| o.cpu.ifma)
+                )
             )
         }
     );

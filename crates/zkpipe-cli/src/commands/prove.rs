@@ -1,7 +1,7 @@
 //! `zkpipe prove <zkey> <wtns> <proof.json> <public.json>` (rapidsnark's argument order).
 
 use super::with_curve;
-use crate::backend::{select, BackendChoice, Proofs};
+use crate::backend::{select, BackendChoice, DeviceOptions, Proofs};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -154,9 +154,11 @@ impl Job<'_> {
         witness
             .check_len(&key)
             .with_context(|| self.witness_name.display().to_string())?;
-        zkpipe_core::msm::constant_work::set(a.constant_work);
+        let bind = zkpipe_core::BindOptions {
+            constant_work: a.constant_work,
+        };
         let bound = t.time(Stage::Upload, || {
-            select(a.backend, Arc::clone(&key), a.gpu, Proofs::One)
+            select(a.backend, Arc::clone(&key), a.gpu, Proofs::One, &bind)
         })?;
         let opts = ProveOptions {
             self_check: !a.no_verify,
@@ -182,7 +184,9 @@ impl Job<'_> {
             print_timings(t, self.zkey);
             eprintln!("  {:<12} {}", "backend", bound.name());
             if bound.name() == "cpu" {
-                let adder = zkpipe_core::msm::pippenger::cpu_adder();
+                let staging = zkpipe_core::PinnedKind::default();
+                let ifma = DeviceOptions::from_process(staging).is_ok_and(|o| o.cpu.ifma);
+                let adder = zkpipe_core::msm::pippenger::cpu_adder(ifma);
                 eprintln!("  {:<12} {adder}", "msm_adder");
             }
         }

@@ -9,7 +9,7 @@
 //! Each override is a flag or an environment variable (flag > environment > file >
 //! default); without `--config` the defaults and the overrides are the whole configuration.
 
-use crate::backend::{devices, BackendChoice};
+use crate::backend::{devices, BackendChoice, DeviceOptions};
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::net::SocketAddr;
@@ -86,8 +86,8 @@ impl Args {
 /// Runs `serve`.
 pub fn run(a: Args) -> Result<()> {
     let cfg = FileConfig::load(a.config.as_deref(), &a.overrides()?)?;
-    zkpipe_cuda::set_upload_staging(cfg.server.pinned_upload);
-    let devices = devices(a.backend)?;
+    let opts = DeviceOptions::from_process(cfg.server.pinned_upload)?;
+    let devices = devices(a.backend, &opts)?;
     let rt = super::client::runtime()?;
     rt.block_on(async move {
         // Registered before the first line is printed: a signal sent as soon as it is

@@ -1,5 +1,6 @@
 //! The memory switches: `ZKPIPE_ALLOCATOR` and `ZKPIPE_HUGE_PAGES` (environment, read
-//! once at startup), and a daemon proving with the non-default `[memory]` modes.
+//! once at startup), a daemon proving with the non-default `[memory]` modes, and the lab's
+//! modes refused by a product build (read by a build with `--features lab`).
 
 use crate::common;
 use common::*;
@@ -102,26 +103,7 @@ fn unknown_values_fail_at_startup_in_one_line() {
 /// any re-execution for huge pages).
 fn serve(env: &[(&str, &str)], keys: &[&str], memory: &str) -> (Child, String, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let key_dir = dir.path().join("keys");
-    std::fs::create_dir(&key_dir).unwrap();
-    for id in keys {
-        std::fs::copy(
-            key_fixture(id).join("circuit.zkey"),
-            key_dir.join(format!("{id}.zkey")),
-        )
-        .unwrap();
-    }
-    let cfg = dir.path().join("zkpipe.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "[server]\ngrpc_listen = \"127.0.0.1:0\"\nhttp_listen = \"127.0.0.1:0\"\n\
-             state_dir = \"state\"\n[keys]\ndir = \"keys\"\nchecks = \"trusted\"\n\
-             [memory]\n{memory}\n[reduce]\nworkers = 2\nthreads = 2\n\
-             [device]\nworkers = 2\nthreads = 2\n[tail]\nworkers = 2\nthreads = 1\n"
-        ),
-    )
-    .unwrap();
+    let cfg = write_config(dir.path(), keys, memory);
     let mut child = command(env)
         .arg("serve")
         .arg("--config")
@@ -133,6 +115,37 @@ fn serve(env: &[(&str, &str)], keys: &[&str], memory: &str) -> (Child, String, t
     let grpc = common::printed(&common::first_line(&mut child), "grpc=");
     (child, format!("http://{grpc}"), dir)
 }
+
+/// A daemon's config in `dir` serving `keys`, with `memory` as its `[memory]` section.
+fn write_config(dir: &Path, keys: &[&str], memory: &str) -> std::path::PathBuf {
+    let key_dir = dir.join("keys");
+    std::fs::create_dir(&key_dir).unwrap();
+    for id in keys {
+        std::fs::copy(
+            key_fixture(id).join("circuit.zkey"),
+            key_dir.join(format!("{id}.zkey")),
+        )
+        .unwrap();
+    }
+    let cfg = dir.join("zkpipe.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[server]\ngrpc_listen = \"127.0.0.1:0\"\nhttp_listen = \"127.0.0.1:0\"\n\
+             state_dir = \"state\"\n[keys]\ndir = \"keys\"\nchecks = \"trusted\"\n\
+             [memory]\n{memory}\n[reduce]\nworkers = 2\nthreads = 2\n\
+             [device]\nworkers = 2\nthreads = 2\n[tail]\nworkers = 2\nthreads = 1\n"
+        ),
+    )
+    .unwrap();
+    cfg
+}
+
+/// The `[memory]` modes of the lab (experiments 018b, 018f): a lab build serves with them.
+const LAB_MEMORY: [&str; 2] = [
+    "dealloc = \"detached\"\nreturns = \"cas-pop\"\npool_max = \"64KiB\"",
+    "dealloc = \"in-place\"\nreturns = \"free\"",
+];
 
 /// The daemon's environment as it runs now (after any re-execution).
 fn environment(child: &Child) -> String {
@@ -179,10 +192,14 @@ fn huge_pages_are_asked_for_unless_switched_off() {
 
 #[test]
 fn a_daemon_proves_with_mimalloc_and_each_non_default_memory_mode() {
-    for memory in [
-        "dealloc = \"detached\"\nreturns = \"cas-pop\"\npool_max = \"64KiB\"",
-        "dealloc = \"in-place\"\nreturns = \"free\"",
-    ] {
+    // The product's modes; a lab build runs the lab's too.
+    let product = ["dealloc = \"in-place\"\npool_max = \"64KiB\""];
+    let lab: &[&str] = if cfg!(feature = "lab") {
+        &LAB_MEMORY
+    } else {
+        &[]
+    };
+    for &memory in product.iter().chain(lab) {
         let env = [("ZKPIPE_ALLOCATOR", "mimalloc"), ("ZKPIPE_HUGE_PAGES", "0")];
         let (child, grpc, _dir) = serve(&env, &["bn254-multi"], memory);
         let cli = |args: &[&str]| -> Output {
@@ -207,5 +224,30 @@ fn a_daemon_proves_with_mimalloc_and_each_non_default_memory_mode() {
         }
         // Shutdown waits until everything is freed, detached threads included.
         assert!(stop(child, Duration::from_secs(60)).success(), "{memory}");
+    }
+}
+
+/// A product build refuses the lab's memory modes in one line that says how to get them,
+/// before it starts anything.
+#[cfg(not(feature = "lab"))]
+#[test]
+fn a_product_daemon_refuses_the_lab_memory_modes() {
+    for (memory, what) in [
+        (
+            LAB_MEMORY[0],
+            "memory.dealloc = \"detached\" is a lab setting",
+        ),
+        (LAB_MEMORY[1], "memory.returns = \"free\" is a lab setting"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = write_config(dir.path(), &[], memory);
+        let o = command(&[("ZKPIPE_HUGE_PAGES", "0")])
+            .arg("serve")
+            .arg("--config")
+            .arg(&cfg)
+            .output()
+            .unwrap();
+        assert_one_line_error(&o, &[what, "build with --features lab"]);
+        assert!(!dir.path().join("state").exists(), "{memory}");
     }
 }

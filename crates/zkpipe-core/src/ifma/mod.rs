@@ -11,10 +11,8 @@
 pub(crate) mod field;
 pub(crate) mod ntt;
 
-/// Whether this CPU runs the lanes (`ZKPIPE_NO_IFMA=1` turns them off; `std` caches the
-/// CPUID).
+/// Whether this CPU runs the lanes (`std` caches the CPUID). Callers that may be told not
+/// to use them ([`crate::cpu::CpuOptions::ifma`]) ask that first.
 pub(crate) fn available() -> bool {
-    std::env::var_os("ZKPIPE_NO_IFMA").is_none()
-        && is_x86_feature_detected!("avx512f")
-        && is_x86_feature_detected!("avx512ifma")
+    is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512ifma")
 }

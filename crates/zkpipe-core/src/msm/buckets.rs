@@ -62,12 +62,16 @@ pub(crate) fn grouped_bucket_sums<P: SWCurveConfig>(
                 .collect()
         }
     }
-    with_adder(Task {
-        bases,
-        groups,
-        buckets,
-        digit,
-    })
+    // The subgroup checks are no MSM of a device: lanes wherever the CPU has them.
+    with_adder(
+        Task {
+            bases,
+            groups,
+            buckets,
+            digit,
+        },
+        true,
+    )
 }
 
 /// Bucket sums by `digit(i)` over the indices of `bases` (as [`grouped_bucket_sums`]),

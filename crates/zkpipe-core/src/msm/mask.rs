@@ -1,4 +1,4 @@
-//! Masks for constant-work MSMs ([`crate::msm::constant_work`]): a key bound with
+//! Masks for constant-work MSMs ([`crate::device::BindOptions::constant_work`]): a key bound with
 //! constant work draws random vectors m (one value per signal) and m′ (one per domain
 //! row) and computes their sums over the key's point sets once. Every proof's MSMs then
 //! read w + m and h + m′, which look uniformly random whatever the witness is, and the
@@ -10,7 +10,7 @@ use crate::device::PassWitness;
 use crate::error::Error;
 use crate::key::CompiledKey;
 use crate::msm::pippenger::BatchAffineMsm;
-use crate::msm::{DeviceSums, ScalarInt};
+use crate::msm::{DeviceSums, MsmOptions, ScalarInt};
 use ark_ff::PrimeField;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -56,8 +56,9 @@ pub struct CpuMask<E: Curve> {
 }
 
 impl<E: Curve> CpuMask<E> {
-    /// Draws a mask for `key` and computes its five sums on the CPU: one proof's MSMs.
-    pub fn draw(key: &CompiledKey<E>) -> Self {
+    /// Draws a mask for `key` and computes its five sums on the CPU (MSMs as `opts`
+    /// says): one proof's MSMs.
+    pub fn draw(key: &CompiledKey<E>, opts: MsmOptions) -> Self {
         let w: Vec<E::ScalarField> = draw_values(key.n_vars);
         let h: Vec<E::ScalarField> = draw_values(key.domain_size());
         let (mut sw, mut sh) = (Vec::new(), Vec::new());
@@ -65,14 +66,15 @@ impl<E: Curve> CpuMask<E> {
         crate::msm::scalars_into(&h, &mut sh);
         let p = &key.points;
         let private = &sw[key.n_public + 1..];
-        let g1 =
-            |bases: &[E::G1Affine], s: &[ScalarInt<E>]| E::G1Affine::msm_batch_affine(bases, s);
+        let g1 = |bases: &[E::G1Affine], s: &[ScalarInt<E>]| {
+            E::G1Affine::msm_batch_affine(bases, s, opts)
+        };
         let ((a, b1), ((c, h_sum), b2)) = rayon::join(
             || rayon::join(|| g1(&p.a, &sw), || g1(&p.b1, &sw)),
             || {
                 rayon::join(
                     || rayon::join(|| g1(&p.c, private), || g1(&p.h, &sh)),
-                    || E::G2Affine::msm_batch_affine(&p.b2, &sw),
+                    || E::G2Affine::msm_batch_affine(&p.b2, &sw, opts),
                 )
             },
         );

@@ -9,7 +9,6 @@ use rayon::prelude::*;
 
 mod adder;
 mod buckets;
-pub mod constant_work;
 mod dispatch;
 #[cfg(target_arch = "x86_64")]
 mod ifma;
@@ -17,6 +16,8 @@ pub mod mask;
 pub mod pippenger;
 mod plan;
 mod tree;
+
+pub use plan::MsmOptions;
 
 /// Scalars as the MSM wants them: standard-form integers.
 pub type ScalarInt<E> = <<E as ark_ec::pairing::Pairing>::ScalarField as PrimeField>::BigInt;

@@ -19,7 +19,7 @@
 //!
 //! The pair additions go through [`PairAdder`]: on CPUs with AVX-512 IFMA, eight at a time
 //! in vector lanes (`crate::msm::ifma`, about twice as fast; experiment 012), elsewhere on
-//! arkworks' affine points. `ZKPIPE_NO_IFMA=1` forces the latter.
+//! arkworks' affine points. [`MsmOptions::ifma`] off forces the latter.
 //!
 //! An affine addition costs 5M + 1S plus a share of one inversion, against 7M + 4S in
 //! Jacobian coordinates. Sorting points by bucket before adding makes every addition of a
@@ -50,28 +50,34 @@ pub(crate) use crate::msm::buckets::grouped_bucket_sums;
 pub use crate::msm::dispatch::{base_copy_bytes, cpu_adder};
 #[cfg(test)]
 pub(crate) use crate::msm::plan::chunk_len; // subgroup's tests size their input by it
-pub use crate::msm::plan::{BigIntOf, MsmPlan, MAX_WINDOW_BITS};
+pub use crate::msm::plan::{BigIntOf, MsmOptions, MsmPlan, MAX_WINDOW_BITS};
 
 /// Affine point types that have a batch-affine MSM (every short-Weierstrass curve).
 pub trait BatchAffineMsm: AffineRepr {
-    /// Σ scalarsᵢ·basesᵢ over the common prefix of both slices (as arkworks' `msm_bigint`).
+    /// Σ scalarsᵢ·basesᵢ over the common prefix of both slices (as arkworks' `msm_bigint`),
+    /// run as `opts` says.
     fn msm_batch_affine(
         bases: &[Self],
         scalars: &[<Self::ScalarField as PrimeField>::BigInt],
+        opts: MsmOptions,
     ) -> Self::Group;
 
-    /// Bytes per base that [`BatchAffineMsm::msm_batch_affine`] copies while it runs
-    /// ([`base_copy_bytes`]).
-    fn msm_copy_bytes() -> usize;
+    /// Bytes per base that [`BatchAffineMsm::msm_batch_affine`] copies while it runs, with
+    /// IFMA lanes allowed or not ([`base_copy_bytes`]).
+    fn msm_copy_bytes(ifma: bool) -> usize;
 }
 
 impl<P: SWCurveConfig> BatchAffineMsm for Affine<P> {
-    fn msm_batch_affine(bases: &[Self], scalars: &[BigIntOf<P>]) -> Projective<P> {
-        msm(bases, scalars)
+    fn msm_batch_affine(
+        bases: &[Self],
+        scalars: &[BigIntOf<P>],
+        opts: MsmOptions,
+    ) -> Projective<P> {
+        msm_with(bases, scalars, opts)
     }
 
-    fn msm_copy_bytes() -> usize {
-        base_copy_bytes::<P>()
+    fn msm_copy_bytes(ifma: bool) -> usize {
+        base_copy_bytes::<P>(ifma)
     }
 }
 
@@ -83,16 +89,24 @@ impl<P: SWCurveConfig> BatchAffineMsm for Affine<P> {
 ///
 /// Terms with a zero scalar or a base at infinity contribute nothing; when they are more
 /// than a tenth of the input (witnesses are often sparse, key sections hold infinity for
-/// unused wires) the rest is copied out first, so no window pays for them. Not with
-/// [`crate::msm::constant_work`]: then every term is kept and every window is as wide as
-/// the scalar field.
+/// unused wires) the rest is copied out first, so no window pays for them.
 pub fn msm<P: SWCurveConfig>(bases: &[Affine<P>], scalars: &[BigIntOf<P>]) -> Projective<P> {
+    msm_with(bases, scalars, MsmOptions::default())
+}
+
+/// [`msm`] as `opts` says. With [`MsmOptions::constant_work`] every term is kept and every
+/// window is as wide as the scalar field.
+pub fn msm_with<P: SWCurveConfig>(
+    bases: &[Affine<P>],
+    scalars: &[BigIntOf<P>],
+    opts: MsmOptions,
+) -> Projective<P> {
     let n = bases.len().min(scalars.len());
     let (bases, scalars) = (&bases[..n], &scalars[..n]);
     let threads = rayon::current_num_threads();
-    if crate::msm::constant_work::enabled() {
+    if opts.constant_work {
         let plan = MsmPlan::choose::<P>(n, full_bits::<P>(), threads);
-        return msm_with_plan(bases, scalars, plan);
+        return msm_with_plan_and(bases, scalars, plan, opts);
     }
     let useful = |(p, s): (&Affine<P>, &BigIntOf<P>)| !p.infinity && !s.is_zero();
     let kept = bases.par_iter().zip(scalars).filter(|&t| useful(t)).count();
@@ -104,10 +118,10 @@ pub fn msm<P: SWCurveConfig>(bases: &[Affine<P>], scalars: &[BigIntOf<P>]) -> Pr
             .map(|(p, s)| (*p, *s))
             .unzip();
         let plan = MsmPlan::choose::<P>(kept, max_bits(&s), threads);
-        return msm_with_plan(&b, &s, plan);
+        return msm_with_plan_and(&b, &s, plan, opts);
     }
     let plan = MsmPlan::choose::<P>(n, max_bits(scalars), threads);
-    msm_with_plan(bases, scalars, plan)
+    msm_with_plan_and(bases, scalars, plan, opts)
 }
 
 /// The scalar integers' width: every window any of them can need (constant work must
@@ -123,36 +137,57 @@ pub fn msm_with_plan<P: SWCurveConfig>(
     scalars: &[BigIntOf<P>],
     plan: MsmPlan,
 ) -> Projective<P> {
-    with_adder(MsmTask {
-        bases,
-        scalars,
-        plan,
-    })
+    msm_with_plan_and(bases, scalars, plan, MsmOptions::default())
+}
+
+/// [`msm_with_plan`] as `opts` says.
+pub fn msm_with_plan_and<P: SWCurveConfig>(
+    bases: &[Affine<P>],
+    scalars: &[BigIntOf<P>],
+    plan: MsmPlan,
+    opts: MsmOptions,
+) -> Projective<P> {
+    with_adder(
+        MsmTask {
+            bases,
+            scalars,
+            plan,
+            constant_work: opts.constant_work,
+        },
+        opts.ifma,
+    )
 }
 
 struct MsmTask<'a, P: SWCurveConfig> {
     bases: &'a [Affine<P>],
     scalars: &'a [BigIntOf<P>],
     plan: MsmPlan,
+    constant_work: bool,
 }
 
 impl<P: SWCurveConfig> AdderTask<P> for MsmTask<'_, P> {
     type Output = Projective<P>;
     fn run<A: PairAdder<P>>(self, adder: &A) -> Projective<P> {
-        msm_with_adder(adder, self.bases, self.scalars, self.plan)
+        msm_with_adder(
+            adder,
+            self.bases,
+            self.scalars,
+            self.plan,
+            self.constant_work,
+        )
     }
 }
 
-/// [`msm_with_plan`] on a given adder.
+/// [`msm_with_plan`] on a given adder, with every window run where `constant_work`.
 pub(crate) fn msm_with_adder<P: SWCurveConfig, A: PairAdder<P>>(
     adder: &A,
     bases: &[Affine<P>],
     scalars: &[BigIntOf<P>],
     plan: MsmPlan,
+    constant_work: bool,
 ) -> Projective<P> {
     let n = bases.len().min(scalars.len());
     let (bases, scalars) = (&bases[..n], &scalars[..n]);
-    let constant_work = crate::msm::constant_work::enabled();
     let bits = if constant_work {
         full_bits::<P>()
     } else {
@@ -305,9 +340,14 @@ mod tests {
         (-P::ScalarField::ONE).into_bigint()
     }
 
-    fn same<P: SWCurveConfig>(bases: &[Affine<P>], scalars: &[BigIntOf<P>], what: &str) {
+    fn same_with<P: SWCurveConfig>(
+        bases: &[Affine<P>],
+        scalars: &[BigIntOf<P>],
+        what: &str,
+        opts: MsmOptions,
+    ) {
         let want = Projective::<P>::msm_bigint(bases, scalars);
-        assert_eq!(msm(bases, scalars), want, "{what}: default plan");
+        assert_eq!(msm_with(bases, scalars, opts), want, "{what}: default plan");
         let bits = max_bits(scalars);
         for (c, groups, chunk) in [(2, 1, 5), (3, 3, 64), (5, 2, 1000), (9, 1, 4096)] {
             let plan = MsmPlan {
@@ -318,24 +358,24 @@ mod tests {
             if bits > 0 && bits.div_ceil(c) * bases.len().max(1) > 400_000 {
                 continue; // small windows on big inputs: slow and already covered
             }
-            let got = msm_with_plan(bases, scalars, plan);
+            let got = msm_with_plan_and(bases, scalars, plan, opts);
             assert_eq!(got, want, "{what}: {plan:?}");
             // The portable adder too (the default is the IFMA lanes where the CPU has them).
-            let got = msm_with_adder(&ArkAdder, bases, scalars, plan);
+            let got = msm_with_adder(&ArkAdder, bases, scalars, plan, opts.constant_work);
             assert_eq!(got, want, "{what}: {plan:?}, arkworks adder");
         }
     }
 
-    fn random_sizes<P: SWCurveConfig>(seed: u64, big: usize) {
+    fn random_sizes<P: SWCurveConfig>(seed: u64, big: usize, opts: MsmOptions) {
         let mut rng = ChaCha20Rng::seed_from_u64(seed);
         let all = points::<P>(big, &mut rng);
         let s = scalars::<P>(big, &mut rng);
         for n in [0, 1, 2, 3, 5, 7, 13, 31, 33, 100, 257, (1 << 10) + 17, big] {
-            same(&all[..n], &s[..n], &format!("random n={n}"));
+            same_with(&all[..n], &s[..n], &format!("random n={n}"), opts);
         }
     }
 
-    fn edge_cases<P: SWCurveConfig>(seed: u64) {
+    fn edge_cases<P: SWCurveConfig>(seed: u64, opts: MsmOptions) {
         let mut rng = ChaCha20Rng::seed_from_u64(seed);
         let n = 600;
         let pts = points::<P>(n, &mut rng);
@@ -344,7 +384,7 @@ mod tests {
         let one = BigIntOf::<P>::from(1u64);
         let big = r_minus_one::<P>();
 
-        same(&pts, &vec![zero; n], "all scalars zero");
+        same_with(&pts, &vec![zero; n], "all scalars zero", opts);
         for (i, x) in s.iter_mut().enumerate() {
             match i % 5 {
                 0 => *x = zero,
@@ -353,41 +393,42 @@ mod tests {
                 _ => {}
             }
         }
-        same(&pts, &s, "zeros, ones and r-1 mixed in");
-        same(&pts, &vec![big; n], "all scalars r-1");
-        same(&pts, &vec![s[3]; n], "all scalars equal");
+        same_with(&pts, &s, "zeros, ones and r-1 mixed in", opts);
+        same_with(&pts, &vec![big; n], "all scalars r-1", opts);
+        same_with(&pts, &vec![s[3]; n], "all scalars equal", opts);
 
         let mut with_inf = pts.clone();
         for p in with_inf.iter_mut().step_by(3) {
             *p = Affine::identity();
         }
-        same(&with_inf, &s, "points at infinity");
-        same(
+        same_with(&with_inf, &s, "points at infinity", opts);
+        same_with(
             &vec![Affine::<P>::identity(); n],
             &s,
             "all points at infinity",
+            opts,
         );
 
         // One point many times: equal digits in a bucket force P + P.
         let p0 = pts[0];
-        same(&vec![p0; n], &s, "one point, random scalars");
-        same(&vec![p0; n], &vec![s[4]; n], "one point, one scalar");
+        same_with(&vec![p0; n], &s, "one point, random scalars", opts);
+        same_with(&vec![p0; n], &vec![s[4]; n], "one point, one scalar", opts);
         // P and −P side by side with equal scalars: sums cancel to infinity, then refill.
         let pm: Vec<Affine<P>> = (0..n).map(|i| if i % 2 == 0 { p0 } else { -p0 }).collect();
-        same(&pm, &vec![s[4]; n], "P and -P, one scalar");
+        same_with(&pm, &vec![s[4]; n], "P and -P, one scalar", opts);
         let pm: Vec<Affine<P>> = (0..n)
             .map(|i| if i % 3 == 0 { pts[i] } else { -pts[i - 1] })
             .collect();
-        same(&pm, &vec![s[5]; n], "P, -P, -P runs");
+        same_with(&pm, &vec![s[5]; n], "P, -P, -P runs", opts);
         let few: Vec<Affine<P>> = (0..n).map(|i| pts[i % 3]).collect();
         let sc: Vec<BigIntOf<P>> = (0..n)
             .map(|i| BigIntOf::<P>::from((i % 4) as u64))
             .collect();
-        same(&few, &sc, "three points, tiny scalars");
+        same_with(&few, &sc, "three points, tiny scalars", opts);
     }
 
     /// Scalars above the group order (all 256 bits set) still give Σ sᵢ·Pᵢ exactly.
-    fn oversized_scalars<P: SWCurveConfig>(seed: u64) {
+    fn oversized_scalars<P: SWCurveConfig>(seed: u64, opts: MsmOptions) {
         let mut rng = ChaCha20Rng::seed_from_u64(seed);
         let pts = points::<P>(20, &mut rng);
         let mut s = scalars::<P>(20, &mut rng);
@@ -397,47 +438,48 @@ mod tests {
             }
         }
         let want: Projective<P> = pts.iter().zip(&s).map(|(p, k)| p.mul_bigint(k)).sum();
-        assert_eq!(msm(&pts, &s), want);
+        assert_eq!(msm_with(&pts, &s, opts), want);
     }
 
     /// Constant-work MSMs (zero digits into a discarded bucket, every window) give the same
-    /// sums on every distribution. The switch is process-wide; other tests running
-    /// meanwhile only get slower.
+    /// sums on every distribution.
     #[test]
     fn constant_work_gives_the_same_sums() {
-        crate::msm::constant_work::set(true);
-        edge_cases::<ark_bn254::g1::Config>(52);
-        oversized_scalars::<ark_bn254::g1::Config>(53);
-        edge_cases::<ark_bls12_381::g2::Config>(54);
-        random_sizes::<ark_bn254::g1::Config>(55, 1 << 11);
-        crate::msm::constant_work::set(false);
+        let opts = MsmOptions {
+            constant_work: true,
+            ..MsmOptions::default()
+        };
+        edge_cases::<ark_bn254::g1::Config>(52, opts);
+        oversized_scalars::<ark_bn254::g1::Config>(53, opts);
+        edge_cases::<ark_bls12_381::g2::Config>(54, opts);
+        random_sizes::<ark_bn254::g1::Config>(55, 1 << 11, opts);
     }
 
     #[test]
     fn bn254_g1() {
-        random_sizes::<ark_bn254::g1::Config>(11, 1 << 14);
-        edge_cases::<ark_bn254::g1::Config>(12);
-        oversized_scalars::<ark_bn254::g1::Config>(13);
+        random_sizes::<ark_bn254::g1::Config>(11, 1 << 14, MsmOptions::default());
+        edge_cases::<ark_bn254::g1::Config>(12, MsmOptions::default());
+        oversized_scalars::<ark_bn254::g1::Config>(13, MsmOptions::default());
     }
 
     #[test]
     fn bn254_g2() {
-        random_sizes::<ark_bn254::g2::Config>(21, 1 << 14);
-        edge_cases::<ark_bn254::g2::Config>(22);
-        oversized_scalars::<ark_bn254::g2::Config>(23);
+        random_sizes::<ark_bn254::g2::Config>(21, 1 << 14, MsmOptions::default());
+        edge_cases::<ark_bn254::g2::Config>(22, MsmOptions::default());
+        oversized_scalars::<ark_bn254::g2::Config>(23, MsmOptions::default());
     }
 
     #[test]
     fn bls12_381_g1() {
-        random_sizes::<ark_bls12_381::g1::Config>(31, 1 << 14);
-        edge_cases::<ark_bls12_381::g1::Config>(32);
-        oversized_scalars::<ark_bls12_381::g1::Config>(33);
+        random_sizes::<ark_bls12_381::g1::Config>(31, 1 << 14, MsmOptions::default());
+        edge_cases::<ark_bls12_381::g1::Config>(32, MsmOptions::default());
+        oversized_scalars::<ark_bls12_381::g1::Config>(33, MsmOptions::default());
     }
 
     #[test]
     fn bls12_381_g2() {
-        random_sizes::<ark_bls12_381::g2::Config>(41, 1 << 14);
-        edge_cases::<ark_bls12_381::g2::Config>(42);
-        oversized_scalars::<ark_bls12_381::g2::Config>(43);
+        random_sizes::<ark_bls12_381::g2::Config>(41, 1 << 14, MsmOptions::default());
+        edge_cases::<ark_bls12_381::g2::Config>(42, MsmOptions::default());
+        oversized_scalars::<ark_bls12_381::g2::Config>(43, MsmOptions::default());
     }
 }

@@ -127,6 +127,28 @@ pub(crate) fn chunk_len<P: SWCurveConfig>() -> usize {
     (((1 << 20) + (1 << 17)) / std::mem::size_of::<Affine<P>>()).max(4096)
 }
 
+/// How the CPU's MSMs run. The default: value-dependent shortcuts on, IFMA lanes where
+/// the CPU has them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MsmOptions {
+    /// Every scalar treated as full-width: zero scalars kept, every window run, zero digits
+    /// added into a discarded bucket, so the work does not follow the values (what a key
+    /// bound with [`crate::device::BindOptions::constant_work`] runs on masked scalars).
+    pub constant_work: bool,
+    /// Pair additions in AVX-512 IFMA lanes where the CPU has them (about twice as fast,
+    /// lab/experiments/012-ifma-msm.md); off, arkworks' affine arithmetic everywhere.
+    pub ifma: bool,
+}
+
+impl Default for MsmOptions {
+    fn default() -> Self {
+        Self {
+            constant_work: false,
+            ifma: true,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -50,11 +50,11 @@ impl<F: MontLimbs> CosetTransform<F> {
     /// The transform for the domain ⟨`omega`⟩ of size `n` (a power of two) and the coset
     /// `shift`·⟨`omega`⟩; in IFMA lanes where this CPU has them and n is at least 64.
     pub fn new(n: usize, omega: F, shift: F) -> Self {
-        Self::build(n, omega, shift, true)
+        Self::with_lanes(n, omega, shift, true)
     }
 
     /// [`Self::new`], in lanes only if `lanes` and the CPU allow.
-    fn build(n: usize, omega: F, shift: F, lanes: bool) -> Self {
+    pub fn with_lanes(n: usize, omega: F, shift: F, lanes: bool) -> Self {
         assert!(n.is_power_of_two(), "domain size {n} is not a power of two");
         #[cfg(target_arch = "x86_64")]
         if let Some(l) = lanes
@@ -233,7 +233,7 @@ mod tests {
             d.domain.ifft_in_place(&mut expected);
             d.coset.fft_in_place(&mut expected);
             for lanes in [false, true] {
-                let t = CosetTransform::build(n, w, g, lanes);
+                let t = CosetTransform::with_lanes(n, w, g, lanes);
                 #[cfg(target_arch = "x86_64")]
                 if lanes && !matches!(t.tables, Tables::Lanes(_)) && n >= crate::ifma::ntt::MIN_SIZE
                 {

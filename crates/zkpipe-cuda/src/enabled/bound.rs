@@ -9,13 +9,15 @@ use crate::enabled::mask::DeviceMask;
 use crate::enabled::msm::{ResidentG1, ResidentG2};
 use crate::enabled::reduce::GpuMatrices;
 use crate::enabled::runtime::device_info;
-use crate::shape::{binds_tables, caps, constant_work, device_bytes_for_shape, lone_on_batch};
-use crate::{CudaError, GpuInfo};
+use crate::shape::{
+    binds_tables, caps, constant_work, device_bytes_for_shape, lone_on_batch, Tuning,
+};
+use crate::{CudaError, CudaOptions, GpuInfo};
 use std::sync::Arc;
 use zkpipe_core::msm::{DeviceSums, ScalarInt};
 use zkpipe_core::reduce::QapEvals;
 use zkpipe_core::{
-    BoundKey, Caps, CompiledKey, Curve, Error, G1Set, KeyShape, PassInput, PassWitness,
+    BindOptions, BoundKey, Caps, CompiledKey, Curve, Error, G1Set, KeyShape, PassInput, PassWitness,
 };
 
 /// One key's points resident on one GPU, and per proof in flight its quotient buffers,
@@ -41,23 +43,34 @@ pub struct CudaBound<E: Curve + GpuCurve> {
     pub(super) pool: Pool<E>,
     pub(super) caps: Caps,
     pub(super) gpu: usize,
-    /// Where constant-work MSMs are on: the mask every proof's MSM inputs get.
+    /// Where the key's MSMs do constant work: the mask every proof's MSM inputs get.
     pub(super) mask: Option<DeviceMask<E>>,
+    /// The device set's lab switches and the key's options.
+    pub(super) tuning: Tuning,
+    /// The device set's options.
+    pub(super) cuda: CudaOptions,
     info: GpuInfo,
 }
 
 impl<E: Curve + GpuCurve> CudaBound<E> {
     /// Uploads `key`'s points (and, where the GPU reduces, its A and B matrices) to GPU
     /// `gpu` and allocates the buffers a proof needs, after checking that they fit in the
-    /// device's free memory.
-    pub fn new(key: Arc<CompiledKey<E>>, gpu: usize) -> Result<Self, CudaError> {
+    /// device's free memory: as the device set's `cuda` options and the key's `bind`
+    /// options say.
+    pub fn new(
+        key: Arc<CompiledKey<E>>,
+        gpu: usize,
+        cuda: &CudaOptions,
+        bind: &BindOptions,
+    ) -> Result<Self, CudaError> {
         let info = device_info(gpu)?;
         let shape = KeyShape::of_key(&key);
+        let tuning = Tuning::new(cuda, bind);
         // Resident keys whose proofs run on the batched kernels get window tables: their
         // MSMs then add fewer points. The tables cost memory (counted in `needed`) and
         // build time at binding (~0.5 s at 2^20), which a one-shot proof would not win back.
-        let tables = binds_tables(key.is_resident(), key.domain_size());
-        let needed = device_bytes_for_shape(&shape, tables) as usize;
+        let tables = binds_tables(&tuning, key.is_resident(), key.domain_size());
+        let needed = device_bytes_for_shape(&tuning, &shape, tables) as usize;
         if needed > info.free_bytes {
             return Err(CudaError::OutOfMemory {
                 what: format!(
@@ -70,7 +83,7 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
                 total_mib: info.total_bytes >> 20,
             });
         }
-        let caps = caps(&shape);
+        let caps = caps(&tuning.lab, &shape);
         let p = &key.points;
         let pass_shape = PassShape {
             lg_n: key.domain_size().trailing_zeros(),
@@ -78,6 +91,7 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             shift: key.domain.coset.offset,
             n_vars: key.n_vars,
             gpu,
+            staging: cuda.upload_staging,
         };
         let mut bound = Self {
             a: ResidentG1::upload_tabled(&p.a, 0, tables, gpu)?,
@@ -94,10 +108,12 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             caps,
             gpu,
             mask: None,
+            tuning,
+            cuda: *cuda,
             info,
             key,
         };
-        if constant_work().is_some_and(|c| c.mask) {
+        if constant_work(&tuning).is_some_and(|c| c.mask) {
             let (n_vars, domain) = (bound.key.n_vars, bound.pool.domain_size());
             let mask = DeviceMask::draw(gpu, n_vars, domain, |w, h| {
                 bound
@@ -237,7 +253,7 @@ impl<E: Curve + GpuCurve> BoundKey<E> for CudaBound<E> {
     fn pass(&self, inputs: &mut [PassInput<'_, E>]) -> Vec<Result<DeviceSums<E>, Error>> {
         match inputs {
             [] => Vec::new(),
-            [one] if !lone_on_batch(self.pool.domain_size()) => {
+            [one] if !lone_on_batch(&self.tuning, self.pool.domain_size()) => {
                 vec![self.single_pass(one).map_err(|e| e.on_gpu(self.gpu))]
             }
             _ => match self.batch_pass(inputs) {

@@ -9,7 +9,7 @@ use crate::enabled::mask::DeviceMask;
 use crate::enabled::memory::{DeviceBuf, PinnedBuf};
 use crate::enabled::quotient::GpuQuotient;
 use crate::enabled::reduce::GpuMatrices;
-use crate::CudaError;
+use crate::{CudaError, PinnedKind};
 use std::mem::size_of_val;
 use std::sync::Mutex;
 use zkpipe_core::reduce::QapEvals;
@@ -120,6 +120,8 @@ pub(crate) struct PassShape<E: GpuCurve> {
     pub(crate) shift: E::ScalarField,
     pub(crate) n_vars: usize,
     pub(crate) gpu: usize,
+    /// The kind of pinned memory its staging buffers are made of.
+    pub(crate) staging: PinnedKind,
 }
 
 impl<E: GpuCurve> PassShape<E> {
@@ -128,10 +130,7 @@ impl<E: GpuCurve> PassShape<E> {
         let n = 1usize << self.lg_n;
         Ok(PassBuffers {
             quotient: GpuQuotient::new(self.lg_n, self.omega, self.shift, self.gpu)?,
-            staging: PinnedBuf::with_kind(
-                (3 * n).max(self.n_vars) * elem,
-                crate::upload_staging(),
-            )?,
+            staging: PinnedBuf::with_kind((3 * n).max(self.n_vars) * elem, self.staging)?,
             w: DeviceBuf::new(self.gpu, self.n_vars * elem)?,
         })
     }

@@ -81,7 +81,9 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
         pad: usize,
         table_wbits: u32,
         device: usize,
+        opts: &crate::CudaOptions,
     ) -> Result<Self, CudaError> {
+        let lab = opts.lab();
         check_device(device)?;
         let dev = device as i32;
         let mut handle: ffi::SetHandle = std::ptr::null_mut();
@@ -296,8 +298,9 @@ impl<E: GpuCurve> BatchPlan<E> {
     /// scalars each, standard form or Montgomery with `mont`). With `constant_work`
     /// every digit, zero or not, is an entry and every bucket sum is computed, so the
     /// MSMs' work depends on the scalars' values only through how they fall into buckets
-    /// (`zkpipe_core::msm::constant_work`). `table_wbits`: the [`Resident::table_wbits`]
-    /// of the sets it will run against, or 0 for any set (without its table).
+    /// (`zkpipe_core::BindOptions::constant_work`). `table_wbits`: the
+    /// [`Resident::table_wbits`] of the sets it will run against, or 0 for any set (without
+    /// its table). `opts`: the device set's options (its lab switches shape the plan).
     ///
     /// # Safety
     /// Every address must be device memory on `device` valid for `n` scalars (each < r),
@@ -309,7 +312,9 @@ impl<E: GpuCurve> BatchPlan<E> {
         constant_work: bool,
         table_wbits: u32,
         device: usize,
+        opts: &crate::CudaOptions,
     ) -> Result<Self, CudaError> {
+        let lab = opts.lab();
         check_device(device)?;
         let too_big = || CudaError::Length(format!("a batch of {} × {n} scalars", vectors.len()));
         let k = u32::try_from(vectors.len()).map_err(|_| too_big())?;
@@ -323,9 +328,9 @@ impl<E: GpuCurve> BatchPlan<E> {
             k,
             n32,
             mont,
-            crate::shape::plan_piece_len(vectors.len(), n, table_wbits != 0),
-            crate::shape::run_len(vectors.len(), n),
-            crate::shape::orders_pieces(),
+            crate::shape::plan_piece_len(&lab, vectors.len(), n, table_wbits != 0),
+            crate::shape::run_len(&lab, vectors.len(), n),
+            crate::shape::orders_pieces(&lab),
             constant_work,
             table_wbits,
             shape.as_mut_ptr(),

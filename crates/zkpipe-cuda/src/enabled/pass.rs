@@ -87,13 +87,13 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         let n = self.pool.domain_size();
         let (nw, gpu) = (self.a.len(), self.gpu);
         // Masked scalars are as good as random: by default the plan keeps its shortcuts.
-        let constant = constant_work().is_some_and(|c| c.full_width);
+        let constant = constant_work(&self.tuning).is_some_and(|c| c.full_width);
         // w's plan serves A, B₁, B₂ and C, whose tables (if any) share one width.
         let plan = |v: &[usize], len: usize, mont: bool, table: u32| {
             let v: Vec<*const [u64; 4]> = v.iter().map(|&p| p as *const [u64; 4]).collect();
             // SAFETY: each address is this GPU's memory holding `len` scalars (a lent
             // witness buffer, quotient h or mask), not written until this returns.
-            unsafe { BatchPlan::<E>::new(&v, len, mont, constant, table, gpu) }
+            unsafe { BatchPlan::<E>::new(&v, len, mont, constant, table, gpu, &self.cuda) }
         };
         let start = Instant::now();
         let pw = plan(ws, nw, mont_w, self.a.table_wbits())?;
@@ -112,7 +112,7 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             let a = ended(start, self.a.batch_msm(&pw));
             (a, join(b1), b2.map(join), join(c), join(h))
         });
-        if pass_trace() {
+        if self.cuda.pass_trace {
             let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
             eprintln!(
                 "pass trace: k={} plan_w={:.3} a={:.3} b1={:.3} b2={} c={:.3} h={:.3} ms (ends from the plan's start)",
@@ -188,7 +188,8 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             (r, span(Stage::MsmB2, start))
         };
         type G1R<E> = (Result<<E as Pairing>::G1, CudaError>, Span);
-        let (a, b1, b2, c, h): (G1R<E>, G1R<E>, _, G1R<E>, G1R<E>) = if serial_msms() {
+        let (a, b1, b2, c, h): (G1R<E>, G1R<E>, _, G1R<E>, G1R<E>) = if self.tuning.lab.serial_msms
+        {
             (
                 msm(&self.a, wd, nw, mont_w, Stage::MsmA),
                 msm(&self.b1, wd, nw, mont_w, Stage::MsmB1),
@@ -244,18 +245,4 @@ fn span(stage: Stage, start: Instant) -> Span {
         start,
         end: Instant::now(),
     }
-}
-
-/// `ZKPIPE_CUDA_PASS_TRACE=1` prints, for every batched pass, when its w plan and each of
-/// its MSMs ended (a diagnostic for where a pass's time goes; read once).
-fn pass_trace() -> bool {
-    static TRACE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *TRACE.get_or_init(|| std::env::var("ZKPIPE_CUDA_PASS_TRACE").is_ok_and(|v| v == "1"))
-}
-
-/// `ZKPIPE_CUDA_SERIAL_MSMS=1` runs a proof's MSMs one after another instead of at once (a
-/// diagnostic switch, for comparing the two; read once).
-fn serial_msms() -> bool {
-    static SERIAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *SERIAL.get_or_init(|| std::env::var("ZKPIPE_CUDA_SERIAL_MSMS").is_ok_and(|v| v == "1"))
 }

@@ -11,7 +11,7 @@ use crate::keys::meta::KeyMeta;
 use crate::memory::{MemoryBudget, Reservation, Signal};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
-use zkpipe_core::PointChecks;
+use zkpipe_core::{BindOptions, PointChecks};
 
 /// Where a key is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,10 +130,12 @@ impl KeyEntry {
 }
 
 /// What the store and its leases share: the host budget keys are reserved from, how
-/// much of a key to check when loading it, the wake-up signal, and where evicted keys go
-/// to be freed.
+/// much of a key to check when loading it, how each key binds, the wake-up signal, and
+/// where evicted keys go to be freed.
 pub(crate) struct KeyContext {
     pub checks: PointChecks,
+    /// How each key binds, by id.
+    pub options: Box<dyn Fn(&str) -> BindOptions + Send + Sync>,
     pub budget: Arc<MemoryBudget>,
     pub signal: Arc<Signal>,
     /// Frees an evicted key on the deallocation worker.

@@ -179,7 +179,7 @@ impl KeyLease {
             }
         }
         drop(s);
-        let bytes = devices.key_device_bytes(&meta.shape);
+        let bytes = devices.key_device_bytes(&meta.shape, &meta.bind);
         let bound = (|| {
             let reservation = match budget {
                 Some(b) => Some(b.reserve_wait(bytes, BIND_MEMORY_WAIT).ok_or_else(|| {
@@ -192,7 +192,7 @@ impl KeyLease {
                 None => None,
             };
             let started = Instant::now();
-            let b = catch_unwind(AssertUnwindSafe(|| key.bind(devices, device)))
+            let b = catch_unwind(AssertUnwindSafe(|| key.bind(devices, device, &meta.bind)))
                 .unwrap_or_else(|_| {
                     Err(CoreError::Backend {
                         backend: "engine",

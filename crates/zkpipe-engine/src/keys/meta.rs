@@ -2,7 +2,7 @@
 
 use crate::curves::curve;
 use std::path::{Path, PathBuf};
-use zkpipe_core::device::KeyShape;
+use zkpipe_core::device::{BindOptions, KeyShape};
 use zkpipe_formats::zkey::ZkeyFile;
 
 /// What the header of a key says, and what it costs in memory.
@@ -14,6 +14,8 @@ pub struct KeyMeta {
     pub path: PathBuf,
     /// Curve and sizes.
     pub shape: KeyShape,
+    /// How it binds to a device (its options, or the engine's defaults).
+    pub bind: BindOptions,
     /// Host bytes of the compiled key when resident (points and matrices).
     pub host_bytes: u64,
     /// Host bytes one partition of this key needs in flight (buffers and scratch, and what
@@ -26,8 +28,14 @@ pub struct KeyMeta {
 
 impl KeyMeta {
     /// From a mapped key; `device_host_bytes` is what the device holds on the host per
-    /// partition ([`zkpipe_core::Devices::partition_host_bytes`]).
-    pub(crate) fn from_zkey(id: &str, path: &Path, z: &ZkeyFile, device_host_bytes: u64) -> Self {
+    /// partition ([`zkpipe_core::Devices::partition_host_bytes`]), `bind` how it binds.
+    pub(crate) fn from_zkey(
+        id: &str,
+        path: &Path,
+        z: &ZkeyFile,
+        device_host_bytes: u64,
+        bind: BindOptions,
+    ) -> Self {
         let shape = KeyShape::of_zkey(z);
         let (n_vars, n_public, n) = (shape.n_vars, shape.n_public, shape.domain_size);
         let (g1, g2) = curve(shape.curve).point_bytes();
@@ -42,6 +50,7 @@ impl KeyMeta {
             id: id.to_string(),
             path: path.to_path_buf(),
             shape,
+            bind,
             host_bytes,
             partition_bytes,
             synthesis_bytes,

@@ -76,7 +76,8 @@ impl KeyStore {
         }
         let z = ZkeyFile::open(&real).map_err(|e| EngineError::key_load(id, e))?;
         let shape = zkpipe_core::KeyShape::of_zkey(&z);
-        let meta = KeyMeta::from_zkey(id, &real, &z, self.devices.partition_host_bytes(&shape));
+        let host = self.devices.partition_host_bytes(&shape);
+        let meta = KeyMeta::from_zkey(id, &real, &z, host, (self.ctx.options)(id));
         drop(z);
         let entry = Arc::new(KeyEntry::new(meta));
         Ok(Arc::clone(

@@ -91,7 +91,8 @@ impl DeviceStage {
             if r.ticket.is_cancelled() {
                 continue;
             }
-            let bytes = self.kind.partition_device_bytes(&r.lease.meta().shape);
+            let meta = r.lease.meta();
+            let bytes = self.kind.partition_device_bytes(&meta.shape, &meta.bind);
             let Some(device_mem) = self.reserve(&r, bytes) else {
                 continue;
             };

@@ -51,8 +51,8 @@ impl Reduce {
             };
             let loaded = Instant::now();
             ticket.trace.span("key_load", start, loaded);
-            let shape = &lease.meta().shape;
-            let caps = self.kind.caps(shape);
+            let meta = lease.meta();
+            let caps = self.kind.caps(&meta.shape, &meta.bind);
             let on = ReduceOn::for_caps(caps, self.schedule);
             let scalars = caps.wants_scalars();
             let r = self

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use zkpipe_core::device::{
-    BoundKey, Caps, DeviceInfo, Devices, G1Set, KeyShape, PassInput, PassWitness,
+    BindOptions, BoundKey, Caps, DeviceInfo, Devices, G1Set, KeyShape, PassInput, PassWitness,
 };
 use zkpipe_core::msm::{DeviceSums, ScalarInt};
 use zkpipe_core::verify::public_from_json;
@@ -127,7 +127,7 @@ fn every_scheduling_switch_proves_correctly() {
             },
             ..config(dir.path())
         };
-        let engine = Engine::start(cfg, Arc::new(CpuDevices)).unwrap();
+        let engine = Engine::start(cfg, Arc::new(CpuDevices::default())).unwrap();
         let jobs: Vec<u64> = KEYS
             .iter()
             .map(|(id, ..)| {
@@ -143,7 +143,7 @@ fn every_scheduling_switch_proves_correctly() {
         assert_eq!(engine.status().pending_partitions, 0);
         let m = engine.metrics_text();
         if mode == Mode::Pause {
-            // The CPU MSMs raised bursts (the counters are process-wide totals).
+            // The CPU MSMs raised bursts (the counters are this engine's totals).
             assert!(
                 metric(&m, "zkpipe_throttle_events{event=\"burst\"}") > 0.0,
                 "{m}"
@@ -173,7 +173,7 @@ fn metric(text: &str, name: &str) -> f64 {
 #[test]
 fn mixed_concurrent_jobs_all_verify_and_memory_returns_to_the_keys() {
     let dir = key_dir();
-    let engine = Engine::start(config(dir.path()), Arc::new(CpuDevices)).unwrap();
+    let engine = Engine::start(config(dir.path()), Arc::new(CpuDevices::default())).unwrap();
     let prios = [
         Priority::Low,
         Priority::Normal,
@@ -218,7 +218,7 @@ fn mixed_concurrent_jobs_all_verify_and_memory_returns_to_the_keys() {
 #[test]
 fn cancel_idempotency_and_bad_input() {
     let dir = key_dir();
-    let engine = Engine::start(config(dir.path()), Arc::new(CpuDevices)).unwrap();
+    let engine = Engine::start(config(dir.path()), Arc::new(CpuDevices::default())).unwrap();
     // Idempotency: the same request id gives the same job.
     let mut r = request("bn254-poseidon", 2, Priority::Normal);
     r.request_id = "req-1".into();
@@ -294,7 +294,7 @@ fn cancel_idempotency_and_bad_input() {
 
 /// What the engine says of key `id` in `dir` (sizes, memory), from a probe engine.
 fn key_meta(dir: &Path, id: &str) -> zkpipe_engine::KeyMeta {
-    key_meta_on(dir, id, Arc::new(CpuDevices))
+    key_meta_on(dir, id, Arc::new(CpuDevices::default()))
 }
 
 /// [`key_meta`] as an engine with `factory` sees it.
@@ -312,11 +312,11 @@ fn a_budget_for_one_job_at_a_time_still_completes_every_job() {
     let meta = key_meta(dir.path(), "bls-poseidon");
     let mut cfg = config(dir.path());
     cfg.memory_limit = meta.host_bytes + meta.partition_bytes + 1024;
-    let engine = Engine::start(cfg, Arc::new(CpuDevices)).unwrap();
+    let engine = Engine::start(cfg, Arc::new(CpuDevices::default())).unwrap();
     // A job that can never fit is refused at once.
     let mut big = config(dir.path());
     big.memory_limit = meta.host_bytes;
-    let tiny = Engine::start(big, Arc::new(CpuDevices)).unwrap();
+    let tiny = Engine::start(big, Arc::new(CpuDevices::default())).unwrap();
     assert!(matches!(
         tiny.submit(request("bls-poseidon", 1, Priority::Normal)),
         Err(EngineError::TooLarge { .. })
@@ -462,26 +462,27 @@ impl Devices for TestDevices {
             })
             .collect()
     }
-    fn caps(&self, _: &KeyShape) -> Caps {
+    fn caps(&self, _: &KeyShape, _: &BindOptions) -> Caps {
         TestDevices::caps(self)
     }
     fn max_batch(&self) -> usize {
         self.batch_limit
     }
-    fn key_device_bytes(&self, shape: &KeyShape) -> u64 {
+    fn key_device_bytes(&self, shape: &KeyShape, _: &BindOptions) -> u64 {
         test_device_bytes(shape).0
     }
-    fn partition_device_bytes(&self, shape: &KeyShape) -> u64 {
+    fn partition_device_bytes(&self, shape: &KeyShape, _: &BindOptions) -> u64 {
         test_device_bytes(shape).1
     }
     /// Its passes run the CPU's MSMs, so they hold what the CPU's do.
     fn partition_host_bytes(&self, shape: &KeyShape) -> u64 {
-        CpuDevices.partition_host_bytes(shape) + self.hunger
+        CpuDevices::default().partition_host_bytes(shape) + self.hunger
     }
     fn bind_bn254(
         &self,
         _: usize,
         key: Arc<CompiledKey<Bn254>>,
+        _: &BindOptions,
     ) -> Result<Box<dyn BoundKey<Bn254>>, zkpipe_core::Error> {
         self.bind(key)
     }
@@ -489,6 +490,7 @@ impl Devices for TestDevices {
         &self,
         _: usize,
         key: Arc<CompiledKey<Bls12_381>>,
+        _: &BindOptions,
     ) -> Result<Box<dyn BoundKey<Bls12_381>>, zkpipe_core::Error> {
         self.bind(key)
     }
@@ -640,7 +642,7 @@ fn keys_are_placed_across_devices_and_device_memory_is_accounted() {
             .keys
             .iter()
             .filter(|k| k.devices == [i])
-            .map(|k| two_devices().key_device_bytes(&k.meta.shape))
+            .map(|k| two_devices().key_device_bytes(&k.meta.shape, &k.meta.bind))
             .sum();
         assert_eq!(
             d.memory_reserved, resident,
@@ -694,7 +696,7 @@ fn a_busy_key_is_copied_to_a_less_loaded_device_up_to_max_devices() {
             let copies = u64::from(devices.contains(&i));
             assert_eq!(
                 d.memory_reserved,
-                copies * slow.key_device_bytes(&key.meta.shape),
+                copies * slow.key_device_bytes(&key.meta.shape, &key.meta.bind),
                 "device {i} holds one copy of the key if it is placed there"
             );
         }
@@ -1066,7 +1068,7 @@ fn a_partition_failing_in_any_stage_fails_its_job_and_frees_what_it_held() {
     )
     .unwrap();
     corrupt_points(&dir.path().join("bn254-broken.zkey"));
-    let engine = Engine::start(config(dir.path()), Arc::new(CpuDevices)).unwrap();
+    let engine = Engine::start(config(dir.path()), Arc::new(CpuDevices::default())).unwrap();
     let submit = |r: SubmitRequest| engine.submit(r).unwrap().job_id;
     let mut broken = request("bn254-multi", 2, Priority::Normal);
     broken.key_id = "bn254-broken".into();
@@ -1192,7 +1194,7 @@ fn status_answers_while_a_key_is_being_bound() {
 #[test]
 fn a_request_id_names_one_request() {
     let dir = key_dir();
-    let engine = Engine::start(config(dir.path()), Arc::new(CpuDevices)).unwrap();
+    let engine = Engine::start(config(dir.path()), Arc::new(CpuDevices::default())).unwrap();
     let mut r = request("bn254-poseidon", 1, Priority::Normal);
     r.request_id = "req-a".into();
     let first = engine.submit(r.clone()).unwrap();
@@ -1263,4 +1265,76 @@ fn jobs_in_a_durable_store_survive_a_restart() {
     assert_eq!(next.job_id, jobs.last().unwrap() + 1, "ids go on");
     check_job(&engine, dir.path(), next.job_id);
     engine.shutdown();
+}
+
+/// Options belong to an engine and its keys, not to the process: two engines side by
+/// side, one with constant-work MSMs (every key but one, which its own options exempt) and
+/// a pausing throttle, the other with neither and a yielding throttle. Every proof of both
+/// verifies, each key binds as its engine says, and each engine's throttle counts its own
+/// bursts only.
+#[test]
+fn two_engines_with_their_own_options_prove_side_by_side() {
+    use zkpipe_core::throttle::Mode;
+    use zkpipe_engine::config::ThrottleConfig;
+    let (dir_a, dir_b) = (key_dir(), key_dir());
+    let throttle = |mode| ThrottleConfig {
+        mode,
+        every: 1,
+        max_pause: Duration::from_millis(1),
+    };
+    let exempt = BindOptions {
+        constant_work: false,
+    };
+    let a = EngineConfig {
+        constant_work: true,
+        key_options: [("bls-multi".to_string(), exempt)].into(),
+        throttle: throttle(Mode::Pause),
+        ..config(dir_a.path())
+    };
+    let b = EngineConfig {
+        throttle: throttle(Mode::Yield),
+        ..config(dir_b.path())
+    };
+    let a = Engine::start(a, Arc::new(CpuDevices::default())).unwrap();
+    let b = Engine::start(b, Arc::new(CpuDevices::default())).unwrap();
+
+    // A alone first: its bursts are its own.
+    let job = a
+        .submit(request("bn254-multi", 2, Priority::Normal))
+        .unwrap();
+    check_job(&a, dir_a.path(), job.job_id);
+    assert!(a.throttle_stats().bursts > 0, "{:?}", a.throttle_stats());
+    assert_eq!(b.throttle_stats().bursts, 0, "B counted A's bursts");
+
+    // Then both at once, every key on each.
+    let submit = |e: &Engine| -> Vec<u64> {
+        KEYS.iter()
+            .map(|(id, ..)| e.submit(request(id, 2, Priority::Normal)).unwrap().job_id)
+            .collect()
+    };
+    let (jobs_a, jobs_b) = (submit(&a), submit(&b));
+    for (engine, dir, jobs) in [(&a, &dir_a, jobs_a), (&b, &dir_b, jobs_b)] {
+        for j in jobs {
+            check_job(engine, dir.path(), j);
+        }
+    }
+    assert!(b.throttle_stats().bursts > 0, "{:?}", b.throttle_stats());
+    for k in a.status().keys {
+        let want = k.meta.id != "bls-multi";
+        assert_eq!(
+            k.meta.bind.constant_work, want,
+            "engine A, key {}",
+            k.meta.id
+        );
+    }
+    for k in b.status().keys {
+        assert!(!k.meta.bind.constant_work, "engine B, key {}", k.meta.id);
+    }
+    let m = a.metrics_text();
+    assert_eq!(
+        metric(&m, "zkpipe_throttle_events{event=\"burst\"}"),
+        a.throttle_stats().bursts as f64
+    );
+    a.shutdown();
+    b.shutdown();
 }

@@ -28,6 +28,9 @@
 //! [kernels|batch|seam|constant|pinned]` (one part only: the first four checks, the
 //! batched MSM, the seam, constant work, or pinned staging: portable vs write-combined,
 //! each direction timed).
+//!
+//! `ZKPIPE_CUDA_PASS_TRACE=1` traces every batched pass; in a `lab` build
+//! `ZKPIPE_CUDA_CONSTANT=mask|full|both` picks how constant work is kept constant.
 
 mod checks;
 mod common;
@@ -37,7 +40,29 @@ use ark_bn254::Bn254;
 use checks::{batch, constant, msm, pinned, quotient, seam};
 use common::Cfg;
 use zkpipe_core::Devices;
-use zkpipe_cuda::CudaDevices;
+use zkpipe_cuda::{CudaDevices, CudaOptions};
+
+/// The device set's options from this process's environment (read once, here).
+fn options() -> CudaOptions {
+    let on = |var: &str| std::env::var(var).is_ok_and(|v| v == "1");
+    // A lab build has more fields (set below), and needs `mut`.
+    #[allow(unused_mut, clippy::needless_update)]
+    let mut opts = CudaOptions {
+        pass_trace: on("ZKPIPE_CUDA_PASS_TRACE"),
+        ..CudaOptions::default()
+    };
+    #[cfg(feature = "lab")]
+    if let Ok(mode) = std::env::var("ZKPIPE_CUDA_CONSTANT") {
+        match mode.parse() {
+            Ok(m) => opts.lab.constant = m,
+            Err(e) => {
+                println!("ZKPIPE_CUDA_CONSTANT={e}");
+                std::process::exit(2);
+            }
+        }
+    }
+    opts
+}
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -49,7 +74,7 @@ fn main() {
     };
     let only = std::env::args().nth(4);
     let run = |part: &str| only.is_none() || only.as_deref() == Some(part);
-    let devices = match CudaDevices::new() {
+    let devices = match CudaDevices::new(options()) {
         Ok(d) => d,
         Err(e) => {
             println!("no device: {e}");

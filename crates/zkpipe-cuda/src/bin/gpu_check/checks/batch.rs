@@ -76,7 +76,8 @@ fn plan_of<E: GpuCurve, G: GpuGroup<E>>(
     let ptrs: Vec<*const [u64; 4]> = bufs.iter().map(|b| b.device_ptr(0) as *const _).collect();
     let table = r.table_wbits();
     // SAFETY: each buffer holds n scalars below r on GPU 0, unchanged during the call.
-    unsafe { BatchPlan::<E>::new(&ptrs, n, mont, constant_work, table, 0) }
+    let opts = zkpipe_cuda::CudaOptions::default();
+    unsafe { BatchPlan::<E>::new(&ptrs, n, mont, constant_work, table, 0, &opts) }
         .map_err(|e| e.to_string())
 }
 

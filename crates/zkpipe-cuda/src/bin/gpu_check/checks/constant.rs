@@ -1,6 +1,6 @@
 //! Constant-work MSMs end to end: a resident dev key bound through `CudaDevices` with
-//! constant work off and on (`ZKPIPE_CUDA_CONSTANT` picks how it is kept constant: a mask
-//! on w and h by default). For every witness distribution (all zeros, all ones, mixed,
+//! constant work off and on (the device set's `ConstantMode`, `ZKPIPE_CUDA_CONSTANT` in a
+//! `lab` build, picks how it is kept constant: a mask on w and h by default). For every witness distribution (all zeros, all ones, mixed,
 //! random, all r − 1, and the circuit's own witness) the device stage of one proof
 //! against the CPU's, bit for bit; then its time and the CPU pass's (median of `runs`,
 //! the distributions taken in turn), the spread (the slowest distribution's median over
@@ -14,10 +14,11 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use std::sync::Arc;
 use zkpipe_core::device::bind;
-use zkpipe_core::msm::constant_work;
 use zkpipe_core::reduce::DEFAULT_SCHEDULE;
 use zkpipe_core::stages::ReduceOn;
-use zkpipe_core::{prove, BindCurve, BoundKey, CpuBound, ProveOptions, Timings, Witness};
+use zkpipe_core::{
+    prove, BindCurve, BindOptions, BoundKey, CpuBound, CpuOptions, ProveOptions, Timings, Witness,
+};
 use zkpipe_cuda::CudaDevices;
 
 /// Keys of 2^12 and 2^16 constraints, up to 2^max_log.
@@ -25,9 +26,7 @@ pub fn check_constant_work<E: BindCurve>(name: &str, devices: &CudaDevices, cfg:
     let mut ok = true;
     for log in [12u32, 16].into_iter().filter(|&l| l <= cfg.max_log) {
         for constant in [false, true] {
-            constant_work::set(constant);
             let r = at::<E>(name, devices, log, constant, cfg);
-            constant_work::set(false);
             ok &= r.unwrap_or_else(|e| {
                 println!("{name} constant work 2^{log}: {e}");
                 false
@@ -45,17 +44,17 @@ fn at<E: BindCurve>(
     cfg: &Cfg,
 ) -> Res<bool> {
     let mode = if constant {
-        format!(
-            "constant work on ({})",
-            std::env::var("ZKPIPE_CUDA_CONSTANT").unwrap_or_else(|_| "mask".into())
-        )
+        format!("constant work on ({:?})", devices.options().lab().constant)
     } else {
         "constant work off".into()
     };
     let name = format!("{name} 2^{log} {mode}");
     let (key, witness) = dev_key::<E>(log)?;
     key.prepare_resident();
-    let gpu = bind(devices, 0, Arc::clone(&key))?;
+    let opts = BindOptions {
+        constant_work: constant,
+    };
+    let gpu = bind(devices, 0, Arc::clone(&key), &opts)?;
     let cpu = CpuBound::new(Arc::clone(&key));
     let caps = gpu.caps();
     let on = ReduceOn::for_caps(caps, DEFAULT_SCHEDULE);
@@ -87,7 +86,7 @@ fn at<E: BindCurve>(
     // The CPU's pass (its MSMs without [B]₂, which the tail makes there) is timed too,
     // for the CPU's own constant-work mode.
     // Bound as `--backend cpu` binds it: with a mask where constant work is on.
-    let cpu_as_bound = CpuBound::bind(Arc::clone(&key));
+    let cpu_as_bound = CpuBound::bind(Arc::clone(&key), &opts, CpuOptions::default());
     let sides: [(&str, &dyn BoundKey<E>, ReduceOn, bool); 2] = [
         ("device stage", &*gpu, on, mont),
         ("CPU pass", &cpu_as_bound, cpu_on, false),

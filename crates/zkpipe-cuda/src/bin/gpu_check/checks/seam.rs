@@ -52,7 +52,7 @@ fn seam_at<E: BindCurve>(name: &str, devices: &CudaDevices, log: u32, resident: 
     if resident {
         key.prepare_resident();
     }
-    let gpu = bind(devices, 0, Arc::clone(&key))?;
+    let gpu = bind(devices, 0, Arc::clone(&key), &Default::default())?;
     let cpu = CpuBound::new(Arc::clone(&key));
     let caps = gpu.caps();
     let ok = Cell::new(devices.caps(&KeyShape::of_key(&key)) == caps);

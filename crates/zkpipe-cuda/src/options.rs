@@ -1,0 +1,91 @@
+//! [`CudaOptions`]: how the GPU device set computes, given once when it is made
+//! ([`crate::CudaDevices::new`]) and read by every key bound there. The default is the
+//! product's behaviour. The library reads no environment variable; the `zkpipe` binary
+//! fills these from its `ZKPIPE_CUDA_*` variables at start.
+//!
+//! The [`LabSwitches`] exist to re-run an experiment whose alternative lost (pages in
+//! lab/experiments/): they can be set only in a build with the `lab` cargo feature.
+
+use zkpipe_core::PinnedKind;
+
+/// How the GPU device set computes (see the module doc). `Default` is the product's
+/// behaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CudaOptions {
+    /// Which kind of pinned host memory stages uploads (the witness, and a, b, c where the
+    /// reduce runs on the host). Write-combined memory skips the CPU caches: the CPU's
+    /// writes stream out, its reads crawl.
+    pub upload_staging: PinnedKind,
+    /// Print, for every batched pass, when its w plan and each of its MSMs ended, to
+    /// standard error (a diagnostic for where a pass's time goes).
+    pub pass_trace: bool,
+    /// Switches for re-running lost experiments (`lab` builds only).
+    #[cfg(feature = "lab")]
+    pub lab: LabSwitches,
+}
+
+impl CudaOptions {
+    /// The lab switches: as set (a `lab` build).
+    #[cfg(feature = "lab")]
+    pub fn lab(&self) -> LabSwitches {
+        self.lab
+    }
+
+    /// The lab switches: the defaults (a product build cannot set them).
+    #[cfg(not(feature = "lab"))]
+    pub fn lab(&self) -> LabSwitches {
+        LabSwitches::default()
+    }
+}
+
+/// Switches that re-run an experiment's losing side, each against the default the
+/// experiment chose (settable through [`CudaOptions`] only with the `lab` feature).
+/// `Default` is the product's behaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LabSwitches {
+    /// Forces a lone proof onto the batched kernels (`Some(true)`) or sppark's MSM
+    /// (`Some(false)`) whatever its domain (experiment 019).
+    pub lone_msm: Option<bool>,
+    /// How constant-work MSMs are kept constant on the GPU (experiment 023).
+    pub constant: ConstantMode,
+    /// Binds no window tables (experiment 021).
+    pub no_tables: bool,
+    /// Forces the piece length L of the batched plans (8..=1024; experiment 032).
+    pub piece: Option<u32>,
+    /// Sums the pieces in plan order instead of longest first (experiment 030).
+    pub pieces_in_plan_order: bool,
+    /// Forces the pieces per run R (0: no runs, or 2..=64; experiment 024).
+    pub run: Option<u32>,
+    /// The host turns the witness into standard-form scalars before the upload
+    /// (experiment 022).
+    pub host_scalars: bool,
+    /// a, b, c computed on the CPU and uploaded instead of on the GPU (experiment 011).
+    pub host_reduce: bool,
+    /// A proof's MSMs one after another instead of at once.
+    pub serial_msms: bool,
+}
+
+/// How constant-work MSMs are kept constant on the GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConstantMode {
+    /// A random mask drawn at binding: the MSMs read w + m and h + m′.
+    #[default]
+    Mask,
+    /// The batched plans' value-dependent shortcuts off instead (every digit an entry,
+    /// every piece in every bit sum): 1.4–1.7× spread left over witness distributions.
+    Full,
+    /// Both.
+    Both,
+}
+
+impl std::str::FromStr for ConstantMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "mask" => Ok(Self::Mask),
+            "full" => Ok(Self::Full),
+            "both" => Ok(Self::Both),
+            _ => Err(format!("{s:?}: expected mask, full or both")),
+        }
+    }
+}
