@@ -15,8 +15,9 @@ mod bench;
 mod commands;
 mod huge_pages;
 mod logging;
+mod progress;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -108,6 +109,10 @@ enum Command {
     Loadtest(commands::loadtest::Args),
     /// Concurrency sweep, with interleaved A/B of daemon configurations it starts itself.
     Sweep(commands::sweep::Args),
+    /// Print a shell completion script: `zkpipe completions bash|zsh|fish`.
+    Completions(commands::completions::Args),
+    /// Print the manual page (roff): `zkpipe man | man -l -`.
+    Man(commands::man::Args),
 }
 
 /// `zkpipe wtns …`, as snarkjs groups them.
@@ -139,7 +144,12 @@ fn main() -> ExitCode {
                 .map(str::trim)
                 .filter(|l| !l.is_empty())
                 .collect();
-            eprintln!("zkpipe: {} (see zkpipe --help)", lines.join(" "));
+            let command = msg.lines().find_map(|l| l.trim().strip_prefix("Usage: "));
+            eprintln!(
+                "zkpipe: {} (see {} --help)",
+                lines.join(" "),
+                command.map_or("zkpipe".into(), command_path)
+            );
             return ExitCode::from(2);
         }
     };
@@ -172,6 +182,8 @@ fn main() -> ExitCode {
         Command::Evict(a) => commands::preload::evict(a),
         Command::Loadtest(a) => commands::loadtest::run(a),
         Command::Sweep(a) => commands::sweep::run(a),
+        Command::Completions(a) => commands::completions::run(a, Cli::command()),
+        Command::Man(a) => commands::man::run(a, Cli::command()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -203,4 +215,15 @@ fn one_line(e: &anyhow::Error) -> String {
         out.push_str(&text);
     }
     out
+}
+
+/// The command a usage line is about, `zkpipe export solidityverifier` of
+/// `zkpipe export solidityverifier <KEY> <VERIFIER>`: a subcommand's usage error points
+/// to that subcommand's `--help`.
+fn command_path(usage: &str) -> String {
+    usage
+        .split_whitespace()
+        .take_while(|w| !w.starts_with(['[', '<', '-']))
+        .collect::<Vec<_>>()
+        .join(" ")
 }

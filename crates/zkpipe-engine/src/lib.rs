@@ -53,7 +53,7 @@ pub use job::{JobId, JobSnapshot, JobState, PartitionProof, Priority, ProofTimin
 pub use job_store::{
     JobStore, MemoryStore, PgOptions, PgStore, SharedQueue, SqliteStore, StoreError,
 };
-pub use keys::{KeyMeta, KeyStatus, Residency};
+pub use keys::{KeyFailure, KeyMeta, KeyStatus, Residency};
 pub use status::{DeviceStatus, EngineStatus, QueueDepths};
 pub use submit::{SubmitRequest, Submitted};
 pub use zkpipe_core::{CpuDevices, DeviceInfo, Devices};
