@@ -14,11 +14,28 @@ scripts/install-postgres.sh
 # records must not make the next run's keys load unchecked (nor land in ~/.cache).
 ZKPIPE_KEY_CACHE=$(mktemp -d)
 export ZKPIPE_KEY_CACHE
-trap 'rm -rf "$ZKPIPE_KEY_CACHE"' EXIT
+# Every run's output, for the total at the end.
+LOG=$(mktemp)
+trap 'rm -rf "$ZKPIPE_KEY_CACHE" "$LOG"' EXIT
 
 # The `ci` profile (Cargo.toml): release arithmetic, less optimisation and no debug info
 # where the tests spend little time. Examples are left to clippy (.ci/run checks every
-# target); the doc tests run on their own, as the target flags leave them out.
+# target); the doc tests run on their own, as the target flags leave them out. A failed
+# run stops the script (as `set -e` would), after the total.
 echo "== cargo test --profile ci --workspace"
-cargo test --profile ci --workspace --locked --lib --bins --tests
-cargo test --profile ci --workspace --locked --doc
+status=0
+cargo test --profile ci --workspace --locked --lib --bins --tests 2>&1 | tee -a "$LOG" || status=$?
+if [ "$status" -eq 0 ]; then
+    cargo test --profile ci --workspace --locked --doc 2>&1 | tee -a "$LOG" || status=$?
+fi
+
+# The last line: every `test result:` line summed (the runs end on the doc tests' block,
+# often "0 passed", which says nothing about the whole).
+awk '/^test result:/ {
+        for (i = 2; i <= NF; i++) {
+            if ($i ~ /^passed;?$/) passed += $(i - 1)
+            if ($i ~ /^failed;?$/) failed += $(i - 1)
+        }
+    }
+    END { printf "%d passed, %d failed\n", passed, failed }' "$LOG"
+exit "$status"

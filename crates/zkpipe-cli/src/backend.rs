@@ -126,7 +126,7 @@ fn lab_switches(
 pub enum BackendChoice {
     /// The GPU when this binary has CUDA support and a device is present, else the CPU;
     /// but a one-shot `prove` of a small key runs on the CPU, which finishes it before
-    /// the GPU has started ([`one_shot_on_cpu`]).
+    /// the GPU has started (a domain up to 2^17 on 16 threads, less on fewer).
     Auto,
     /// arkworks on the CPU.
     Cpu,

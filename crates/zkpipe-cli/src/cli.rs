@@ -3,7 +3,7 @@
 
 use crate::commands;
 use crate::program::{LogArgs, Program};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -66,6 +66,10 @@ enum Command {
     Preload(commands::preload::Args),
     /// Evict an unused key from the daemon now.
     Evict(commands::preload::EvictArgs),
+    /// Print a shell completion script: `zkpipe completions bash|zsh|fish`.
+    Completions(commands::completions::Args),
+    /// Print the manual page (roff): `zkpipe man | man -l -`.
+    Man(commands::man::Args),
 }
 
 /// `zkpipe wtns …`, as snarkjs groups them.
@@ -111,6 +115,8 @@ impl Program for Cli {
             Command::Cancel(a) => commands::cancel::run(a),
             Command::Preload(a) => commands::preload::preload(a),
             Command::Evict(a) => commands::preload::evict(a),
+            Command::Completions(a) => commands::completions::run(a, Cli::command()),
+            Command::Man(a) => commands::man::run(a, Cli::command()),
         }
     }
 }

@@ -26,6 +26,7 @@ mod commands;
 pub mod huge_pages;
 pub mod logging;
 pub mod program;
+mod progress;
 
 pub use cli::main;
 pub use commands::client;

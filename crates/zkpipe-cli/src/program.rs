@@ -65,7 +65,12 @@ pub fn main<P: Program>() -> ExitCode {
                 .map(str::trim)
                 .filter(|l| !l.is_empty())
                 .collect();
-            eprintln!("{name}: {} (see {name} --help)", lines.join(" "));
+            let command = msg.lines().find_map(|l| l.trim().strip_prefix("Usage: "));
+            eprintln!(
+                "{name}: {} (see {} --help)",
+                lines.join(" "),
+                command.map_or(name.into(), command_path)
+            );
             return ExitCode::from(2);
         }
     };
@@ -105,4 +110,15 @@ fn one_line(e: &anyhow::Error) -> String {
         out.push_str(&text);
     }
     out
+}
+
+/// The command a usage line is about, `zkpipe export solidityverifier` of
+/// `zkpipe export solidityverifier <KEY> <VERIFIER>`: a subcommand's usage error points
+/// to that subcommand's `--help`.
+fn command_path(usage: &str) -> String {
+    usage
+        .split_whitespace()
+        .take_while(|w| !w.starts_with(['[', '<', '-']))
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -19,7 +19,7 @@ pub fn check_r1cs<E: Curve>(r1cs: &R1cs, wtns: &Wtns) -> Result<(), Error> {
         });
     }
     if wtns.n_witness != r1cs.header.n_wires {
-        return Err(Error::WitnessLength {
+        return Err(Error::WireCount {
             expected: r1cs.header.n_wires as usize,
             found: wtns.n_witness as usize,
         });

@@ -254,7 +254,11 @@ pub fn gt_to_json<E: Pairing>(t: &PairingOutput<E>) -> Vec<Vec<Vec<String>>> {
 }
 
 fn base_from_json<E: Curve>(s: &str) -> Result<E::BaseField, PointError> {
-    field_from_decimal::<E::BaseField>(s).ok_or(PointError::Malformed)
+    field_from_decimal::<E::BaseField>(s).ok_or(if zkpipe_formats::json::is_decimal(s) {
+        PointError::CoordinateOutOfRange
+    } else {
+        PointError::Malformed
+    })
 }
 
 /// Parses a JSON G1 point: `[x, y, "1"]`, or `[_, _, "0"]` for infinity. On the curve and
@@ -337,6 +341,11 @@ mod tests {
         let q: BigUint = E::BaseField::MODULUS.into();
         let mut big = g1_to_json::<E>(&g1);
         big[0] = q.to_string();
+        assert_eq!(
+            g1_from_json::<E>(&big),
+            Err(PointError::CoordinateOutOfRange)
+        );
+        big[0] = "0x1".into();
         assert_eq!(g1_from_json::<E>(&big), Err(PointError::Malformed));
     }
 

@@ -7,7 +7,7 @@ use zkpipe_formats::CurveId;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum PointError {
     /// A coordinate is not below the base-field modulus.
-    #[error("has a coordinate that is not a base-field element")]
+    #[error("out of range: a coordinate is not a base-field element (it is ≥ the modulus q)")]
     CoordinateOutOfRange,
     /// The coordinates do not satisfy the curve equation.
     #[error("not on the curve")]
@@ -15,7 +15,7 @@ pub enum PointError {
     /// On the curve but outside the prime-order subgroup.
     #[error("not in the prime-order subgroup")]
     NotInSubgroup,
-    /// A JSON point whose shape or numbers are wrong.
+    /// A JSON point whose shape is wrong or whose coordinates are not decimal numbers.
     #[error("malformed (expected decimal coordinates in snarkjs's layout)")]
     Malformed,
 }
@@ -59,6 +59,14 @@ pub enum Error {
     #[error("witness has {found} values, the key expects nVars = {expected}")]
     WitnessLength {
         /// Key's nVars.
+        expected: usize,
+        /// Witness length.
+        found: usize,
+    },
+    /// A witness whose length is not an r1cs's number of wires.
+    #[error("witness has {found} values, the constraint system (r1cs) has nWires = {expected}")]
+    WireCount {
+        /// The r1cs's nWires.
         expected: usize,
         /// Witness length.
         found: usize,

@@ -6,7 +6,7 @@ use crate::buffers::{BufferPool, PoolStats};
 use crate::devices::Device;
 use crate::engine::Engine;
 use crate::job::JobSnapshot;
-use crate::keys::KeyStatus;
+use crate::keys::{KeyFailure, KeyStatus};
 use crate::metrics::Metrics;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -65,6 +65,8 @@ pub struct EngineStatus {
     pub jobs: Vec<JobSnapshot>,
     /// Every key in the key directory.
     pub keys: Vec<KeyStatus>,
+    /// The key directory's `.zkey` files that cannot be served, and why.
+    pub failed_keys: Vec<KeyFailure>,
     /// Every device.
     pub devices: Vec<DeviceStatus>,
     /// Host bytes reserved.
@@ -83,10 +85,12 @@ impl Engine {
     /// The state of queues, jobs, keys, devices and memory.
     pub fn status(&self) -> EngineStatus {
         let i = &*self.inner;
+        let (keys, failed_keys) = i.keys.scan();
         EngineStatus {
             queues: self.queue_depths(),
             jobs: self.job_list(),
-            keys: i.keys.status(),
+            keys,
+            failed_keys,
             devices: i.devices.iter().map(|d| DeviceStatus::of(d)).collect(),
             memory_used: i.budget.used(),
             memory_limit: i.budget.limit(),

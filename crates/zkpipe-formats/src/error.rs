@@ -138,6 +138,13 @@ pub enum ErrorKind {
          (snarkjs's bn128); no Solidity verifier or calldata for this curve"
     )]
     NotEvmCurve(crate::CurveId),
+    /// A key without public signals, where the output needs one (a Solidity verifier's
+    /// `uint[nPublic]`).
+    #[error(
+        "the key has no public signals (nPublic = 0): a Solidity verifier needs at least one \
+         (uint[0] is not valid Solidity)"
+    )]
+    NoPublicSignals,
     /// `-` given for two outputs.
     #[error("two outputs go to stdout")]
     StdoutTwice,

@@ -47,6 +47,26 @@ pub fn read_input(path: &Path) -> Result<Vec<u8>, Error> {
     Ok(bytes)
 }
 
+/// The name `-` gives an input read from stdin in messages.
+pub const STDIN_NAME: &str = "<stdin>";
+
+/// Reads a whole input, `-` being stdin (named [`STDIN_NAME`] in errors); an empty input
+/// is an error, as in [`read_input`].
+pub fn read_input_or_stdin(path: &Path) -> Result<Vec<u8>, Error> {
+    if path != Path::new("-") {
+        return read_input(path);
+    }
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::new(STDIN_NAME, ErrorKind::Io(e)))?;
+    if bytes.is_empty() {
+        return Err(Error::new(STDIN_NAME, ErrorKind::Empty));
+    }
+    Ok(bytes)
+}
+
 /// What to do with an output that already exists as a regular file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Existing {

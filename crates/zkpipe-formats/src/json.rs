@@ -113,16 +113,82 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ErrorKind> {
     serde_json::from_str(text).map_err(|e| ErrorKind::Json(e.to_string()))
 }
 
-/// Renders JSON the way snarkjs does (one-space indent).
+/// Renders JSON byte for byte as snarkjs 0.7.6 writes its files (`bfj.write(name, x,
+/// {space: 1})`): one-space indent, `"key": value`, an empty array or object still opened
+/// and closed on lines of their own (`[` newline `]`), and no newline at the end.
 pub fn to_json_bytes<T: Serialize>(value: &T) -> Vec<u8> {
     let mut out = Vec::new();
-    let fmt = serde_json::ser::PrettyFormatter::with_indent(b" ");
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
-    // Serializing these plain structs into memory cannot fail.
-    if value.serialize(&mut ser).is_ok() {
-        out.push(b'\n');
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, SnarkjsFormatter::default());
+    // Serializing these plain structs into memory cannot fail; a value that does (a map
+    // with non-string keys) writes nothing rather than half a document.
+    if value.serialize(&mut ser).is_err() {
+        out.clear();
     }
     out
+}
+
+/// serde_json's pretty printer as bfj's streamer (snarkjs's writer) prints: it closes
+/// every array and object on a new line, empty ones included.
+#[derive(Default)]
+struct SnarkjsFormatter {
+    depth: usize,
+}
+
+impl SnarkjsFormatter {
+    fn newline<W: ?Sized + std::io::Write>(&self, w: &mut W) -> std::io::Result<()> {
+        w.write_all(b"\n")?;
+        for _ in 0..self.depth {
+            w.write_all(b" ")?;
+        }
+        Ok(())
+    }
+}
+
+impl serde_json::ser::Formatter for SnarkjsFormatter {
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.depth += 1;
+        w.write_all(b"[")
+    }
+
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.depth -= 1;
+        self.newline(w)?;
+        w.write_all(b"]")
+    }
+
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if !first {
+            w.write_all(b",")?;
+        }
+        self.newline(w)
+    }
+
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.depth += 1;
+        w.write_all(b"{")
+    }
+
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.depth -= 1;
+        self.newline(w)?;
+        w.write_all(b"}")
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.begin_array_value(w, first)
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        w.write_all(b": ")
+    }
 }
 
 /// Checks that a string is a plain decimal number (what snarkjs writes).
@@ -155,5 +221,19 @@ mod tests {
             .unwrap()
             .contains("curve"));
         assert!(is_decimal("0123") && !is_decimal("") && !is_decimal("-1") && !is_decimal("0x1"));
+    }
+
+    /// What snarkjs 0.7.6 writes (bfj, `{space: 1}`): the texts below are its bytes.
+    #[test]
+    fn writes_snarkjs_bytes() {
+        let none: PublicJson = Vec::new();
+        assert_eq!(to_json_bytes(&none), b"[\n]");
+        let two: PublicJson = vec!["1".into(), "22".into()];
+        assert_eq!(to_json_bytes(&two), b"[\n \"1\",\n \"22\"\n]");
+        let doc = serde_json::json!({"a": [["1"], []], "b": 3, "c": {}});
+        assert_eq!(
+            String::from_utf8(to_json_bytes(&doc)).unwrap(),
+            "{\n \"a\": [\n  [\n   \"1\"\n  ],\n  [\n  ]\n ],\n \"b\": 3,\n \"c\": {\n }\n}"
+        );
     }
 }

@@ -185,8 +185,9 @@ const BN254_Q: &str =
 /// `verifyProof(uint[2] _pA, uint[2][2] _pB, uint[2] _pC, uint[nPublic] _pubSignals)
 /// returns (bool)`: it returns false, never reverts, for a proof that does not verify, a
 /// public signal not below r, or a point a precompile rejects. Errors: a curve other than
-/// BN254 ([`ErrorKind::NotEvmCurve`]), a key with no public signals (`uint[0]` is not
-/// valid Solidity), or a malformed key ([`ErrorKind::Json`]). The points themselves are
+/// BN254 ([`ErrorKind::NotEvmCurve`]), a key with no public signals
+/// ([`ErrorKind::NoPublicSignals`]: `uint[0]` is not valid Solidity), or a malformed key
+/// ([`ErrorKind::Json`]). The points themselves are
 /// not checked here; callers that read untrusted keys should check them first.
 pub fn verifier(vk: &VerificationKeyJson) -> Result<String, ErrorKind> {
     check_evm_curve(Some(&vk.curve))?;
@@ -199,11 +200,7 @@ pub fn verifier(vk: &VerificationKeyJson) -> Result<String, ErrorKind> {
         )));
     }
     if vk.n_public == 0 {
-        return Err(ErrorKind::Json(
-            "the circuit has no public signals: a Solidity verifier needs at least one \
-             (uint[0] is not valid Solidity)"
-                .into(),
-        ));
+        return Err(ErrorKind::NoPublicSignals);
     }
     let alpha = g1("vk_alpha_1", &vk.vk_alpha_1)?;
     let beta = g2("vk_beta_2", &vk.vk_beta_2)?;
@@ -496,7 +493,8 @@ mod tests {
 
         let e = verifier(&vk("bls12381", 3)).unwrap_err();
         assert!(matches!(e, ErrorKind::NotEvmCurve(_)), "{e}");
-        assert!(verifier(&vk("bn128", 0)).is_err());
+        let e = verifier(&vk("bn128", 0)).unwrap_err();
+        assert!(matches!(e, ErrorKind::NoPublicSignals), "{e}");
         let mut bad = vk("bn128", 2);
         bad.ic.pop();
         assert!(verifier(&bad).is_err());

@@ -137,7 +137,15 @@ pub fn status_response(s: EngineStatus) -> pb::StatusResponse {
                 devices: k.devices.iter().map(|&d| d as u32).collect(),
                 loads: k.loads,
                 idle_s: k.idle.as_secs_f64(),
+                error: String::new(),
             })
+            .chain(s.failed_keys.into_iter().map(|f| pb::KeyInfo {
+                id: f.id,
+                residency: "failed".into(),
+                device: -1,
+                error: f.error,
+                ..Default::default()
+            }))
             .collect(),
         devices: s
             .devices

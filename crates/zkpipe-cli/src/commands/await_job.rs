@@ -29,7 +29,9 @@ pub struct Args {
     /// How long to wait.
     #[arg(long, default_value = "60s", value_parser = duration)]
     timeout: Duration,
-    /// The directory to write the proofs into.
+    /// The directory to write the proofs into: proof.json and public.json for a job of one
+    /// partition; proof-<i>.json and public-<i>.json (i = 0, 1, … in submit's witness
+    /// order) for a job of several.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Print the result as one JSON document on stdout: state, error, partitions and, per

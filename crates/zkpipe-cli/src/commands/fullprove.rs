@@ -14,7 +14,7 @@ use zkpipe_witness::Generator;
 pub struct Args {
     #[command(flatten)]
     flags: ProveFlags,
-    /// Circuit inputs, as snarkjs reads them.
+    /// Circuit inputs, as snarkjs reads them; `-`: read them from stdin.
     input: PathBuf,
     /// Witness generator: circom's `circuit.wasm`, or its native generator.
     generator: PathBuf,
@@ -44,7 +44,7 @@ pub fn run(a: Args) -> Result<()> {
 fn witness_name(a: &Args) -> PathBuf {
     PathBuf::from(format!(
         "the witness of {} from {}",
-        a.input.display(),
+        super::wtns_calculate::shown(&a.input),
         a.generator.display()
     ))
 }

@@ -17,7 +17,7 @@ pub struct Args {
     /// The file.
     file: PathBuf,
     /// Print one JSON document on stdout: the fields below as keys, sections as
-    /// `[{id, bytes, offset}]`.
+    /// `[{id, name, bytes, offset}]`.
     #[arg(long)]
     json: bool,
 }
@@ -78,8 +78,40 @@ fn values_field(w: &Wtns) -> Field {
 /// What `inspect` prints, in one form for both outputs.
 struct Description {
     fields: Vec<Field>,
-    /// (id, bytes, offset) of each section, for container files.
-    sections: Option<Vec<(u32, usize, usize)>>,
+    /// Each section of a container file.
+    sections: Option<Vec<Section>>,
+}
+
+/// A section of a zkey, wtns or r1cs file.
+struct Section {
+    id: u32,
+    name: &'static str,
+    bytes: usize,
+    offset: usize,
+}
+
+/// What section `id` of a `magic` file holds, as snarkjs's and circom's readers name it.
+fn section_name(magic: &str, id: u32) -> &'static str {
+    match (magic, id) {
+        ("zkey", 1) => "header-protocol",
+        ("zkey", 2) => "header",
+        ("zkey", 3) => "IC",
+        ("zkey", 4) => "coefficients",
+        ("zkey", 5) => "A",
+        ("zkey", 6) => "B1",
+        ("zkey", 7) => "B2",
+        ("zkey", 8) => "C",
+        ("zkey", 9) => "H",
+        ("zkey", 10) => "contributions",
+        ("wtns", 1) => "header",
+        ("wtns", 2) => "witness",
+        ("r1cs", 1) => "header",
+        ("r1cs", 2) => "constraints",
+        ("r1cs", 3) => "wire-to-label",
+        ("r1cs", 4) => "custom-gates-list",
+        ("r1cs", 5) => "custom-gates-uses",
+        _ => "unknown",
+    }
 }
 
 /// Runs `inspect`.
@@ -95,7 +127,7 @@ pub fn run(a: Args) -> Result<()> {
         if let Some(s) = &d.sections {
             let s: Vec<Value> = s
                 .iter()
-                .map(|(id, bytes, offset)| json!({"id": id, "bytes": bytes, "offset": offset}))
+                .map(|s| json!({"id": s.id, "name": s.name, "bytes": s.bytes, "offset": s.offset}))
                 .collect();
             m.insert("sections".into(), s.into());
         }
@@ -107,8 +139,13 @@ pub fn run(a: Args) -> Result<()> {
         }
         if let Some(s) = &d.sections {
             writeln!(out, "sections:")?;
-            for (id, bytes, offset) in s {
-                writeln!(out, "  {id:>3}  {bytes:>12} bytes at offset {offset}")?;
+            // The offset stays the last word of the line (scripts read it).
+            for s in s {
+                writeln!(
+                    out,
+                    "  {:>3}  {:<17} {:>12} bytes at offset {}",
+                    s.id, s.name, s.bytes, s.offset
+                )?;
             }
         }
         out
@@ -203,19 +240,45 @@ fn describe(path: &Path) -> Result<Description> {
             if let Some(a) = v.as_array() {
                 fields.push(field("entries", a.len(), "entries", a.len()));
             }
+            if JsonDoc::of(&v) == JsonDoc::VerificationKey {
+                fields.extend(vk_fields(&v));
+            }
             (fields, None)
         }
     };
     Ok(Description { fields, sections })
 }
 
-/// (id, bytes, offset) of each section of a container file.
-fn sections(path: &Path, magic: &'static str, version: u32) -> Result<Vec<(u32, usize, usize)>> {
+/// A verification key's nPublic and its IC points (nPublic + 1 in a sound key).
+fn vk_fields(v: &Value) -> Vec<Field> {
+    let mut fields = Vec::new();
+    let n_public = v.get("nPublic").and_then(Value::as_u64);
+    if let Some(n) = n_public {
+        fields.push(field("nPublic", n, "nPublic", n));
+    }
+    if let Some(ic) = v.get("IC").and_then(Value::as_array) {
+        let text = match n_public {
+            Some(n) if n + 1 == ic.len() as u64 => format!("{} points (nPublic + 1)", ic.len()),
+            Some(n) => format!("{} points (nPublic + 1 = {} expected)", ic.len(), n + 1),
+            None => format!("{} points", ic.len()),
+        };
+        fields.push(field("IC", text, "icPoints", ic.len()));
+    }
+    fields
+}
+
+/// Each section of a container file.
+fn sections(path: &Path, magic: &'static str, version: u32) -> Result<Vec<Section>> {
     let bytes = zkpipe_formats::files::read_input(path)?;
     let c = Container::parse(&bytes, magic, version..=version, "")
         .map_err(|k| zkpipe_formats::Error::new(path, k))?;
     Ok(c.sections
         .iter()
-        .map(|s| (s.id, s.range.len(), s.range.start))
+        .map(|s| Section {
+            id: s.id,
+            name: section_name(magic, s.id),
+            bytes: s.range.len(),
+            offset: s.range.start,
+        })
         .collect())
 }

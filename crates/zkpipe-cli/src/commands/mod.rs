@@ -5,10 +5,12 @@ pub mod await_job;
 pub mod cancel;
 pub mod check;
 pub mod client;
+pub mod completions;
 pub mod export;
 pub mod export_vk;
 pub mod fullprove;
 pub mod inspect;
+pub mod man;
 pub mod preload;
 pub mod prove;
 pub mod serve;
@@ -107,17 +109,23 @@ pub fn exit_status(e: &anyhow::Error) -> u8 {
 #[derive(clap::Args, Clone, Copy)]
 pub struct Threads {
     /// Worker threads for CPU stages (default: all cores).
-    #[arg(long)]
+    #[arg(long, value_parser = at_least_one)]
     threads: Option<usize>,
+}
+
+/// A count of at least 1; 0 is a usage error (exit status 2), as clap's own are.
+pub fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 impl Threads {
     /// Sizes the global rayon pool; call before any parallel work.
     pub fn install(self) -> anyhow::Result<()> {
         if let Some(n) = self.threads {
-            if n == 0 {
-                anyhow::bail!("--threads must be at least 1");
-            }
             rayon::ThreadPoolBuilder::new()
                 .num_threads(n)
                 .build_global()?;

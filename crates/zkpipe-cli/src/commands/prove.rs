@@ -2,6 +2,7 @@
 
 use super::with_curve;
 use crate::backend::{select, BackendChoice, DeviceOptions, Proofs};
+use crate::progress::Progress;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,7 +10,7 @@ use zkpipe_core::curve::field_to_decimal;
 use zkpipe_core::key_cache::{compile_checked, CheckOutcome, CheckedKeys};
 use zkpipe_core::timings::timed;
 use zkpipe_core::{prove, BindCurve, PointChecks, ProveOptions, Stage, Timings, Witness};
-use zkpipe_formats::files::Plan;
+use zkpipe_formats::files::{read_input_or_stdin, Plan, STDIN_NAME};
 use zkpipe_formats::json::to_json_bytes;
 use zkpipe_formats::wtns::Wtns;
 use zkpipe_formats::zkey::ZkeyFile;
@@ -22,7 +23,8 @@ pub struct Args {
     flags: ProveFlags,
     /// Proving key (snarkjs Groth16 .zkey).
     zkey: PathBuf,
-    /// Witness (.wtns).
+    /// Witness (.wtns); `-`: read it from stdin, e.g. `zkpipe wtns calculate c.wasm
+    /// input.json - | zkpipe prove c.zkey - proof.json public.json`.
     wtns: PathBuf,
     /// Where to write the proof (`-`: stdout).
     proof: PathBuf,
@@ -70,8 +72,14 @@ pub fn run(a: Args) -> Result<()> {
     a.flags.threads.install()?;
     // Checked before the work: a bad output path fails now, not after the proof.
     let plan = super::replace_outputs(&[&a.proof, &a.public], &[&a.zkey, &a.wtns])?;
-    prove_to(&a.flags, &a.zkey, &a.wtns, plan, || {
-        Ok(Wtns::read(&a.wtns)?)
+    let name = if a.wtns == Path::new("-") {
+        Path::new(STDIN_NAME)
+    } else {
+        &a.wtns
+    };
+    prove_to(&a.flags, &a.zkey, name, plan, || {
+        let bytes = read_input_or_stdin(&a.wtns)?;
+        Ok(Wtns::parse(&bytes).map_err(|k| zkpipe_formats::Error::new(name, k))?)
     })
 }
 
@@ -86,12 +94,18 @@ pub fn prove_to(
     plan: Plan,
     witness: impl FnOnce() -> Result<Wtns> + Send,
 ) -> Result<()> {
+    let progress = Progress::start(format!(
+        "proving {} with {}",
+        witness_name.display(),
+        zkey.display()
+    ));
     let mut t = Timings::default();
     let file = t.time(Stage::LoadKey, || ZkeyFile::open(zkey))?;
     let job = Job {
         flags,
         zkey,
         witness_name,
+        progress: &progress,
     };
     with_curve!(file.header.curve, E => job.prove::<E>(&file, witness, plan, &mut t))
 }
@@ -101,6 +115,8 @@ struct Job<'a> {
     flags: &'a ProveFlags,
     zkey: &'a Path,
     witness_name: &'a Path,
+    /// The line on a terminal for a proof that takes more than a few seconds.
+    progress: &'a Progress,
 }
 
 impl Job<'_> {
@@ -121,6 +137,7 @@ impl Job<'_> {
         let cache = CheckedKeys::user();
         // The witness is read (or computed) and converted on another thread while the key
         // compiles; only its length waits for the key.
+        self.progress.step("loading the key and the witness");
         let ((compiled, key_span), (converted, wtns_span)) = rayon::join(
             || {
                 timed(Stage::LoadKey, || {
@@ -157,6 +174,7 @@ impl Job<'_> {
         let bind = zkpipe_core::BindOptions {
             constant_work: a.constant_work,
         };
+        self.progress.step("binding the key to the device");
         let bound = t.time(Stage::Upload, || {
             select(a.backend, Arc::clone(&key), a.gpu, Proofs::One, &bind)
         })?;
@@ -164,7 +182,9 @@ impl Job<'_> {
             self_check: !a.no_verify,
             schedule: a.schedule,
         };
+        self.progress.step("proving");
         let proof = prove(bound.as_ref(), &witness, &opts, &mut rand::rngs::OsRng, t)
+            .map_err(|e| blame_unchecked_key(e, checks))
             .with_context(|| {
                 format!(
                     "proving {} with {}",
@@ -180,6 +200,7 @@ impl Job<'_> {
         t.time(Stage::Write, || {
             plan.write(&[&to_json_bytes(&proof.to_json()), &to_json_bytes(&public)])
         })?;
+        self.progress.finish();
         if a.timings {
             print_timings(t, self.zkey);
             eprintln!("  {:<12} {}", "backend", bound.name());
@@ -195,6 +216,20 @@ impl Job<'_> {
         // (2–3 ms of a ~65 ms 2^16 proof on 16 cores, experiment 029).
         std::mem::forget((key, witness, bound));
         Ok(())
+    }
+}
+
+/// A proof that fails its self-check is the witness's fault only if the key is sound: with
+/// the key's point checks skipped, a corrupted key fails the same way, so the message says
+/// both.
+fn blame_unchecked_key(e: zkpipe_core::Error, checks: PointChecks) -> anyhow::Error {
+    if checks == PointChecks::Trusted && matches!(e, zkpipe_core::Error::NotSatisfied) {
+        anyhow::anyhow!(
+            "{e}; or the key is bad: its point checks were skipped (--trusted-key or \
+             --key-checks trusted), run without them to check it"
+        )
+    } else {
+        e.into()
     }
 }
 

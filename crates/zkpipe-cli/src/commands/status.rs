@@ -77,6 +77,7 @@ fn status_json(s: &pb::StatusResponse, all: bool) -> Value {
                 "loads": k.loads,
                 "idle_s": k.idle_s,
                 "devices": k.devices,
+                "error": (!k.error.is_empty()).then_some(&k.error),
             })
         })
         .collect();
@@ -142,6 +143,10 @@ fn print_text(s: &pb::StatusResponse, all: bool) {
         );
     }
     for k in &s.keys {
+        if !k.error.is_empty() {
+            println!("key {}: {} — {}", k.id, k.residency, k.error);
+            continue;
+        }
         println!(
             "key {} ({}): {}, refs {}, {:.1} MiB resident, domain {}, loads {}, devices {:?}",
             k.id,

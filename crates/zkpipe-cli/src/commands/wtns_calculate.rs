@@ -15,7 +15,8 @@ pub struct Args {
     /// Witness generator: circom's `circuit.wasm`, or its native generator (`circom --c`,
     /// built); recognised by content.
     generator: PathBuf,
-    /// Circuit inputs, as snarkjs reads them (signal name to value, or nested arrays).
+    /// Circuit inputs, as snarkjs reads them (signal name to value, or nested arrays);
+    /// `-`: read them from stdin.
     input: PathBuf,
     /// Where to write the witness (`-`: stdout).
     wtns: PathBuf,
@@ -32,10 +33,20 @@ pub fn run(a: Args) -> Result<()> {
     Ok(())
 }
 
-/// Reads `input.json` (bytes that are not UTF-8 are replaced, as node's reader does).
+/// Reads `input.json`, `-` being stdin (bytes that are not UTF-8 are replaced, as node's
+/// reader does).
 pub fn read_inputs(path: &Path) -> Result<Inputs> {
-    let bytes = zkpipe_formats::files::read_input(path)?;
-    Inputs::parse(&String::from_utf8_lossy(&bytes)).map_err(|e| anyhow!("{}: {e}", path.display()))
+    let bytes = zkpipe_formats::files::read_input_or_stdin(path)?;
+    Inputs::parse(&String::from_utf8_lossy(&bytes)).map_err(|e| anyhow!("{}: {e}", shown(path)))
+}
+
+/// How messages name an input: `-` is stdin.
+pub fn shown(path: &Path) -> std::path::Display<'_> {
+    if path == Path::new("-") {
+        Path::new(zkpipe_formats::files::STDIN_NAME).display()
+    } else {
+        path.display()
+    }
 }
 
 /// Computes the witness of `inputs` (read from `input`) with `generator` (opened from
@@ -57,7 +68,7 @@ pub fn calculate(
     generator.calculate(inputs, &mut log).map_err(|e| {
         anyhow!(
             "computing the witness of {} with {}: {e}",
-            input.display(),
+            shown(input),
             generator_path.display()
         )
     })

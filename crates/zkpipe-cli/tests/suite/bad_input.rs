@@ -358,3 +358,160 @@ fn verify_with_arguments_in_the_wrong_order_gives_the_order() {
     let o = zkpipe(&["verify".as_ref(), &f.join("circuit.zkey"), &public, &proof]);
     assert!(o.status.success(), "{}", text(&o));
 }
+
+/// Asserts a one-line error with exit status `code`, containing every `needle` and none
+/// of `not`.
+fn fails_with(o: &std::process::Output, code: i32, needles: &[&str], not: &[&str]) {
+    assert_one_line_error(o, needles);
+    assert_eq!(o.status.code(), Some(code), "{}", text(o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    for n in not {
+        assert!(!err.contains(n), "error {err:?} should not mention {n:?}");
+    }
+}
+
+/// Messages name the real cause: a key without public signals for a Solidity verifier
+/// (not "malformed JSON" about a .zkey), a key whose checks were skipped as a suspect when
+/// the proof fails its self-check, the r1cs (not a key) in `check`, a coordinate ≥ q as out
+/// of range (not malformed).
+#[test]
+fn messages_name_the_real_cause() {
+    let c = Case::new();
+    let ok = |o: std::process::Output| assert!(o.status.success(), "{}", text(&o));
+    ok(zkpipe(&[
+        "synth".as_ref(),
+        &c.path("none.r1cs"),
+        &c.path("none.wtns"),
+        "--constraints=8".as_ref(),
+        "--public=0".as_ref(),
+    ]));
+    ok(zkpipe(&[
+        "setup".as_ref(),
+        "--dev".as_ref(),
+        &c.path("none.r1cs"),
+        &c.path("none.zkey"),
+    ]));
+    let o = zkpipe(&[
+        "export".as_ref(),
+        "solidityverifier".as_ref(),
+        &c.path("none.zkey"),
+        &c.path("Verifier.sol"),
+    ]);
+    fails_with(
+        &o,
+        1,
+        &["none.zkey", "no public signals", "nPublic = 0"],
+        &["malformed", "JSON"],
+    );
+    assert!(!c.path("Verifier.sol").exists());
+
+    // An A point off the curve: refused by the key checks; under --trusted-key it makes
+    // a proof that fails its self-check, which names the key as a suspect too.
+    let zkey = bn().join("circuit.zkey");
+    let o = zkpipe(&["inspect".as_ref(), "--json".as_ref(), &zkey]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let a = v["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == 5)
+        .unwrap()["offset"]
+        .as_u64()
+        .unwrap() as usize;
+    let off = c.edited(&zkey, "offcurve.zkey", |b| {
+        b[a..a + 64].fill(0);
+        b[a] = 1;
+        b[a + 32] = 1;
+    });
+    let wtns = bn().join("witness.wtns");
+    let (proof, public) = (c.path("proof.json"), c.path("public.json"));
+    let o = zkpipe(&[
+        "prove".as_ref(),
+        "--trusted-key".as_ref(),
+        &off,
+        &wtns,
+        &proof,
+        &public,
+    ]);
+    fails_with(
+        &o,
+        1,
+        &["does not satisfy", "the key is bad", "--trusted-key"],
+        &[],
+    );
+    assert!(!proof.exists() && !public.exists());
+    // A bad witness with a checked key is the witness's fault only.
+    let o = zkpipe(&[
+        "prove".as_ref(),
+        &zkey,
+        &bn().join("bad_witness.wtns"),
+        &proof,
+        &public,
+    ]);
+    fails_with(&o, 1, &["does not satisfy"], &["the key is bad"]);
+
+    let o = zkpipe(&[
+        "check".as_ref(),
+        &bn().join("circuit.r1cs"),
+        &fixture("bn254", "poseidon").join("witness.wtns"),
+    ]);
+    fails_with(
+        &o,
+        1,
+        &["witness.wtns", "constraint system (r1cs)", "nWires = 271"],
+        &["key"],
+    );
+
+    let big = c.edited(&bn().join("proof.json"), "big_proof.json", |b| {
+        let mut v: serde_json::Value = serde_json::from_slice(b).unwrap();
+        v["pi_a"][0] = "9".repeat(80).into();
+        *b = serde_json::to_vec(&v).unwrap();
+    });
+    let o = zkpipe(&[
+        "verify".as_ref(),
+        &bn().join("verification_key.json"),
+        &bn().join("public.json"),
+        &big,
+    ]);
+    fails_with(
+        &o,
+        1,
+        &["big_proof.json", "pi_a", "out of range"],
+        &["malformed"],
+    );
+}
+
+/// Usage errors exit 2 (`--threads 0` too) and point to the `--help` of the command they
+/// are about.
+#[test]
+fn usage_errors_exit_2_and_point_to_their_commands_help() {
+    let f = bn();
+    let (zkey, wtns) = (f.join("circuit.zkey"), f.join("witness.wtns"));
+    let c = Case::new();
+    let o = zkpipe(&[
+        "prove".as_ref(),
+        "--threads".as_ref(),
+        "0".as_ref(),
+        &zkey,
+        &wtns,
+        &c.path("proof.json"),
+        &c.path("public.json"),
+    ]);
+    fails_with(&o, 2, &["--threads", "at least 1"], &[]);
+    for (args, help) in [
+        (&["prove"][..], "(see zkpipe prove --help)"),
+        (&["nosuchcommand"], "(see zkpipe --help)"),
+        (
+            &["export", "solidityverifier"],
+            "(see zkpipe export solidityverifier --help)",
+        ),
+        (
+            &["wtns", "calculate", "--bogus"],
+            "(see zkpipe wtns calculate --help)",
+        ),
+        (&["verify", "--json"], "(see zkpipe verify --help)"),
+    ] {
+        let args: Vec<&Path> = args.iter().map(Path::new).collect();
+        fails_with(&zkpipe(&args), 2, &[help], &[]);
+    }
+}

@@ -6,6 +6,7 @@
 mod bad_input;
 mod cli;
 mod common;
+mod container;
 mod cross_verify;
 mod daemon;
 mod daemon_inputs;
@@ -17,4 +18,5 @@ mod memory_switches;
 mod ops;
 mod outputs;
 mod solidity;
+mod stdin;
 mod witness;

@@ -184,3 +184,132 @@ fn a_missing_output_directory_is_refused_before_the_work() {
         "a temporary name in {err:?}"
     );
 }
+
+/// A JSON text with every decimal string replaced by `"N"`: proofs are randomised, their
+/// layout is not.
+fn layout(bytes: &[u8]) -> String {
+    let text = String::from_utf8(bytes.to_vec()).unwrap();
+    let mut out = String::new();
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find('"') {
+        out.push_str(&rest[..=i]);
+        rest = &rest[i + 1..];
+        let end = rest.find('"').unwrap();
+        let s = &rest[..end];
+        out.push_str(if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+            "N"
+        } else {
+            s
+        });
+        out.push('"');
+        rest = &rest[end + 1..];
+    }
+    out + rest
+}
+
+/// `public.json`, `proof.json` and `verification_key.json` are written byte for byte as
+/// snarkjs 0.7.6 writes them (one-space indent, no newline at the end): compared with the
+/// committed snarkjs files of every fixture, and, for a key with no public signals (which
+/// snarkjs writes as `[` newline `]`), with what snarkjs writes in this test.
+#[test]
+fn json_outputs_are_snarkjs_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (curve, circuit) in FIXTURES {
+        let f = fixture(curve, circuit);
+        let what = format!("{curve}/{circuit}");
+        let (proof, public) = prove_fixture(d, curve, circuit, &[]);
+        let snarkjs_public = std::fs::read(f.join("public.json")).unwrap();
+        assert_eq!(
+            std::fs::read(&public).unwrap(),
+            snarkjs_public,
+            "{what}: public.json"
+        );
+        let snarkjs_proof = std::fs::read(f.join("proof.json")).unwrap();
+        assert_eq!(
+            layout(&std::fs::read(&proof).unwrap()),
+            layout(&snarkjs_proof),
+            "{what}: proof.json"
+        );
+        let vk = d.join("vk.json");
+        let o = zkpipe(&["export-vk".as_ref(), &f.join("circuit.zkey"), &vk]);
+        assert!(o.status.success(), "{what}: {}", text(&o));
+        let snarkjs_vk = std::fs::read(f.join("verification_key.json")).unwrap();
+        assert_eq!(std::fs::read(&vk).unwrap(), snarkjs_vk, "{what}: vk");
+    }
+
+    for curve in ["bn254", "bls12-381"] {
+        let p = |n: &str| d.join(format!("{curve}-{n}"));
+        let run =
+            |o: Output, what: &str| assert!(o.status.success(), "{curve} {what}: {}", text(&o));
+        run(
+            zkpipe(&[
+                "synth".as_ref(),
+                &p("c.r1cs"),
+                &p("c.wtns"),
+                "--constraints=8".as_ref(),
+                "--public=0".as_ref(),
+                format!("--curve={curve}").as_ref(),
+            ]),
+            "synth",
+        );
+        run(
+            zkpipe(&[
+                "setup".as_ref(),
+                "--dev".as_ref(),
+                &p("c.r1cs"),
+                &p("c.zkey"),
+            ]),
+            "setup",
+        );
+        run(
+            zkpipe(&[
+                "prove".as_ref(),
+                &p("c.zkey"),
+                &p("c.wtns"),
+                &p("proof.json"),
+                &p("public.json"),
+            ]),
+            "prove",
+        );
+        run(
+            zkpipe(&["export-vk".as_ref(), &p("c.zkey"), &p("vk.json")]),
+            "export-vk",
+        );
+        let s = |args: &[&str], paths: &[PathBuf]| {
+            let mut v: Vec<&Path> = args.iter().map(Path::new).collect();
+            v.extend(paths.iter().map(PathBuf::as_path));
+            run(snarkjs(&v), &format!("snarkjs {args:?}"));
+        };
+        s(
+            &["groth16", "prove"],
+            &[
+                p("c.zkey"),
+                p("c.wtns"),
+                p("sproof.json"),
+                p("spublic.json"),
+            ],
+        );
+        s(
+            &["zkey", "export", "verificationkey"],
+            &[p("c.zkey"), p("svk.json")],
+        );
+        let read = |n: &str| std::fs::read(p(n)).unwrap();
+        assert_eq!(
+            read("spublic.json"),
+            b"[\n]",
+            "{curve}: snarkjs's empty public.json"
+        );
+        assert_eq!(
+            read("public.json"),
+            read("spublic.json"),
+            "{curve}: public.json"
+        );
+        assert_eq!(read("vk.json"), read("svk.json"), "{curve}: vk");
+        assert_eq!(
+            layout(&read("proof.json")),
+            layout(&read("sproof.json")),
+            "{curve}: proof"
+        );
+    }
+}

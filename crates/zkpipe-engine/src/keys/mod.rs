@@ -20,4 +20,4 @@ pub(crate) mod store;
 
 pub use entry::Residency;
 pub use meta::{valid_key_id, KeyMeta};
-pub use store::KeyStatus;
+pub use store::{KeyFailure, KeyStatus};

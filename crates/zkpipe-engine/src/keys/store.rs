@@ -34,6 +34,16 @@ pub struct KeyStatus {
     pub idle: Duration,
 }
 
+/// A `.zkey` file of the key directory that cannot be served, and why (status lists it
+/// beside the keys; the daemon warns about it when it starts).
+#[derive(Debug, Clone)]
+pub struct KeyFailure {
+    /// The key id the file's name gives (its stem).
+    pub id: String,
+    /// Why it cannot be served.
+    pub error: String,
+}
+
 /// The store (see the module doc).
 pub(crate) struct KeyStore {
     dir: PathBuf,
@@ -46,13 +56,19 @@ pub(crate) struct KeyStore {
 impl KeyStore {
     /// Keys of `dir`, reserved from `ctx`'s budget; each key's `partition_bytes` includes
     /// what `devices` hold on the host per partition.
+    /// Each file that cannot be served is logged now, not at the first job that names it.
     pub fn new(dir: PathBuf, ctx: KeyContext, devices: Arc<dyn Devices>) -> Self {
-        Self {
+        let store = Self {
             dir,
             ctx: Arc::new(ctx),
             entries: Mutex::new(HashMap::new()),
             devices,
+        };
+        for f in store.scan().1 {
+            let file = store.dir.join(format!("{}.zkey", f.id));
+            tracing::warn!(file = %file.display(), error = %f.error, "key file cannot be served");
         }
+        store
     }
 
     fn entries(&self) -> MutexGuard<'_, HashMap<String, Arc<KeyEntry>>> {
@@ -248,6 +264,12 @@ impl KeyStore {
     /// Every key in the directory, with residency for those known. Never waits for a load
     /// or a binding: entries are locked only to copy their state.
     pub fn status(&self) -> Vec<KeyStatus> {
+        self.scan().0
+    }
+
+    /// [`Self::status`], and the `.zkey` files whose name is not a key id or whose header
+    /// cannot be read.
+    pub fn scan(&self) -> (Vec<KeyStatus>, Vec<KeyFailure>) {
         let mut ids: Vec<String> = std::fs::read_dir(&self.dir)
             .map(|rd| {
                 rd.filter_map(|d| {
@@ -256,24 +278,30 @@ impl KeyStore {
                         .then(|| p.file_stem()?.to_str().map(str::to_string))
                         .flatten()
                 })
-                .filter(|id| valid_key_id(id))
                 .collect()
             })
             .unwrap_or_default();
         ids.sort();
-        ids.into_iter()
-            .filter_map(|id| {
-                let e = self.resolve(&id).ok()?;
-                let s = e.lock();
-                Some(KeyStatus {
-                    meta: e.meta.clone(),
-                    residency: s.residency,
-                    refs: s.refs,
-                    devices: s.placements.iter().map(|p| p.device).collect(),
-                    loads: s.loads,
-                    idle: s.last_used.elapsed(),
-                })
-            })
-            .collect()
+        let (mut keys, mut failed) = (Vec::new(), Vec::new());
+        for id in ids {
+            match self.resolve(&id) {
+                Ok(e) => {
+                    let s = e.lock();
+                    keys.push(KeyStatus {
+                        meta: e.meta.clone(),
+                        residency: s.residency,
+                        refs: s.refs,
+                        devices: s.placements.iter().map(|p| p.device).collect(),
+                        loads: s.loads,
+                        idle: s.last_used.elapsed(),
+                    });
+                }
+                Err(e) => failed.push(KeyFailure {
+                    id,
+                    error: e.to_string(),
+                }),
+            }
+        }
+        (keys, failed)
     }
 }
