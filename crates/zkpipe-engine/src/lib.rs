@@ -56,4 +56,4 @@ pub use job_store::{
 pub use keys::{KeyMeta, KeyStatus, Residency};
 pub use status::{DeviceStatus, EngineStatus, QueueDepths};
 pub use submit::{SubmitRequest, Submitted};
-pub use zkpipe_core::{CpuDevices, DeviceInfo, Devices};
+pub use zkpipe_core::{CpuDevices, DeviceInfo, Devices, Stage};

@@ -6,13 +6,11 @@
 use crate::buffers::BufferPool;
 use rayon::prelude::*;
 use std::sync::Arc;
-use std::time::Instant;
 use zkpipe_core::curve::field_to_decimal;
 use zkpipe_core::device::{BoundKey, PassInput, PassWitness};
 use zkpipe_core::msm::{DeviceSums, ScalarInt};
 use zkpipe_core::reduce::QapEvals;
 use zkpipe_core::stages::{assemble_stage, device_stage, reduce_stage, self_check_batch, ReduceOn};
-use zkpipe_core::timings::{Span, Stage};
 use zkpipe_core::Proof;
 use zkpipe_core::{CompiledKey, Curve, Error as CoreError, Timings, Witness};
 use zkpipe_formats::json::to_json_bytes;
@@ -26,7 +24,6 @@ pub(crate) struct Part<E: Curve> {
     w: Vec<ScalarInt<E>>,
     /// Set by the device stage.
     sums: Option<DeviceSums<E>>,
-    t: Timings,
     pool: Arc<BufferPool>,
 }
 
@@ -37,7 +34,6 @@ impl<E: Curve> Part<E> {
             evals: QapEvals::zeroed(0),
             w: Vec::new(),
             sums: None,
-            t: Timings::default(),
             pool,
         }
     }
@@ -68,7 +64,7 @@ impl<E: Curve> Part<E> {
             &mut self.w,
             on,
             scalars,
-            &mut self.t,
+            &mut Timings::default(),
         )
     }
 
@@ -83,14 +79,17 @@ impl<E: Curve> Part<E> {
         let n = bound.key().domain_size();
         let caps = bound.caps();
         let mut hs: Vec<Vec<ScalarInt<E>>> = parts.iter().map(|p| p.pool.take(n)).collect();
+        // The pass records its steps' spans; the engine times the stage as a whole.
+        let mut ts: Vec<Timings> = parts.iter().map(|_| Timings::default()).collect();
         let mut inputs: Vec<PassInput<'_, E>> = parts
             .iter_mut()
             .zip(&mut hs)
-            .map(|(p, h)| PassInput {
+            .zip(&mut ts)
+            .map(|((p, h), t)| PassInput {
                 evals: &mut p.evals,
                 w: PassWitness::for_caps(caps, &p.witness.values, &p.w),
                 h,
-                t: &mut p.t,
+                t,
             })
             .collect();
         let sums = device_stage(bound, &mut inputs);
@@ -123,24 +122,12 @@ impl<E: Curve> Part<E> {
         let proofs: Vec<Result<Proof<E>, CoreError>> =
             parts.par_iter_mut().map(|p| p.assemble(key)).collect();
         let checks: Vec<Result<(), CoreError>> = if self_check {
-            let start = Instant::now();
             let items: Vec<(&[E::ScalarField], &Proof<E>)> = parts
                 .iter()
                 .zip(&proofs)
                 .filter_map(|(p, r)| Some((p.witness.public(key.n_public), r.as_ref().ok()?)))
                 .collect();
             let outcomes = self_check_batch(key, &items, &mut rand::rngs::OsRng);
-            let span = Span {
-                stage: Stage::Verify,
-                start,
-                end: Instant::now(),
-            };
-            // The batch's check is shared; each proof's waterfall shows it whole.
-            for (p, r) in parts.iter_mut().zip(&proofs) {
-                if r.is_ok() {
-                    p.t.spans.push(span);
-                }
-            }
             let mut outcomes = outcomes.into_iter();
             proofs
                 .iter()
@@ -176,7 +163,7 @@ impl<E: Curve> Part<E> {
             &self.w,
             &sums,
             &mut rand::rngs::OsRng,
-            &mut self.t,
+            &mut Timings::default(),
         )
     }
 

@@ -84,14 +84,16 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn timings(t: &ProofTimings) -> pb::ProofTimings {
+    use zkpipe_engine::Stage;
+    let at = |s: Stage| ms(t.get(s));
     pb::ProofTimings {
-        queue_wait_ms: ms(t.queue_wait),
-        key_load_ms: ms(t.key_load),
-        reduce_ms: ms(t.reduce),
-        synthesize_ms: ms(t.synthesize),
-        device_wait_ms: ms(t.device_wait),
-        device_ms: ms(t.device),
-        tail_ms: ms(t.tail),
+        queue_wait_ms: at(Stage::QueueWait),
+        key_load_ms: at(Stage::KeyLoad),
+        reduce_ms: at(Stage::Reduce),
+        synthesize_ms: at(Stage::Synthesize),
+        device_wait_ms: at(Stage::DeviceWait),
+        device_ms: at(Stage::Device),
+        tail_ms: at(Stage::Tail),
         total_ms: ms(t.total),
     }
 }

@@ -87,7 +87,7 @@ pub fn prove_to(
     witness: impl FnOnce() -> Result<Wtns> + Send,
 ) -> Result<()> {
     let mut t = Timings::default();
-    let file = t.time(Stage::LoadKey, || ZkeyFile::open(zkey))?;
+    let file = t.time(Stage::KeyLoad, || ZkeyFile::open(zkey))?;
     let job = Job {
         flags,
         zkey,
@@ -123,7 +123,7 @@ impl Job<'_> {
         // compiles; only its length waits for the key.
         let ((compiled, key_span), (converted, wtns_span)) = rayon::join(
             || {
-                timed(Stage::LoadKey, || {
+                timed(Stage::KeyLoad, || {
                     compile_checked::<E>(file, checks, cache.as_ref())
                 })
             },

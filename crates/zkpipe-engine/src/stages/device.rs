@@ -27,6 +27,7 @@ use crate::stages::tail::Tail;
 use crate::trace::log_ms;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use zkpipe_core::Stage;
 use zkpipe_core::{Devices, Error as CoreError};
 
 /// How often a pass waiting for its batch looks at the queue again
@@ -251,8 +252,10 @@ impl DeviceStage {
             start,
             end,
         );
-        ticket.trace.span("device_wait", ticket.queued_at, start);
-        ticket.trace.span("device", start, end);
+        ticket
+            .trace
+            .span(Stage::DeviceWait, ticket.queued_at, start);
+        ticket.trace.span(Stage::Device, start, end);
         if let Err(e) = result {
             self.outcomes.fail(&mut ticket, e);
             return None;
