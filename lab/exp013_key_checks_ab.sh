@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Experiment 013: two zkpipe binaries, A and B, proving the 2^16 bench keys with the
 # default key checks, interleaved A B A B; wall time and peak RSS from /usr/bin/time -v,
-# load_key from --timings; every proof verified against the key's vk.
+# key_load from --timings; every proof verified against the key's vk.
 #   lab/exp013_key_checks_ab.sh A_BIN B_BIN ROUNDS OUT.txt
 # Needs lab/work/<curve>/{dev.zkey,witness.wtns,vk.json} (lab/snarkjs_vs_zkpipe.py makes them).
 set -euo pipefail
@@ -18,7 +18,7 @@ for round in $(seq 1 "$rounds"); do
       "$z" verify "$w/vk.json" "$tmp/public.json" "$tmp/proof.json" > /dev/null
       wall=$(grep "Elapsed (wall" "$tmp/log" | awk -F': ' '{split($2,t,":"); print t[1]*60+t[2]}')
       rss=$(grep "Maximum resident" "$tmp/log" | awk '{printf "%.1f", $6/1024}')
-      lk=$(grep -E "^ *load_key" "$tmp/log" | awk '{print $2}')
+      lk=$(grep -E "^ *(key_load|load_key)" "$tmp/log" | awk '{print $2}')
       echo "$curve $bin $round $wall $rss $lk" | tee -a "$out"
     done
   done

@@ -29,7 +29,7 @@ def main():
                                     "/tmp/kc-public.json", "--timings", "--key-checks", mode],
                                    capture_output=True, text=True, check=True)
                 wall = time.time() - t0
-                load = float(re.search(r"load_key\s+([\d.]+) ms", r.stderr).group(1))
+                load = float(re.search(r"(?:key_load|load_key)\s+([\d.]+) ms", r.stderr).group(1))
                 d = res.setdefault(curve, {}).setdefault(mode, {"load_key_ms": [], "wall_s": []})
                 d["load_key_ms"].append(load)
                 d["wall_s"].append(wall)

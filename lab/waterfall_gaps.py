@@ -100,7 +100,7 @@ def main():
         ("device stage (work was ready)", ["device_wait", "device"]),
         ("reduce", ["reduce", "reduce_wait", "key_load"]),
         ("synthesis", ["synthesize", "synthesize_wait"]),
-        ("admission (queued)", ["queued"]),
+        ("admission (queued)", ["queue_wait", "queued"]),
     ]
     charge = {c: 0.0 for c, _ in causes}
     charge["nothing in flight"] = 0.0

@@ -1,14 +1,28 @@
-//! Stage timings as data: every stage records a span, and the CLI, the bench and (later)
-//! the engine's waterfall read the same numbers.
+//! Timings as data, in one vocabulary: [`Stage`] names every span a proof's time is
+//! counted in, from the engine's queues and stages to the one-shot prover's steps. The
+//! CLI's `--timings`, the bench, the engine's waterfall, its metrics and its stores all
+//! read the same spans under the same names.
 
 use std::fmt;
+use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-/// A named step of loading or proving.
+/// A named span of a proof's life: a step of loading or proving, or a wait before one of
+/// the engine's stages. Its [`name`](Stage::name) is what every output calls it; it is
+/// serialised by that name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Stage {
-    /// Mapping, validating and compiling the proving key.
-    LoadKey,
+    /// Submit → admitted into the engine's pipeline (memory admission and priority queue).
+    QueueWait,
+    /// Waiting for the synthesis stage.
+    SynthesizeWait,
+    /// Witness synthesis from circuit inputs.
+    Synthesize,
+    /// Waiting for the reduce stage.
+    ReduceWait,
+    /// Loading the proving key: mapping, validating and compiling it (in the engine, the
+    /// wait for its key cache, zero when the key is resident).
+    KeyLoad,
     /// Placing the key's points on the device (GPU backends; once per key).
     Upload,
     /// Reading the witness.
@@ -17,6 +31,10 @@ pub enum Stage {
     Reduce,
     /// a, b, c computed by the device from w (backends that reduce on the device).
     ReduceDevice,
+    /// Waiting for the device (its queue, memory and lock).
+    DeviceWait,
+    /// The engine's device stage: device work with the lock held (quotient and G1 MSMs).
+    Device,
     /// iNTT, coset NTT, h = a·b − c on the coset.
     Quotient,
     /// Σ wᵢ·Aᵢ in G1.
@@ -32,22 +50,37 @@ pub enum Stage {
     /// The five MSMs of several proofs of one key at once (a batched device pass; the
     /// proofs share it, so each proof's span is the whole batch's).
     MsmBatch,
+    /// Waiting for the tail stage.
+    TailWait,
+    /// The engine's tail stage (G2 MSM on CPU, assemble, self-check, serialize).
+    Tail,
     /// Adding α, β, δ terms with fresh r, s.
     Assemble,
     /// Pairing check of the new proof.
     Verify,
     /// Writing output files.
     Write,
+    /// Writing the proof to the engine's job store.
+    Record,
 }
 
 impl Stage {
-    /// Every stage in pipeline order.
-    pub const ALL: [Stage; 15] = [
-        Stage::LoadKey,
+    /// How many stages there are.
+    pub const COUNT: usize = 24;
+
+    /// Every stage in pipeline order (the order of [`Ord`]).
+    pub const ALL: [Stage; Stage::COUNT] = [
+        Stage::QueueWait,
+        Stage::SynthesizeWait,
+        Stage::Synthesize,
+        Stage::ReduceWait,
+        Stage::KeyLoad,
         Stage::Upload,
         Stage::LoadWitness,
         Stage::Reduce,
         Stage::ReduceDevice,
+        Stage::DeviceWait,
+        Stage::Device,
         Stage::Quotient,
         Stage::MsmA,
         Stage::MsmB1,
@@ -55,19 +88,28 @@ impl Stage {
         Stage::MsmC,
         Stage::MsmH,
         Stage::MsmBatch,
+        Stage::TailWait,
+        Stage::Tail,
         Stage::Assemble,
         Stage::Verify,
         Stage::Write,
+        Stage::Record,
     ];
 
-    /// Short name used in tables and JSON.
+    /// Its name in tables, JSON, metrics labels and traces.
     pub fn name(self) -> &'static str {
         match self {
-            Stage::LoadKey => "load_key",
+            Stage::QueueWait => "queue_wait",
+            Stage::SynthesizeWait => "synthesize_wait",
+            Stage::Synthesize => "synthesize",
+            Stage::ReduceWait => "reduce_wait",
+            Stage::KeyLoad => "key_load",
             Stage::Upload => "upload",
             Stage::LoadWitness => "load_witness",
             Stage::Reduce => "reduce",
             Stage::ReduceDevice => "reduce_device",
+            Stage::DeviceWait => "device_wait",
+            Stage::Device => "device",
             Stage::Quotient => "quotient",
             Stage::MsmA => "msm_a",
             Stage::MsmB1 => "msm_b1",
@@ -75,16 +117,65 @@ impl Stage {
             Stage::MsmC => "msm_c",
             Stage::MsmH => "msm_h",
             Stage::MsmBatch => "msm_batch",
+            Stage::TailWait => "tail_wait",
+            Stage::Tail => "tail",
             Stage::Assemble => "assemble",
             Stage::Verify => "verify",
             Stage::Write => "write",
+            Stage::Record => "record",
         }
+    }
+
+    /// Its position in [`Stage::ALL`], for tables indexed by stage.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// True for a wait before one of the engine's stages rather than work.
+    pub fn is_wait(self) -> bool {
+        matches!(
+            self,
+            Stage::QueueWait
+                | Stage::SynthesizeWait
+                | Stage::ReduceWait
+                | Stage::DeviceWait
+                | Stage::TailWait
+        )
     }
 }
 
 impl fmt::Display for Stage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.pad(self.name())
+    }
+}
+
+/// A name that is no [`Stage`]'s.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown stage {0:?}")]
+pub struct UnknownStage(pub String);
+
+impl FromStr for Stage {
+    type Err = UnknownStage;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Stage::ALL
+            .into_iter()
+            .find(|st| st.name() == s)
+            .ok_or_else(|| UnknownStage(s.to_string()))
+    }
+}
+
+impl serde::Serialize for Stage {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Stage {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -217,5 +308,31 @@ mod tests {
         assert_eq!(t.wall_of(&msms), Duration::from_millis(40));
         assert!(t.overlapping(&msms));
         assert!(!t.overlapping(&[Stage::Reduce, Stage::MsmA, Stage::Assemble]));
+    }
+
+    #[test]
+    fn every_stage_has_one_name_that_parses_back() {
+        for (i, stage) in Stage::ALL.into_iter().enumerate() {
+            assert_eq!(stage.index(), i, "ALL is in declaration order");
+            assert_eq!(stage.name().parse::<Stage>(), Ok(stage));
+            assert_eq!(stage.to_string(), stage.name());
+        }
+        let mut names: Vec<_> = Stage::ALL.iter().map(|s| s.name()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), Stage::COUNT);
+        assert_eq!(
+            "queued".parse::<Stage>(),
+            Err(UnknownStage("queued".into()))
+        );
+    }
+
+    #[test]
+    fn stages_serialise_by_name() {
+        let json = serde_json::to_string(&[Stage::QueueWait, Stage::MsmB2]).unwrap();
+        assert_eq!(json, r#"["queue_wait","msm_b2_g2"]"#);
+        let back: Vec<Stage> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, [Stage::QueueWait, Stage::MsmB2]);
+        assert!(serde_json::from_str::<Stage>(r#""nope""#).is_err());
     }
 }

@@ -2,7 +2,9 @@
 //! priority, a caller's request id, a state, and the proofs. The engine's own shared
 //! record of a job in flight is `live_job::Job`.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+use zkpipe_core::timings::Stage;
 
 /// A job's id, given by the job store: never reused, across restarts too.
 pub type JobId = u64;
@@ -150,26 +152,51 @@ impl std::str::FromStr for JobState {
     }
 }
 
-/// Per-proof timings, as returned to the caller.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// Per-proof timings, as returned to the caller: the time spent in each [`Stage`] (its
+/// spans summed) and the whole.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProofTimings {
-    /// Submit → admitted into the pipeline (memory admission and priority queue).
-    pub queue_wait: Duration,
-    /// Waiting for the key to be loaded (zero when it was resident).
-    pub key_load: Duration,
-    /// Witness synthesis from circuit inputs (zero for a partition submitted with its
-    /// witness).
-    pub synthesize: Duration,
-    /// The reduce stage.
-    pub reduce: Duration,
-    /// Waiting for the device (its queue, memory and lock).
-    pub device_wait: Duration,
-    /// Device work with the lock held (quotient and G1 MSMs).
-    pub device: Duration,
-    /// The tail stage (G2 MSM on CPU, assemble, self-check, serialize).
-    pub tail: Duration,
+    /// The time spent in each stage the proof went through (a stage not here took none).
+    pub by_stage: BTreeMap<Stage, Duration>,
     /// Submit → proof ready.
     pub total: Duration,
+}
+
+impl ProofTimings {
+    /// The stages a proof's timings report (the API's fields, the metrics' labels besides
+    /// `total`), in pipeline order.
+    pub const REPORTED: [Stage; 7] = [
+        Stage::QueueWait,
+        Stage::KeyLoad,
+        Stage::Synthesize,
+        Stage::Reduce,
+        Stage::DeviceWait,
+        Stage::Device,
+        Stage::Tail,
+    ];
+
+    /// The time spent in `stage`.
+    pub fn get(&self, stage: Stage) -> Duration {
+        self.by_stage.get(&stage).copied().unwrap_or_default()
+    }
+
+    /// Sets the time spent in `stage`.
+    pub fn set(&mut self, stage: Stage, d: Duration) {
+        self.by_stage.insert(stage, d);
+    }
+
+    /// Adds `d` to the time spent in `stage`.
+    pub fn add(&mut self, stage: Stage, d: Duration) {
+        *self.by_stage.entry(stage).or_default() += d;
+    }
+
+    /// The stages with time spent in them, in pipeline order.
+    pub fn stages(&self) -> impl Iterator<Item = (Stage, Duration)> + '_ {
+        self.by_stage
+            .iter()
+            .map(|(s, d)| (*s, *d))
+            .filter(|(_, d)| !d.is_zero())
+    }
 }
 
 /// One proved partition.

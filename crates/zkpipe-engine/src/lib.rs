@@ -55,4 +55,4 @@ pub use job_store::{JobStore, MemoryStore, SharedQueue, StoreError};
 pub use keys::{KeyFailure, KeyMeta, KeyStatus, Residency};
 pub use status::{DeviceStatus, EngineStatus, QueueDepths};
 pub use submit::{SubmitRequest, Submitted};
-pub use zkpipe_core::{CpuDevices, DeviceInfo, Devices};
+pub use zkpipe_core::{CpuDevices, DeviceInfo, Devices, Stage};

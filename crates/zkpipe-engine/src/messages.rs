@@ -22,6 +22,7 @@ use crate::trace::PartitionTrace;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+use zkpipe_core::Stage;
 use zkpipe_witness::{Generator, Inputs};
 
 /// A partition's identity and bookkeeping (see the module doc).
@@ -55,7 +56,7 @@ impl Ticket {
     }
 
     /// Records the wait since it was queued as span `wait`, ending now; returns now.
-    pub fn end_wait(&mut self, wait: &'static str) -> Instant {
+    pub fn end_wait(&mut self, wait: Stage) -> Instant {
         let now = Instant::now();
         self.trace.span(wait, self.queued_at, now);
         now

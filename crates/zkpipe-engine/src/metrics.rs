@@ -243,16 +243,10 @@ impl Metrics {
 
     /// Records one proof's timings.
     pub fn observe(&self, t: &crate::job::ProofTimings) {
-        for (stage, d) in [
-            ("queue_wait", t.queue_wait),
-            ("key_load", t.key_load),
-            ("synthesize", t.synthesize),
-            ("reduce", t.reduce),
-            ("device_wait", t.device_wait),
-            ("device", t.device),
-            ("tail", t.tail),
-            ("total", t.total),
-        ] {
+        let stages = crate::job::ProofTimings::REPORTED
+            .into_iter()
+            .map(|s| (s.name(), t.get(s)));
+        for (stage, d) in stages.chain([("total", t.total)]) {
             self.stage_seconds
                 .with_label_values(&[stage])
                 .observe(d.as_secs_f64());

@@ -9,7 +9,7 @@ use crate::metrics::Metrics;
 use crate::trace::{log_ms, Tracer};
 use std::sync::Arc;
 use std::time::Instant;
-use zkpipe_core::Error as CoreError;
+use zkpipe_core::{Error as CoreError, Stage};
 
 /// Where outcomes are reported; shared by every stage.
 pub(crate) struct Outcomes {
@@ -58,6 +58,7 @@ impl Outcomes {
         let timings = ticket.trace.timings(end);
         self.metrics.observe(&timings);
         self.metrics.proofs_completed.inc();
+        let total = timings.total;
         let proof = PartitionProof {
             proof_json,
             public_json,
@@ -65,7 +66,7 @@ impl Outcomes {
         };
         let recorded = ticket.job.partition_done(ticket.index, proof);
         // The proof's store write and its sync, after the tail: part of the job's latency.
-        ticket.trace.span("record", end, Instant::now());
+        ticket.trace.span(Stage::Record, end, Instant::now());
         self.tracer.record(ticket.trace.clone());
         let job = &ticket.job;
         match recorded {
@@ -74,7 +75,7 @@ impl Outcomes {
             Ok(true) => {
                 // Once per job; the snapshot's copy of its proofs is small beside proving them.
                 let partitions = job.snapshot().partitions;
-                tracing::info!(job = job.id, key = %job.key_id, partitions, total_ms = log_ms(timings.total), "job done");
+                tracing::info!(job = job.id, key = %job.key_id, partitions, total_ms = log_ms(total), "job done");
             }
             Ok(false) => {}
             Err(e) => {

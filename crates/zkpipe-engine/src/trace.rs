@@ -3,9 +3,10 @@
 //! Perfetto, ui.perfetto.dev, or chrome://tracing).
 //!
 //! Layout of the export: process 1 "partitions" has one track per partition, named
-//! "job J part P (key)", with spans `queued`, `synthesize_wait`, `synthesize` (partitions
-//! submitted with circuit inputs), `reduce_wait`, `key_load`, `reduce`, `device_wait`,
-//! `device`, `tail_wait`, `tail`, `record` (the proof's store write); process 2 "devices" has one track per device with a span
+//! "job J part P (key)", with spans named by [`Stage::name`]: `queue_wait`,
+//! `synthesize_wait`, `synthesize` (partitions submitted with circuit inputs),
+//! `reduce_wait`, `key_load`, `reduce`, `device_wait`, `device`, `tail_wait`, `tail`,
+//! `record` (the proof's store write); process 2 "devices" has one track per device with a span
 //! for every time its lock was held. Waits have category `wait`, work has `stage`.
 
 use crate::job::{JobId, ProofTimings};
@@ -13,17 +14,7 @@ use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-/// A named span of one partition.
-#[derive(Debug, Clone, Copy)]
-pub struct SpanRec {
-    /// Span name (see the module doc).
-    pub name: &'static str,
-    /// Start.
-    pub start: Instant,
-    /// End.
-    pub end: Instant,
-}
+use zkpipe_core::timings::{Span, Stage};
 
 /// One partition's waterfall.
 #[derive(Debug, Clone)]
@@ -37,7 +28,7 @@ pub struct PartitionTrace {
     /// When the job was submitted.
     pub submitted: Instant,
     /// Spans in the order they were recorded.
-    pub spans: Vec<SpanRec>,
+    pub spans: Vec<Span>,
 }
 
 impl PartitionTrace {
@@ -53,30 +44,21 @@ impl PartitionTrace {
     }
 
     /// Records a span.
-    pub fn span(&mut self, name: &'static str, start: Instant, end: Instant) {
-        self.spans.push(SpanRec { name, start, end });
+    pub fn span(&mut self, stage: Stage, start: Instant, end: Instant) {
+        self.spans.push(Span { stage, start, end });
     }
 
-    fn total(&self, name: &str) -> Duration {
-        self.spans
-            .iter()
-            .filter(|s| s.name == name)
-            .map(|s| s.end.saturating_duration_since(s.start))
-            .sum()
-    }
-
-    /// The per-proof timings these spans add up to, `total` measured to `end`.
+    /// The per-proof timings these spans add up to (each stage's spans summed), `total`
+    /// measured to `end`.
     pub fn timings(&self, end: Instant) -> ProofTimings {
-        ProofTimings {
-            queue_wait: self.total("queued"),
-            key_load: self.total("key_load"),
-            synthesize: self.total("synthesize"),
-            reduce: self.total("reduce"),
-            device_wait: self.total("device_wait"),
-            device: self.total("device"),
-            tail: self.total("tail"),
+        let mut t = ProofTimings {
             total: end.saturating_duration_since(self.submitted),
+            ..ProofTimings::default()
+        };
+        for s in &self.spans {
+            t.add(s.stage, s.end.saturating_duration_since(s.start));
         }
+        t
     }
 }
 
@@ -183,13 +165,9 @@ impl Tracer {
                 "args": {"name": format!("job {} part {} ({})", p.job, p.index, p.key_id)}}),
             );
             for s in &p.spans {
-                let cat = if s.name.ends_with("wait") || s.name == "queued" {
-                    "wait"
-                } else {
-                    "stage"
-                };
+                let cat = if s.stage.is_wait() { "wait" } else { "stage" };
                 ev.push(
-                    json!({"ph": "X", "pid": 1, "tid": tid, "name": s.name, "cat": cat,
+                    json!({"ph": "X", "pid": 1, "tid": tid, "name": s.stage, "cat": cat,
                     "ts": self.us(s.start), "dur": self.us(s.end) - self.us(s.start),
                     "args": {"job": p.job, "partition": p.index, "key": p.key_id}}),
                 );
@@ -223,9 +201,9 @@ mod tests {
         let t0 = Instant::now();
         for job in 0..3 {
             let mut p = PartitionTrace::new(job, 0, "k".into(), t0);
-            p.span("queued", t0, t0 + Duration::from_millis(1));
+            p.span(Stage::QueueWait, t0, t0 + Duration::from_millis(1));
             p.span(
-                "reduce",
+                Stage::Reduce,
                 t0 + Duration::from_millis(1),
                 t0 + Duration::from_millis(3),
             );
@@ -241,17 +219,28 @@ mod tests {
             "capacity 2 keeps the last two partitions"
         );
         assert!(spans.iter().all(|e| e["dur"].as_f64().unwrap() >= 0.0));
+        assert_eq!(spans[0]["name"], "queue_wait");
+        assert_eq!(spans[0]["cat"], "wait");
+        assert_eq!(spans[1]["name"], "reduce");
+        assert_eq!(spans[1]["cat"], "stage");
         let p = PartitionTrace {
-            spans: vec![SpanRec {
-                name: "reduce",
-                start: t0,
-                end: t0 + Duration::from_millis(5),
-            }],
+            spans: vec![
+                Span {
+                    stage: Stage::Reduce,
+                    start: t0,
+                    end: t0 + Duration::from_millis(5),
+                },
+                Span {
+                    stage: Stage::Reduce,
+                    start: t0 + Duration::from_millis(6),
+                    end: t0 + Duration::from_millis(7),
+                },
+            ],
             ..PartitionTrace::new(1, 0, "k".into(), t0)
         };
-        assert_eq!(
-            p.timings(t0 + Duration::from_millis(9)).reduce,
-            Duration::from_millis(5)
-        );
+        let t = p.timings(t0 + Duration::from_millis(9));
+        assert_eq!(t.get(Stage::Reduce), Duration::from_millis(6));
+        assert_eq!(t.get(Stage::Device), Duration::ZERO);
+        assert_eq!(t.total, Duration::from_millis(9));
     }
 }

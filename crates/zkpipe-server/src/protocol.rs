@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 use tonic::Status;
-use zkpipe_engine::{EngineStatus, JobSnapshot, JobState, Priority, ProofTimings};
+use zkpipe_engine::{EngineStatus, JobSnapshot, JobState, Priority, ProofTimings, Stage};
 use zkpipe_proto::pb;
 
 /// The wire's priority of an engine priority.
@@ -64,14 +64,15 @@ fn ms(d: Duration) -> f64 {
 
 /// The wire's timings of one proof, field by field, in milliseconds.
 pub fn timings_to_wire(t: &ProofTimings) -> pb::ProofTimings {
+    let at = |s: Stage| ms(t.get(s));
     pb::ProofTimings {
-        queue_wait_ms: ms(t.queue_wait),
-        key_load_ms: ms(t.key_load),
-        reduce_ms: ms(t.reduce),
-        synthesize_ms: ms(t.synthesize),
-        device_wait_ms: ms(t.device_wait),
-        device_ms: ms(t.device),
-        tail_ms: ms(t.tail),
+        queue_wait_ms: at(Stage::QueueWait),
+        key_load_ms: at(Stage::KeyLoad),
+        reduce_ms: at(Stage::Reduce),
+        synthesize_ms: at(Stage::Synthesize),
+        device_wait_ms: at(Stage::DeviceWait),
+        device_ms: at(Stage::Device),
+        tail_ms: at(Stage::Tail),
         total_ms: ms(t.total),
     }
 }
@@ -217,16 +218,21 @@ mod tests {
 
     #[test]
     fn timings_are_milliseconds_field_by_field() {
-        let t = ProofTimings {
-            queue_wait: Duration::from_micros(1_500),
-            key_load: Duration::from_millis(2),
-            synthesize: Duration::from_millis(3),
-            reduce: Duration::from_millis(4),
-            device_wait: Duration::from_millis(5),
-            device: Duration::from_millis(6),
-            tail: Duration::from_millis(7),
+        let mut t = ProofTimings {
             total: Duration::from_millis(30),
+            ..ProofTimings::default()
         };
+        for (stage, d) in [
+            (Stage::QueueWait, Duration::from_micros(1_500)),
+            (Stage::KeyLoad, Duration::from_millis(2)),
+            (Stage::Synthesize, Duration::from_millis(3)),
+            (Stage::Reduce, Duration::from_millis(4)),
+            (Stage::DeviceWait, Duration::from_millis(5)),
+            (Stage::Device, Duration::from_millis(6)),
+            (Stage::Tail, Duration::from_millis(7)),
+        ] {
+            t.set(stage, d);
+        }
         let w = timings_to_wire(&t);
         let got = [
             w.queue_wait_ms,

@@ -10,6 +10,7 @@ use crate::instruments::stats::Summary;
 use anyhow::{Context, Result};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
+use zkpipe_core::Stage;
 
 /// A span in microseconds of the trace's clock: (start, end).
 pub type Span = (f64, f64);
@@ -30,8 +31,8 @@ pub struct DeviceGaps {
 /// The waterfall of some jobs.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Waterfall {
-    /// Median duration of each partition span name, in milliseconds.
-    pub stage_median_ms: BTreeMap<String, f64>,
+    /// Median duration of each partition span's stage, in milliseconds.
+    pub stage_median_ms: BTreeMap<Stage, f64>,
     /// Distinct partitions (job, index) with spans in the trace.
     pub trace_partitions: usize,
     /// Device spans in the trace.
@@ -119,26 +120,28 @@ pub fn analyse(trace: &Value, jobs: &BTreeSet<u64>) -> Result<Waterfall> {
     let mine = events
         .iter()
         .filter(|e| e["ph"] == "X" && job_of(e).is_some_and(|j| jobs.contains(&j)));
-    let mut by_name: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut by_stage: BTreeMap<Stage, Vec<f64>> = BTreeMap::new();
     let mut partitions = BTreeSet::new();
     let mut device = Vec::new();
     for e in mine {
         let Some(span) = span_of(e) else { continue };
         if e["pid"] == 1 {
-            let name = e["name"].as_str().unwrap_or("?").to_string();
-            by_name
-                .entry(name)
-                .or_default()
-                .push((span.1 - span.0) / 1e3);
+            // The engine names its spans by stage; a name no stage has is not one of them.
+            if let Some(stage) = e["name"].as_str().and_then(|n| n.parse::<Stage>().ok()) {
+                by_stage
+                    .entry(stage)
+                    .or_default()
+                    .push((span.1 - span.0) / 1e3);
+            }
             partitions.insert((job_of(e), e["args"]["partition"].as_u64()));
         } else if e["pid"] == 2 {
             device.push(span);
         }
     }
     Ok(Waterfall {
-        stage_median_ms: by_name
+        stage_median_ms: by_stage
             .into_iter()
-            .map(|(n, ms)| (n, Summary::of(&ms).median))
+            .map(|(s, ms)| (s, Summary::of(&ms).median))
             .collect(),
         trace_partitions: partitions.len(),
         device_spans: device.len(),
@@ -149,14 +152,14 @@ pub fn analyse(trace: &Value, jobs: &BTreeSet<u64>) -> Result<Waterfall> {
 /// Each stage's median over its median in `baseline` (the same variant at its smallest
 /// concurrency); none where the baseline lacks the stage or it took no time.
 pub fn inflation(
-    stages: &BTreeMap<String, f64>,
-    baseline: &BTreeMap<String, f64>,
-) -> BTreeMap<String, Option<f64>> {
+    stages: &BTreeMap<Stage, f64>,
+    baseline: &BTreeMap<Stage, f64>,
+) -> BTreeMap<Stage, Option<f64>> {
     stages
         .iter()
-        .map(|(n, ms)| {
-            let base = baseline.get(n).copied().filter(|b| *b > 0.0);
-            (n.clone(), base.map(|b| ms / b))
+        .map(|(s, ms)| {
+            let base = baseline.get(s).copied().filter(|b| *b > 0.0);
+            (*s, base.map(|b| ms / b))
         })
         .collect()
 }
@@ -204,14 +207,14 @@ mod tests {
     fn analysis_and_filter_keep_only_the_jobs_asked_for() {
         let t = trace();
         let w = analyse(&t, &BTreeSet::from([2])).unwrap();
-        assert_eq!(w.stage_median_ms["reduce"], 3.0);
-        assert_eq!(w.stage_median_ms["device"], 2.0);
+        assert_eq!(w.stage_median_ms[&Stage::Reduce], 3.0);
+        assert_eq!(w.stage_median_ms[&Stage::Device], 2.0);
         assert_eq!(
             (w.trace_partitions, w.device_spans, w.device_gaps.count),
             (1, 1, 0)
         );
         let both = analyse(&t, &BTreeSet::from([1, 2])).unwrap();
-        assert_eq!(both.stage_median_ms["reduce"], 2.0);
+        assert_eq!(both.stage_median_ms[&Stage::Reduce], 2.0);
         assert_eq!(both.device_gaps.count, 1);
         assert!((both.device_gaps.total_s - 1.5e-3).abs() < 1e-12);
         let kept = filter_jobs(&t, &BTreeSet::from([1]));
@@ -223,16 +226,16 @@ mod tests {
 
     #[test]
     fn inflation_is_relative_to_the_baseline() {
-        let base = BTreeMap::from([("reduce".to_string(), 2.0), ("tail".to_string(), 0.0)]);
+        let base = BTreeMap::from([(Stage::Reduce, 2.0), (Stage::Tail, 0.0)]);
         let now = BTreeMap::from([
-            ("reduce".to_string(), 3.0),
-            ("tail".to_string(), 1.0),
-            ("device".to_string(), 1.0),
+            (Stage::Reduce, 3.0),
+            (Stage::Tail, 1.0),
+            (Stage::Device, 1.0),
         ]);
         let i = inflation(&now, &base);
-        assert_eq!(i["reduce"], Some(1.5));
-        assert_eq!(i["tail"], None);
-        assert_eq!(i["device"], None);
-        assert_eq!(inflation(&base, &base)["reduce"], Some(1.0));
+        assert_eq!(i[&Stage::Reduce], Some(1.5));
+        assert_eq!(i[&Stage::Tail], None);
+        assert_eq!(i[&Stage::Device], None);
+        assert_eq!(inflation(&base, &base)[&Stage::Reduce], Some(1.0));
     }
 }

@@ -100,7 +100,7 @@ pub fn prove_to(
         zkey.display()
     ));
     let mut t = Timings::default();
-    let file = t.time(Stage::LoadKey, || ZkeyFile::open(zkey))?;
+    let file = t.time(Stage::KeyLoad, || ZkeyFile::open(zkey))?;
     let job = Job {
         flags,
         zkey,
@@ -140,7 +140,7 @@ impl Job<'_> {
         self.progress.step("loading the key and the witness");
         let ((compiled, key_span), (converted, wtns_span)) = rayon::join(
             || {
-                timed(Stage::LoadKey, || {
+                timed(Stage::KeyLoad, || {
                     compile_checked::<E>(file, checks, cache.as_ref())
                 })
             },

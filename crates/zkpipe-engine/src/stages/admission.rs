@@ -14,6 +14,7 @@ use crate::outcome::Outcomes;
 use crate::queue::PriorityQueue;
 use std::sync::Arc;
 use std::time::Duration;
+use zkpipe_core::Stage;
 
 /// The admission stage: one thread.
 pub(crate) struct Admission {
@@ -75,7 +76,7 @@ impl Admission {
                     let Queued {
                         input, mut ticket, ..
                     } = q;
-                    let now = ticket.end_wait("queued");
+                    let now = ticket.end_wait(Stage::QueueWait);
                     ticket.job.mark_running();
                     let sent = match input {
                         PartitionInput::Witness(data) => {

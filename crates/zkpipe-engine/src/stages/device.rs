@@ -28,6 +28,7 @@ use crate::stages::tail::Tail;
 use crate::trace::log_ms;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use zkpipe_core::Stage;
 use zkpipe_core::{Devices, Error as CoreError};
 
 /// How often a pass waiting for its batch looks at the queue again
@@ -286,8 +287,10 @@ impl DeviceStage {
             start,
             end,
         );
-        ticket.trace.span("device_wait", ticket.queued_at, start);
-        ticket.trace.span("device", start, end);
+        ticket
+            .trace
+            .span(Stage::DeviceWait, ticket.queued_at, start);
+        ticket.trace.span(Stage::Device, start, end);
         let data = match result {
             Ok(data) => data,
             Err(e) => {

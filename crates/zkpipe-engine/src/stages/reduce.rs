@@ -12,6 +12,7 @@ use std::time::Instant;
 use zkpipe_core::reduce::RowSchedule;
 use zkpipe_core::stages::ReduceOn;
 use zkpipe_core::Devices;
+use zkpipe_core::Stage;
 
 /// The reduce stage: a few workers sharing one rayon pool.
 pub(crate) struct Reduce {
@@ -41,7 +42,7 @@ impl Reduce {
             if ticket.is_cancelled() {
                 continue;
             }
-            let start = ticket.end_wait("reduce_wait");
+            let start = ticket.end_wait(Stage::ReduceWait);
             let key = match lease.get(&self.pool) {
                 Ok(k) => k,
                 Err(e) => {
@@ -50,7 +51,7 @@ impl Reduce {
                 }
             };
             let loaded = Instant::now();
-            ticket.trace.span("key_load", start, loaded);
+            ticket.trace.span(Stage::KeyLoad, start, loaded);
             let meta = lease.meta();
             let caps = self.kind.caps(&meta.shape, &meta.bind);
             let on = ReduceOn::for_caps(caps, self.schedule);
@@ -59,7 +60,7 @@ impl Reduce {
                 .pool
                 .install(|| guarded(|| key.reduce(data, on, scalars)));
             let end = Instant::now();
-            ticket.trace.span("reduce", loaded, end);
+            ticket.trace.span(Stage::Reduce, loaded, end);
             let data = match r {
                 Ok(data) => data,
                 Err(e) => {

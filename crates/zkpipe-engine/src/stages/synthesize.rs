@@ -14,6 +14,7 @@ use crate::submit::witness_partition;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
+use zkpipe_core::Stage;
 use zkpipe_witness::{Generator, Worker};
 
 /// Instances a worker keeps, by generator; more than this and it starts afresh.
@@ -47,7 +48,7 @@ impl Synthesize {
             if ticket.is_cancelled() {
                 continue;
             }
-            let start = ticket.end_wait("synthesize_wait");
+            let start = ticket.end_wait(Stage::SynthesizeWait);
             // Each witness is one step of synthesis's loop: it waits out a bandwidth burst.
             zkpipe_core::throttle::check(0);
             let made = self.witness(&mut instances, &inputs.generator, &inputs.inputs, &ticket);
@@ -58,7 +59,7 @@ impl Synthesize {
                     .install(|| witness_partition(meta, ticket.index, &wtns, buffers))
             });
             let end = Instant::now();
-            ticket.trace.span("synthesize", start, end);
+            ticket.trace.span(Stage::Synthesize, start, end);
             let data = match data {
                 Ok(d) => d,
                 Err(e) => {

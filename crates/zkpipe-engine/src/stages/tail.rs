@@ -10,6 +10,7 @@ use crate::queue::PriorityQueue;
 use std::sync::Arc;
 use std::time::Instant;
 use zkpipe_core::Error as CoreError;
+use zkpipe_core::Stage;
 
 /// The tail stage: a few workers sharing one rayon pool.
 pub(crate) struct Tail {
@@ -57,7 +58,7 @@ impl Tail {
             .observe(batch.len() as f64);
         let starts: Vec<Instant> = batch
             .iter_mut()
-            .map(|p| p.ticket.end_wait("tail_wait"))
+            .map(|p| p.ticket.end_wait(Stage::TailWait))
             .collect();
         let results = {
             // The self-check's pairings (and a G2 MSM on the CPU) are a bandwidth burst.
@@ -110,7 +111,7 @@ impl Tail {
             host,
             mut ticket,
         } = p;
-        ticket.trace.span("tail", start, end);
+        ticket.trace.span(Stage::Tail, start, end);
         match r {
             Ok((proof, public)) => {
                 ticket.log_stage_done("tail", start, end);

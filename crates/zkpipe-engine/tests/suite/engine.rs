@@ -101,7 +101,7 @@ fn check_job(engine: &Engine, dir: &Path, job: u64) {
         } else {
             check_proof::<Bls12_381>(dir, &s.key_id, &p.proof_json, &p.public_json);
         }
-        assert!(p.timings.total >= p.timings.reduce);
+        assert!(p.timings.total >= p.timings.get(zkpipe_engine::Stage::Reduce));
     }
 }
 

@@ -5,23 +5,9 @@ use crate::instruments::kernel::Counters;
 use crate::instruments::plot::{line_panels, Line, Panel};
 use crate::instruments::stats::Summary;
 use crate::instruments::waterfall::{inflation, Waterfall};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-
-/// Partition spans in pipeline order (others follow, by name).
-const STAGE_ORDER: [&str; 11] = [
-    "queued",
-    "synthesize_wait",
-    "synthesize",
-    "reduce_wait",
-    "key_load",
-    "reduce",
-    "device_wait",
-    "device",
-    "tail_wait",
-    "tail",
-    "record",
-];
+use zkpipe_core::Stage;
 
 /// The measurements of one cell: one variant at one client count in one round.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -56,7 +42,7 @@ pub struct Cell {
     #[serde(flatten)]
     pub waterfall: Waterfall,
     /// Each stage's median over that of the same variant and round at the smallest c.
-    pub stage_inflation: BTreeMap<String, Option<f64>>,
+    pub stage_inflation: BTreeMap<Stage, Option<f64>>,
     /// The daemon's kernel counters over the cell.
     pub kernel: Counters,
     /// Mean partitions per device pass over the cell.
@@ -85,7 +71,7 @@ pub fn fill_inflation(cells: &mut [Cell]) {
     let Some(c_min) = cells.iter().map(|c| c.clients).min() else {
         return;
     };
-    let baselines: BTreeMap<(String, usize), BTreeMap<String, f64>> = cells
+    let baselines: BTreeMap<(String, usize), BTreeMap<Stage, f64>> = cells
         .iter()
         .filter(|c| c.clients == c_min)
         .map(|c| {
@@ -228,26 +214,24 @@ fn in_order<'a>(names: impl Iterator<Item = &'a String>, order: &[&str]) -> Vec<
     names
 }
 
-/// The stage names present in any cell, in pipeline order.
-fn stage_names(cells: &[Cell]) -> Vec<String> {
-    in_order(
-        cells
-            .iter()
-            .flat_map(|c| c.waterfall.stage_median_ms.keys()),
-        &STAGE_ORDER,
-    )
+/// The stages present in any cell, in pipeline order.
+fn stages(cells: &[Cell]) -> BTreeSet<Stage> {
+    cells
+        .iter()
+        .flat_map(|c| c.waterfall.stage_median_ms.keys().copied())
+        .collect()
 }
 
 /// The waterfall table: each cell's stage medians (ms) and their inflation.
 pub fn stage_table(cells: &[Cell]) -> String {
     let w = name_width(cells);
-    let names = stage_names(cells);
+    let names = stages(cells);
     let mut s = String::from(
         "median ms per partition span (× the median at the smallest c, same variant and round)\n",
     );
     let _ = write!(s, "{:>5} {:<w$} {:>4}", "round", "variant", "c");
     for n in &names {
-        let _ = write!(s, " {n:>17}");
+        let _ = write!(s, " {:>17}", n.name());
     }
     s.push('\n');
     for c in cells {
@@ -460,10 +444,7 @@ mod tests {
             device_utilisation: spp / 10.0,
             device_busy_fraction: BTreeMap::new(),
             waterfall: Waterfall {
-                stage_median_ms: BTreeMap::from([
-                    ("reduce".to_string(), reduce_ms),
-                    ("device".to_string(), 1.0),
-                ]),
+                stage_median_ms: BTreeMap::from([(Stage::Reduce, reduce_ms), (Stage::Device, 1.0)]),
                 trace_partitions: clients,
                 device_spans: clients,
                 device_gaps: DeviceGaps {
@@ -526,12 +507,12 @@ mod tests {
             cell("a", 2, 4, 1.0, 3.0),
         ];
         fill_inflation(&mut cells);
-        let infl = |i: usize| cells[i].stage_inflation["reduce"].unwrap();
+        let infl = |i: usize| cells[i].stage_inflation[&Stage::Reduce].unwrap();
         assert_eq!(
             [infl(0), infl(1), infl(2), infl(3), infl(4), infl(5)],
             [1.0, 1.0, 1.5, 1.0, 1.0, 3.0]
         );
-        assert_eq!(cells[2].stage_inflation["device"], Some(1.0));
+        assert_eq!(cells[2].stage_inflation[&Stage::Device], Some(1.0));
     }
 
     #[test]
