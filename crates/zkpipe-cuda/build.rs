@@ -5,13 +5,14 @@
 //! curve-independent runtime calls (devices, memory, pinned buffers).
 
 /// Every file the shims are built from (`cuda/coop_probe.cu` is a standalone probe).
-const SOURCES: [&str; 9] = [
+const SOURCES: [&str; 10] = [
     "cuda/bn254.cu",
     "cuda/bls12_381.cu",
     "cuda/host.cu",
     "cuda/common.cuh",
     "cuda/msm.cuh",
     "cuda/batch_msm.cuh",
+    "cuda/batch_msm_kernels.cuh",
     "cuda/quotient.cuh",
     "cuda/reduce.cuh",
     "build.rs",

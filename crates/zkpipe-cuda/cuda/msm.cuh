@@ -26,7 +26,7 @@ template<typename T> struct is_device_ptr<zkp_dev_span<T>> {
 // lines up with the whole w in a batch plan) and sppark's MSM state sized for them.
 // sppark reads the points from here through a device span, so there is one copy. With a
 // window table (table_wbits > 0) the points are its row 0, followed by table_rows − 1
-// more rows of pad + n points each (batch_msm.cuh, zkp_bm_table).
+// more rows of pad + n points each (batch_msm_kernels.cuh, zkp_bm_table).
 template<class M, class A>
 struct zkp_set_t {
     typedef typename A::mem_t affine_h;

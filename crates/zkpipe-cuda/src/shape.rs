@@ -136,7 +136,7 @@ pub(crate) fn plan_piece_len(lab: &LabSwitches, k: usize, n: usize, tabled: bool
     piece_len(lab, if tabled { 4 * k } else { k }, n)
 }
 
-/// Whether a plan orders its pieces longest first for the piece sums (batch_msm.cuh,
+/// Whether a plan orders its pieces longest first for the piece sums (batch_msm_kernels.cuh,
 /// zkp_bm_sum_pieces): a warp's 32 threads each sum one piece, and pieces (whole buckets
 /// of ~Poisson-many entries, or a big bucket's last, short piece) differ in length, so
 /// in plan order every warp waits for its longest one (Nsight Compute at 2^14, k = 16:
@@ -147,7 +147,7 @@ pub(crate) fn orders_pieces(lab: &LabSwitches) -> bool {
     !lab.pieces_in_plan_order
 }
 
-/// Pieces per run (batch_msm.cuh, zkp_bm_runs) in a plan of k vectors of n scalars:
+/// Pieces per run (batch_msm_kernels.cuh, zkp_bm_runs) in a plan of k vectors of n scalars:
 /// each run's running sum leaves two entries for the bit sums instead of one per piece.
 /// Longer runs leave fewer entries but are longer serial chains and fewer threads, and
 /// in a sparse group (few entries per bucket) their digit steps are double-and-adds, so
