@@ -159,10 +159,11 @@ pub enum Proofs {
 }
 
 /// The largest domain a one-shot proof runs on the CPU under `--backend auto`, on 16 or
-/// more threads. Measured on an H100 machine's 16-core host (experiment 029, whole
-/// `prove` processes, default key checks): BN254 2^16 0.13 s on the CPU against 0.37–0.47
-/// on the GPU, 2^18 a tie (0.45–0.48 both); BLS12-381 2^16 0.20 against 0.41–0.47, 2^18
-/// 0.73–0.79 against 0.52–0.64. Both cross between 2^17 and 2^18.
+/// more threads. Measured on an H100 machine's 16-core host
+/// (lab/experiments/029-cpu-one-shot-serial-path.md, whole `prove` processes, default key checks):
+/// BN254 2^16 0.13 s on the CPU against 0.37–0.47 on the GPU, 2^18 a tie (0.45–0.48 both);
+/// BLS12-381 2^16 0.20 against 0.41–0.47, 2^18 0.73–0.79 against 0.52–0.64. Both cross between 2^17
+/// and 2^18.
 const ONE_SHOT_CPU_MAX_DOMAIN: usize = 1 << 17;
 
 /// Whether `--backend auto` proves a one-shot proof of a key of `domain` on the CPU with
@@ -191,7 +192,7 @@ pub fn select<E: BindCurve>(
         })?;
         bind(&gpus, gpu, key, opts)
     };
-    // One proof: [B]₂ runs in the pass, beside the other MSMs (experiment 027).
+    // One proof: [B]₂ runs in the pass, beside the other MSMs instead of in a tail after the pass.
     let on_cpu = |key| CpuBound::bind(key, opts, devices.cpu).with_g2_in_pass();
     match choice {
         BackendChoice::Cpu => Ok(Box::new(on_cpu(key))),

@@ -2,8 +2,8 @@
 //! witnesses (`serve`, `submit`, the lab's `loadtest`, `sweep`). A 2^20-signal witness is 32 MB;
 //! receiving or sending one costs mostly first-touch page faults on fresh buffers, which
 //! glibc maps with 4 KiB pages. Its `glibc.malloc.hugetlb=1` tunable asks for huge pages there
-//! (experiment 011: 4 GPU clients' uploads then stop leaving the GPU idle). Tunables are
-//! read only at process start, so the process re-executes itself with the setting.
+//! (lab/experiments/011-reduce-on-gpu.md: 4 GPU clients' uploads then stop leaving the GPU idle).
+//! Tunables are read only at process start, so the process re-executes itself with the setting.
 //!
 //! `ZKPIPE_HUGE_PAGES` is the switch: `1` (the default, also when unset) or `0` (leave
 //! the tunable alone: glibc's default 4 KiB pages). It only tunes glibc's malloc: with

@@ -20,7 +20,8 @@ use zkpipe_core::reduce::QapEvals;
 
 type F = ark_bn254::Fr;
 
-/// The stage as it was before experiment 028: arkworks' transforms.
+/// The stage on arkworks' transforms: the baseline the IFMA transform is measured against
+/// (lab/experiments/028-quotient-ntt.md).
 fn arkworks_quotient(d: &QuotientDomain<F>, evals: &mut QapEvals<F>) {
     let to_coset = |v: &mut Vec<F>| {
         d.domain.ifft_in_place(v);

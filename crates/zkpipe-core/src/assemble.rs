@@ -47,7 +47,7 @@ pub fn assemble<E: Curve>(
 
 /// snarkjs's formulas as written: six scalar multiplications, ~0.1 ms each in G1 and
 /// ~0.3 ms in G2, side by side on the pool, so a proof's assembly costs two of them, not
-/// all (experiment 019).
+/// all.
 fn plain<E: Curve>(
     key: &CompiledKey<E>,
     m: &MsmResults<E>,

@@ -18,7 +18,8 @@ pub struct BlindingBases<E: Curve> {
 }
 
 impl<E: Curve> BlindingBases<E> {
-    /// The four tables, built side by side (6–40 ms on 16 cores, experiment 021).
+    /// The four tables, built side by side (6–40 ms on 16 cores,
+    /// lab/experiments/021-window-tables.md).
     pub(crate) fn new(
         delta1: E::G1Affine,
         alpha1: E::G1Affine,

@@ -124,7 +124,7 @@ pub struct CpuBound<E: Curve> {
     key: Arc<CompiledKey<E>>,
     /// The domain's twiddles and shift (7.5 MiB at 2^16 in IFMA lanes, 2^4 times that at
     /// 2^20), made once per binding, in the background from the moment of binding: in a
-    /// one-shot proof they are usually ready before the quotient starts (experiment 028).
+    /// one-shot proof they are usually ready before the quotient starts.
     coset: Arc<OnceLock<CosetTransform<E::ScalarField>>>,
     mask: Option<Arc<CpuMask<E>>>,
     /// The pass makes [B]₂ alongside the other MSMs ([`CpuBound::with_g2_in_pass`]).

@@ -245,9 +245,9 @@ impl<E: Curve> CompiledKey<E> {
     }
 
     /// Prepares the verification key on the rayon pool, for a one-shot proof's self-check:
-    /// built while the proof is, it saves the check its G2 preparation and e(α, β)
-    /// (experiment 029). The check uses it only if it is ready (it never waits for it),
-    /// and a key that has one keeps it.
+    /// built while the proof is, it saves the check its G2 preparation and e(α, β).
+    /// The check uses it only if it is ready (it never waits for it), and a key that has
+    /// one keeps it.
     pub fn prepare_vk_in_background(self: &Arc<Self>) {
         if self.prepared_vk.get().is_some() {
             return;
@@ -328,7 +328,7 @@ fn load_points<P: Send + Sync + Default>(
     };
     // Collected in place (an indexed collect: every thread writes its own part), the
     // first bad point by index kept aside; collecting `Result`s would gather the parts in
-    // lists and copy them together on one thread (experiment 027).
+    // lists and copy them together on one thread.
     let first_bad = std::sync::Mutex::new(None::<(usize, PointError)>);
     let mut points = Vec::new();
     zkey.points(section)

@@ -1,7 +1,7 @@
 //! Keys whose points have passed their checks, remembered by the digest of the key file, so
 //! that proving again with the same key (a one-shot `zkpipe prove` per proof, a daemon's
 //! restart) skips the checks without giving them up: the subgroup checks of a 2^20 key are
-//! the largest part of a CPU proof's key load (experiment 019).
+//! the largest part of a CPU proof's key load (lab/experiments/019-latency-floor.md).
 //!
 //! An entry is an empty file named `<sha-256 of the file>.<checks>` in a directory private
 //! to the user: `$ZKPIPE_KEY_CACHE` (`off` turns the cache off), else
@@ -25,9 +25,9 @@ pub const CACHE_ENV: &str = "ZKPIPE_KEY_CACHE";
 
 /// Bytes hashed per task: the digest is SHA-256 over the length and the SHA-256 of each
 /// chunk, so a key hashes on every core. 1 MiB chunks keep a 2^16 circuit's ~34 MiB key
-/// on all 16 cores of the benchmark host: with 8 MiB ones its five chunks took 6–11 ms
-/// there, now 2.6–2.9 (experiment 029). Changing it changes every digest, so keys
-/// remembered before are checked once more.
+/// on all 16 cores of the benchmark host: with 8 MiB ones its five chunks take 6–11 ms
+/// there, with 1 MiB 2.6–2.9 (lab/experiments/029-cpu-one-shot-serial-path.md). Changing it changes
+/// every digest, so keys remembered before are checked once more.
 const CHUNK: usize = 1 << 20;
 
 /// A key file's digest (see [`CHUNK`]).

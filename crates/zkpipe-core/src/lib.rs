@@ -51,8 +51,8 @@ pub mod subgroup;
 pub mod synth;
 
 // The prover end to end on the committed snarkjs fixtures. A unit test, not an
-// integration test: a test binary of its own instantiated the prover for both curves
-// again, ~100 s of CI's build (experiment 033).
+// integration test: a test binary of its own instantiates the prover for both curves
+// again, ~100 s of CI's build (lab/experiments/033-ci-build-time.md).
 #[cfg(test)]
 mod fixture_tests;
 

@@ -9,8 +9,9 @@
 //! Σ e_{t,i}·Tᵢ = 0. If some Tⱼ ≠ 0, fix every bit but e_{t,j}: the two values of e_{t,j}
 //! give sums that differ by Tⱼ, so at most one of them is 0, and trial t passes with
 //! probability ≤ 1/2 whatever the cofactor. [`TRIALS`] = 64 independent trials: a bad
-//! point survives with probability ≤ 2⁻⁶⁴. (The earlier 8-bit weights needed up to 41
-//! trials for BLS12-381 G1, whose cofactor has a factor 3; see experiment 002.)
+//! point survives with probability ≤ 2⁻⁶⁴. (8-bit weights would need up to 41 trials
+//! for BLS12-381 G1, whose cofactor has a factor 3;
+//! lab/experiments/002-batched-subgroup-checks.md.)
 //!
 //! **Cost.** k trials share one pass (Pippenger's trick, applied to the trials): each point
 //! draws a random k-bit vector v and goes into bucket v (N batch-affine additions for k

@@ -13,13 +13,14 @@ const LARGE_WITNESS_BYTES: usize = 16 << 20;
 /// Values converted per rayon task (~1–2 ms of work). A witness of fewer than two tasks'
 /// worth (a 2^14-constraint circuit's, say) is converted on the calling thread: the daemon
 /// converts many small witnesses at once on its request threads, and splitting each
-/// across the global pool cost more than the conversion (experiment 025: ~6 CPU-ms per
-/// 2^14 job, most of it work-stealing); a big one-shot witness still converts in parallel.
+/// across the global pool costs more than the conversion (lab/experiments/025-daemon-host-path.md:
+/// ~6 CPU-ms per 2^14 job, most of it work-stealing); a big one-shot witness still converts in
+/// parallel.
 const VALUES_PER_TASK: usize = 1 << 15;
 
 /// Values per task of a one-shot proof's conversion ([`Witness::for_curve`]): its pool is
 /// otherwise idle, so a 2^16 circuit's ~60k values spread over 16 cores instead of
-/// taking ~5 ms on one (experiment 029).
+/// taking ~5 ms on one (lab/experiments/029-cpu-one-shot-serial-path.md).
 const ONE_SHOT_VALUES_PER_TASK: usize = 1 << 12;
 
 /// The values of all signals: w[0] = 1, then public outputs and inputs, then private ones.

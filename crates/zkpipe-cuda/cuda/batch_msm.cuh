@@ -26,8 +26,8 @@
 // sum costs about two additions per piece (one to the running sum, one to W per digit
 // step; a step of g > 1 digits is a double-and-add of log₂ g bits, rare unless the
 // group is sparse), and leaves 2/R entries per piece to the bit sums. With R = 0 the bit
-// sums read the pieces directly (the path before experiment 024; constant work's full
-// mode, whose point is that every piece is added in every bit sum, keeps it).
+// sums read the pieces directly (constant work's full mode, whose point is that every
+// piece is added in every bit sum, takes this path).
 //
 // Window tables (fixed-base precomputation, for resident keys): a set bound with a table
 // of width c also holds 2^(w·c)·P_i for every window w (row w of the table, computed on
@@ -44,7 +44,7 @@
 // bucket 0, which no bit sum takes) and every piece is added in every bit sum (into a
 // discarded sum where its bit is clear): the values then shape the work only through how
 // the entries fall into buckets (how many pieces there are), which still spreads times
-// over distributions by 2–2.5× (experiment 019).
+// over distributions by 2–2.5× (lab/experiments/019-latency-floor.md).
 //
 // Pieces cap the serial work of one thread when a bucket is hit often (window 0's digit
 // 1 can hold half the points); the bit sums then add pieces, not buckets, so a big

@@ -1,6 +1,6 @@
 // Not part of the build: a standalone probe, compiled with
 //   nvcc -gencode arch=compute_90,code=sm_90 -cudart static -o coop_probe coop_probe.cu
-// and run on the GPU machine while bringing up sppark (see lab/experiments/004).
+// and run on the GPU machine while bringing up sppark (see lab/experiments/004-gpu-msm-bringup.md).
 // Probe: does a cooperative launch with grid.sync() complete on this GPU/VM?
 #include <cstdio>
 #include <cooperative_groups.h>

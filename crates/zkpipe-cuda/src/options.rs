@@ -44,22 +44,27 @@ impl CudaOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LabSwitches {
     /// Forces a lone proof onto the batched kernels (`Some(true)`) or sppark's MSM
-    /// (`Some(false)`) whatever its domain (experiment 019).
+    /// (`Some(false)`) whatever its domain (lab/experiments/019-latency-floor.md).
     pub lone_msm: Option<bool>,
-    /// How constant-work MSMs are kept constant on the GPU (experiment 023).
+    /// How constant-work MSMs are kept constant on the GPU
+    /// (lab/experiments/023-constant-work-by-masking.md).
     pub constant: ConstantMode,
-    /// Binds no window tables (experiment 021).
+    /// Binds no window tables (lab/experiments/021-window-tables.md).
     pub no_tables: bool,
-    /// Forces the piece length L of the batched plans (8..=1024; experiment 032).
+    /// Forces the piece length L of the batched plans (8..=1024;
+    /// lab/experiments/032-piece-length-per-curve.md).
     pub piece: Option<u32>,
-    /// Sums the pieces in plan order instead of longest first (experiment 030).
+    /// Sums the pieces in plan order instead of longest first
+    /// (lab/experiments/030-ordered-pieces.md).
     pub pieces_in_plan_order: bool,
-    /// Forces the pieces per run R (0: no runs, or 2..=64; experiment 024).
+    /// Forces the pieces per run R (0: no runs, or 2..=64;
+    /// lab/experiments/024-running-sums-over-runs.md).
     pub run: Option<u32>,
     /// The host turns the witness into standard-form scalars before the upload
-    /// (experiment 022).
+    /// (lab/experiments/022-montgomery-witness-and-group-commit.md).
     pub host_scalars: bool,
-    /// a, b, c computed on the CPU and uploaded instead of on the GPU (experiment 011).
+    /// a, b, c computed on the CPU and uploaded instead of on the GPU
+    /// (lab/experiments/011-reduce-on-gpu.md).
     pub host_reduce: bool,
     /// A proof's MSMs one after another instead of at once.
     pub serial_msms: bool,

@@ -26,8 +26,8 @@ impl Tuning {
 }
 
 /// Keys whose domain is at most this prove several proofs per device pass (batched MSMs);
-/// larger ones fill the GPU alone. Measured on an H100 (experiment 010): at 2^14 a batch
-/// of 4 already costs half of sppark's per-proof time; at 2^16 batches under ~8 lose
+/// larger ones fill the GPU alone. Measured on an H100 (lab/experiments/010-batched-msm.md): at
+/// 2^14 a batch of 4 already costs half of sppark's per-proof time; at 2^16 batches under ~8 lose
 /// (BLS12-381 G1: 9.2 ms per proof at k = 4 against sppark's 6.9 ms).
 pub(crate) const BATCH_MAX_DOMAIN: usize = 1 << 15;
 
@@ -35,8 +35,8 @@ pub(crate) const BATCH_MAX_DOMAIN: usize = 1 << 15;
 /// kernels too (a batch of one): their chains are short, while sppark's MSM costs ~3 ms a
 /// call at any size below 2^16. On an H100 a lone G1 MSM took 0.72 / 1.25 / 2.94 / 8.42 ms
 /// there at 2^13 / 2^16 / 2^18 / 2^20 against sppark's 2.92 / 4.25 / 12.10 / 12.62
-/// (experiment 019). Larger domains (not measured) keep sppark's MSM, unless the key's
-/// MSMs do constant work (the path their checks cover, and the only one with
+/// (lab/experiments/019-latency-floor.md). Larger domains (not measured) keep sppark's MSM, unless
+/// the key's MSMs do constant work (the path their checks cover, and the only one with
 /// [`ConstantMode::Full`]). [`LabSwitches::lone_msm`] forces one path.
 pub(crate) const LONE_BATCH_MAX_DOMAIN: usize = 1 << 20;
 
@@ -55,7 +55,7 @@ fn on_batch_kernels(t: &Tuning, domain: usize) -> bool {
 /// on the GPU. By default by masking (`crate::enabled::mask`): the MSMs read w + m and
 /// h + m' for a random mask drawn at binding, so their scalars look uniformly random for
 /// any witness. [`ConstantMode::Full`] instead turns the batched plan's shortcuts off
-/// (every digit an entry, every piece in every bit sum: the mode of experiment 019),
+/// (every digit an entry, every piece in every bit sum),
 /// [`ConstantMode::Both`] does both (lab switches for comparing them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ConstantWork {
@@ -90,7 +90,7 @@ pub(crate) fn binds_tables(t: &Tuning, resident: bool, domain: usize) -> bool {
 /// group of buckets per proof instead of one per window, the bucket side costs ~⌈bits/c⌉
 /// times less, so the width is wider than a plan without a table takes (batch_msm.cuh,
 /// zkp_bm_wbits): 12 at 2^13, 15 at 2^16, 17 at 2^20 points, for 22, 17, 15 rows. (With
-/// runs, experiment 024, a piece costs about 2 + 2c/R additions on the bucket side
+/// runs a piece costs about 2 + 2c/R additions on the bucket side
 /// instead; that model picks the same widths at 2^14 and 2^20, so this one stays.)
 pub(crate) fn table_wbits(n: usize, bits: u32) -> u32 {
     let n = n.max(1) as f64;
@@ -128,8 +128,8 @@ pub(crate) fn piece_len(lab: &LabSwitches, k: usize, n: usize) -> u32 {
 /// (`tabled`) or without: with one, pieces twice as long as [`piece_len`] gives (the
 /// L of 4k vectors). A proof's entries then fall into one group of buckets, ~⌈bits/c⌉
 /// times fuller, and longer pieces mean fewer partial sums for the bit sums to add. On an
-/// H100 (experiment 021, lone MSMs with the table) L = 64 instead of 32 at 2^16 took
-/// 1.18 → 1.06 ms (BN254 G1), 2.56 → 2.11 (G2), 2.38 → 2.02 (BLS12-381 G1); at 2^13,
+/// H100 (lab/experiments/021-window-tables.md, lone MSMs with the table) L = 64 instead of 32 at
+/// 2^16 took 1.18 → 1.06 ms (BN254 G1), 2.56 → 2.11 (G2), 2.38 → 2.02 (BLS12-381 G1); at 2^13,
 /// L = 16 was faster than 8 and 64.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn plan_piece_len(lab: &LabSwitches, k: usize, n: usize, tabled: bool) -> u32 {
@@ -140,7 +140,8 @@ pub(crate) fn plan_piece_len(lab: &LabSwitches, k: usize, n: usize, tabled: bool
 /// zkp_bm_sum_pieces): a warp's 32 threads each sum one piece, and pieces (whole buckets
 /// of ~Poisson-many entries, or a big bucket's last, short piece) differ in length, so
 /// in plan order every warp waits for its longest one (Nsight Compute at 2^14, k = 16:
-/// 21 of 32 threads active in the G1 piece sums, 11 in G2's, experiment 030). On unless
+/// 21 of 32 threads active in the G1 piece sums, 11 in G2's,
+/// lab/experiments/030-ordered-pieces.md). On unless
 /// [`LabSwitches::pieces_in_plan_order`].
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn orders_pieces(lab: &LabSwitches) -> bool {
@@ -152,12 +153,12 @@ pub(crate) fn orders_pieces(lab: &LabSwitches) -> bool {
 /// Longer runs leave fewer entries but are longer serial chains and fewer threads, and
 /// in a sparse group (few entries per bucket) their digit steps are double-and-adds, so
 /// small plans take short runs: 4 up to k·n = 2^14, 8 up to 2^17, 16 up to 2^19, then
-/// 32 (experiment 024 on an H100: run 1 timed R = 2, 4, 8, 16 per size and kept 4 where a
-/// witness-like distribution at 2^13 lost with 8; run 4 timed 32 against 16 in whole
-/// proofs at 2^20, 1–2% faster on both curves).
+/// 32 (lab/experiments/024-running-sums-over-runs.md on an H100: run 1 timed R = 2, 4, 8, 16 per
+/// size and kept 4 where a witness-like distribution at 2^13 lost with 8; run 4 timed 32 against 16
+/// in whole proofs at 2^20, 1–2% faster on both curves).
 ///
 /// [`LabSwitches::run`] (0 or 2..=64) forces R; 0 turns runs off, so the bit sums read
-/// the pieces (the path before experiment 024).
+/// the pieces themselves.
 pub(crate) fn run_len(lab: &LabSwitches, k: usize, n: usize) -> u32 {
     let forced = lab.run.filter(|&r| r == 0 || (2..=64).contains(&r));
     forced.unwrap_or(match k.max(1) * n.max(1) {
@@ -198,18 +199,17 @@ pub(crate) fn caps(lab: &LabSwitches, shape: &KeyShape) -> Caps {
     }
 }
 
-/// Whether the host turns the witness into standard-form scalars before the upload, as
-/// before experiment 022. By default the GPU reads the field elements as they are
-/// (Montgomery form): the reduce and the MSMs convert as they read, and the host skips a
-/// pass over the witness (3.1 ms at 2^20 on 16 cores). [`LabSwitches::host_scalars`]
-/// compares the two.
+/// Whether the host turns the witness into standard-form scalars before the upload. By
+/// default the GPU reads the field elements as they are (Montgomery form): the reduce and
+/// the MSMs convert as they read, and the host skips a pass over the witness (3.1 ms at
+/// 2^20 on 16 cores). [`LabSwitches::host_scalars`] compares the two.
 pub(crate) fn converts_on_host(lab: &LabSwitches) -> bool {
     lab.host_scalars
 }
 
 /// Whether a, b, c are computed on the GPU from the uploaded witness (the default: the
 /// key's A and B matrices are then resident there too). [`LabSwitches::host_reduce`]
-/// computes them on the CPU and uploads them instead, as before experiment 011.
+/// computes them on the CPU and uploads them instead.
 pub(crate) fn reduces_on_gpu(lab: &LabSwitches) -> bool {
     !lab.host_reduce
 }

@@ -45,14 +45,14 @@ impl Default for ThrottleConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DeallocMode {
     /// `"worker"`: one deallocation thread with a bounded queue (`dealloc_queue`), so that
-    /// frees never come in bursts on many threads at once (DESIGN.md, lesson 5).
+    /// frees never come in bursts on many threads at once: a thread per free (`detached`)
+    /// is 11% slower per proof at c = 8 (lab/experiments/018b-deallocation.md).
     #[default]
     Worker,
     /// `"in-place"`: dropped at once, on the thread that lets go of it.
     InPlace,
     /// `"detached"`: a new detached thread per free, as many at once as there are frees:
-    /// the unbounded baseline that the phase-11 reference measured, kept to measure
-    /// against, not to serve with.
+    /// the unbounded baseline, kept to measure against, not to serve with.
     Detached,
 }
 
@@ -176,8 +176,8 @@ pub struct EngineConfig {
     /// device's pool when the device is the CPU. Default: 2 workers, all cores.
     pub device: StageConfig,
     /// Partitions whose device pass runs on one device at once. Default: what the devices
-    /// ask for (`Devices::passes_per_device`: 1 for the CPU, 2 for a GPU). Give the device stage more workers
-    /// than this, so a partition is ready when a pass ends.
+    /// ask for (`Devices::passes_per_device`: 1 for the CPU, 2 for a GPU). Give the device stage
+    /// more workers than this, so a partition is ready when a pass ends.
     pub device_passes: Option<usize>,
     /// Most partitions of one key that share one device pass (a batch, gathered from the
     /// device's queue, which holds at least a full batch whatever `queue_depth` says): the
@@ -190,7 +190,8 @@ pub struct EngineConfig {
     /// starts at once. 0 starts every pass at once (two passes then split the queue into
     /// small batches under load); 1 waits for as large a batch as the one running. Only
     /// where passes overlap (`device_passes` above 1) and batch. Default: 2, which beat 0
-    /// at 4, 16 and 64 clients of a 2^14 key on an H100 (experiment 034).
+    /// at 4, 16 and 64 clients of a 2^14 key on an H100
+    /// (lab/experiments/034-device-pass-overlap.md).
     pub device_overlap_share: f64,
     /// Tail stage (G2 MSM on CPU, assemble, self-check, serialize). Default: 2 workers,
     /// half the cores.
@@ -200,7 +201,7 @@ pub struct EngineConfig {
     /// (`zkpipe_core::stages::self_check_batch`), about half the tail's CPU per proof.
     /// Default: 1, each proof alone: with 8 the daemon used 16% less CPU at c = 64 but
     /// its proofs' records reached the job store in bursts that slowed accepts (proofs/s
-    /// no better; experiment 026). Worth it where the CPU is short.
+    /// no better; lab/experiments/026-request-path.md). Worth it where the CPU is short.
     pub tail_batch: usize,
     /// Capacity of each bounded queue between stages (a device's queue holds at least
     /// the largest batch less one, see `device_batch`). Default: 4.
@@ -232,7 +233,7 @@ pub struct EngineConfig {
     pub returns: ReturnMode,
     /// How long finished jobs (and their request ids) are remembered. Default: 10 min.
     /// Each holds its results in memory meanwhile: ~1.8 KiB of heap for one BN254
-    /// partition, ~1.2 KiB more per further partition (experiment 036).
+    /// partition, ~1.2 KiB more per further partition (lab/experiments/036-finished-job-memory.md).
     pub job_retention: Duration,
     /// Waterfalls kept for the Chrome-trace export (partitions). Default: 4096.
     pub trace_capacity: usize,
@@ -300,7 +301,8 @@ impl Default for EngineConfig {
             device_overlap_share: 2.0,
             // Eight tail workers: a batch of small proofs leaves the device at once and
             // two workers were its queue (2^14 key at c = 64 on an H100: +19%, +17%, +4%
-            // in experiments 019 and 021; a 2^20 key at c = 1 and 8 no slower).
+            // in lab/experiments/019-latency-floor.md and lab/experiments/021-window-tables.md; a
+            // 2^20 key at c = 1 and 8 no slower).
             tail: StageConfig {
                 workers: 8,
                 threads: (cores / 2).max(1),

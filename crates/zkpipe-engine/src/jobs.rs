@@ -20,8 +20,8 @@ pub(crate) struct JobTable {
     /// through the store's sync, `JobStore::make_durable`, which follows), so that two
     /// registrations of one request id cannot both pass the check. It also makes big
     /// submissions first come, first served: each writes its witnesses alone at the disk's full
-    /// speed. Without it (experiment 018h) 16 jobs of 1.28 GB wrote side by side, all
-    /// were accepted together 16–23 s in, and the GPU waited: 0.307 s per proof against
+    /// speed. Without it (lab/experiments/018h-submission-path.md) 16 jobs of 1.28 GB wrote side by
+    /// side, all were accepted together 16–23 s in, and the GPU waited: 0.307 s per proof against
     /// 0.246 with the lock, at c = 16 on one H100.
     registering: Mutex<()>,
     /// Partitions accepted and not finished (each message's ticket holds one).
@@ -115,7 +115,8 @@ impl JobTable {
             // A small job without a request id registers without the lock: there is
             // nothing to deduplicate, its partitions are counted by an atomic reservation,
             // and its write is short. Under the lock, 64 clients' 2^14 accepts queued for
-            // 16–40 ms behind each other's ~1 ms store writes (experiment 025).
+            // 16–40 ms behind each other's ~1 ms store writes
+            // (lab/experiments/025-daemon-host-path.md).
             let witness_bytes: usize = new.witnesses.iter().map(|w| w.len()).sum();
             let exclusive = !new.request_id.is_empty() || witness_bytes >= EXCLUSIVE_BYTES;
             let _registering = exclusive.then(|| lock(&self.registering));
@@ -152,9 +153,8 @@ impl JobTable {
         };
         let synced = Instant::now();
         // On disk before the submitter hears of it; outside the lock, so that the accepts
-        // queued behind this one record meanwhile and share its sync (group commit,
-        // experiment 022). A job whose sync failed is taken back (never queued) and the
-        // submitter gets the error.
+        // queued behind this one record meanwhile and share its sync (group commit). A job
+        // whose sync failed is taken back (never queued) and the submitter gets the error.
         if let Err(e) = self.store.make_durable(mark) {
             lock(&self.jobs).remove(&job.id);
             self.pending.fetch_sub(partitions, Ordering::AcqRel);

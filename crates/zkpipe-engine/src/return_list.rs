@@ -3,8 +3,8 @@
 //! back when it next needs a buffer, in one of two ways (`memory.returns`):
 //!
 //! - [`ReturnList`] (drain-all, the default): the owner takes everything at once with one
-//!   atomic exchange. Per-item pops and batched "packets" measured worse elsewhere
-//!   (DESIGN.md, lesson 8).
+//!   atomic exchange. Per-item pops gain nothing over it
+//!   (lab/experiments/018f-buffer-returns-allocator.md).
 //! - [`PopList`] (cas-pop): the owner pops items one at a time, one compare-and-swap each
 //!   (a Treiber pop), kept to measure against drain-all. Only the holder of the list's one
 //!   [`Popper`] can pop, which is what makes the pop safe.

@@ -323,7 +323,8 @@ fn store(s: &StoreSection, grpc: SocketAddr) -> Result<Option<zkpipe_store::PgOp
         daemon,
         objects: s.objects.clone(),
         // 64 KiB: 512 KiB witnesses in rows cost a 2^14 daemon 10% of its proofs per
-        // second against 26% gained with them in a directory (experiment 020, run 9).
+        // second against 26% gained with them in a directory (lab/experiments/020-fleet-store.md,
+        // run 9).
         inline_max: size_or_auto(&s.inline_max, Some(STORE_INLINE_MAX))
             .map_err(|e| format!("store.inline_max: {e}"))?
             .unwrap_or(STORE_INLINE_MAX),

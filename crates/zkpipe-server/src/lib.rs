@@ -80,8 +80,8 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Runs the daemon until the first item of `signals` (the name of a signal): binds both
 /// listeners, calls `on_bound` with their addresses, and serves. Before that it opens the
-/// job store in the state directory and takes back the jobs an earlier run left. Then it stops in order:
-/// new jobs are refused (UNAVAILABLE), unfinished ones may run for `shutdown_grace` (a
+/// job store in the state directory and takes back the jobs an earlier run left. Then it stops in
+/// order: new jobs are refused (UNAVAILABLE), unfinished ones may run for `shutdown_grace` (a
 /// second signal cuts it short), the engine shuts down (what is left stays in the job store
 /// and runs at the next start), and the listeners close.
 pub async fn serve<S>(
@@ -174,8 +174,8 @@ where
     }
     // TCP_NODELAY on every accepted connection: with Nagle's algorithm on, a reply's
     // frames written after its first wait for the client's delayed ACK (~40 ms on Linux);
-    // that was a constant ~45 ms of every job's latency (experiment 026). tonic sets it
-    // only on listeners it binds itself.
+    // that is a constant ~45 ms of every job's latency (lab/experiments/026-request-path.md). tonic
+    // sets it only on listeners it binds itself.
     let incoming =
         tonic::transport::server::TcpIncoming::from_listener(grpc, true, None).map_err(|e| {
             ServeError::Bind {
@@ -221,8 +221,8 @@ where
     if let Some(r) = failed {
         return r;
     }
-    // Awaits of jobs left unfinished have returned (UNAVAILABLE); a listener that still will not close is
-    // dropped with the runtime.
+    // Awaits of jobs left unfinished have returned (UNAVAILABLE); a listener that still will not
+    // close is dropped with the runtime.
     let closed = tokio::time::timeout(CLOSE_TIMEOUT, async {
         let g = grpc_result(grpc_task.await);
         let h = http_result(http_task.await);

@@ -213,7 +213,8 @@ impl Job<'_> {
         }
         // The process exits next: the key, the witness and the backend's state are left
         // to the OS, which takes them back at once, instead of being freed piece by piece
-        // (2–3 ms of a ~65 ms 2^16 proof on 16 cores, experiment 029).
+        // (2–3 ms of a ~65 ms 2^16 proof on 16 cores,
+        // lab/experiments/029-cpu-one-shot-serial-path.md).
         std::mem::forget((key, witness, bound));
         Ok(())
     }

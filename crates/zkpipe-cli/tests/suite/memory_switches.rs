@@ -141,7 +141,7 @@ fn write_config(dir: &Path, keys: &[&str], memory: &str) -> std::path::PathBuf {
     cfg
 }
 
-/// The `[memory]` modes of the lab (experiments 018b, 018f): a lab build serves with them.
+/// The `[memory]` modes kept for the lab's comparisons: a lab build serves with them.
 const LAB_MEMORY: [&str; 2] = [
     "dealloc = \"detached\"\nreturns = \"cas-pop\"\npool_max = \"64KiB\"",
     "dealloc = \"in-place\"\nreturns = \"free\"",

@@ -4,7 +4,7 @@
 //!
 //! Why: the scalar transform spends nearly all its time in arkworks' Montgomery
 //! multiplication (~20 ns per product on the devbox); eight lanes of 52-bit limbs do eight
-//! products in far less (experiment 028).
+//! products in far less (lab/experiments/028-quotient-ntt.md).
 //!
 //! ```text
 //!  element a: arkworks' limbs of a·R mod p (R = 2^256), regrouped into 5 limbs of 52 bits;

@@ -14,8 +14,8 @@ use zkpipe_formats::zkey::{Matrix, ZkeyFile};
 /// Keys whose entries come row by row in each matrix (snarkjs writes them so, and so does
 /// `setup --dev`) are compiled on every thread: a first pass checks and counts the entries
 /// of each block, a second converts them into their places. Any other order is compiled
-/// on one thread. (A 2^20 key's ~8M entries took ~1.1 s on one thread, half of a one-shot
-/// CPU proof's key load; experiment 027.)
+/// on one thread. (A 2^20 key's ~8M entries take ~1.1 s on one thread, half of a one-shot
+/// CPU proof's key load; lab/experiments/027-cpu-vs-rapidsnark.md.)
 pub(super) fn compile_matrices<F: MontLimbs>(
     zkey: &ZkeyFile,
     rows: usize,
@@ -250,7 +250,7 @@ fn matrix_index(m: Matrix) -> usize {
 /// Section 4's stored values, v·R² as little-endian integers, made into the field
 /// elements v. Read as Montgomery limbs (arkworks keeps x as x·R) a stored value is v·R
 /// already, so one multiplication by R⁻¹ gives v, where converting it as an integer and
-/// then multiplying by R⁻² took two (experiment 029).
+/// then multiplying by R⁻² takes two.
 #[derive(Clone, Copy)]
 struct StoredValues<F> {
     r_inv: F,

@@ -18,7 +18,7 @@ use crate::msm::tree::{Segment, TreeAdder};
 /// `groups` contiguous parts summed in parallel; the result is indexed [group][block][bucket]
 /// (infinity marks an empty bucket). Each group converts its bases to the adder's form one
 /// sorting pass at a time and feeds every block from that one conversion, so no copy of
-/// the whole input is held (experiment 013).
+/// the whole input is held.
 pub(crate) fn grouped_bucket_sums<P: SWCurveConfig>(
     bases: &[Affine<P>],
     groups: usize,

@@ -26,8 +26,7 @@ pub type ScalarInt<E> = <<E as ark_ec::pairing::Pairing>::ScalarField as PrimeFi
 /// A row loop: it steps aside for bandwidth-heavy bursts ([`crate::throttle`]).
 ///
 /// Written in place by the pool's threads, without zeroing `out` first: a fresh 2^20-signal
-/// vector (32 MiB) is then first touched, page by page, on every core instead of on one
-/// (experiment 019).
+/// vector (32 MiB) is then first touched, page by page, on every core instead of on one.
 pub fn scalars_into<F: PrimeField>(v: &[F], out: &mut Vec<F::BigInt>) {
     const CHUNK: usize = 4096;
     v.par_iter()

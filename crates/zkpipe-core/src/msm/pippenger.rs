@@ -18,8 +18,8 @@
 //! Measurements and the choices they led to: `lab/experiments/005-batch-affine-msm.md`.
 //!
 //! The pair additions go through [`PairAdder`]: on CPUs with AVX-512 IFMA, eight at a time
-//! in vector lanes (`crate::msm::ifma`, about twice as fast; experiment 012), elsewhere on
-//! arkworks' affine points. [`MsmOptions::ifma`] off forces the latter.
+//! in vector lanes (`crate::msm::ifma`, about twice as fast; lab/experiments/012-ifma-msm.md),
+//! elsewhere on arkworks' affine points. [`MsmOptions::ifma`] off forces the latter.
 //!
 //! An affine addition costs 5M + 1S plus a share of one inversion, against 7M + 4S in
 //! Jacobian coordinates. Sorting points by bucket before adding makes every addition of a

@@ -32,7 +32,8 @@ pub const MAX_WINDOW_BITS: usize = 20;
 const MAX_BUCKET_BYTES: usize = 8 << 20;
 
 /// Relative cost of reducing one bucket (two projective additions) against accumulating
-/// one point (one batch-affine addition plus sorting); measured, see experiment 005.
+/// one point (one batch-affine addition plus sorting); measured, see
+/// lab/experiments/005-batch-affine-msm.md.
 const REDUCE_COST: f64 = 1.5;
 
 impl MsmPlan {
@@ -57,7 +58,7 @@ impl MsmPlan {
             let windows = (bits + 1).div_ceil(c);
             // Groups beyond ⌈threads / windows⌉ pay too: at 2^16 on 16 threads, c = 11
             // with two groups (48 tasks, three even rounds) beat c = 16 with one
-            // (experiment 027's msmplan: 26 against 32–34 ms).
+            // (lab/experiments/027-cpu-vs-rapidsnark.md, msmplan: 26 against 32–34 ms).
             for groups in 1..=threads {
                 let tasks = windows * groups;
                 let rounds = tasks.div_ceil(threads) as f64;
@@ -174,7 +175,7 @@ mod tests {
         }
     }
 
-    /// Experiment 028: on 16 threads a 2^16 MSM splits each window's points in two
+    /// On 16 threads a 2^16 MSM splits each window's points in two
     /// (c = 11), while a 2^20 one keeps one group of c = 16.
     #[test]
     fn small_msms_split_windows_on_many_threads() {

@@ -4,9 +4,9 @@
 //! then) come off the results. w + m looks like uniformly random scalars whatever w is
 //! (all zeros, all ones, a circom witness), so no bucket is fuller, no digit more often
 //! zero, than for random values. Turning the plan's shortcuts off alone
-//! (`crate::ConstantMode::Full`, experiment 019's mode) leaves a 1.4–1.7× spread between
-//! witness distributions, because how entries fall into buckets still follows the
-//! values; with the mask it is 1.02–1.10× (experiment 023).
+//! (`crate::ConstantMode::Full`) leaves a 1.4–1.7× spread between witness distributions,
+//! because how entries fall into buckets still follows the values; with the mask it is
+//! 1.02–1.10× (lab/experiments/023-constant-work-by-masking.md).
 
 use crate::enabled::curve::GpuCurve;
 use crate::enabled::memory::DeviceBuf;

@@ -23,7 +23,6 @@ use crate::job::{JobId, JobSnapshot, JobState, PartitionProof, Priority, Unknown
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use zkpipe_core::timings::Stage;
 
 /// What a request is, for telling "the same request again" from "another request under
 /// the same request id": SHA-256 over the key id and every witness.

@@ -108,9 +108,9 @@ impl ClaimStage {
                 );
             }
             // Reading a witness and checking it against its key is most of a start
-            // (experiment 020: 3 ms for a 2^14 one, which made this thread the daemon's
-            // limit): on the rayon pool, over the store's connections, while this thread
-            // claims again.
+            // (lab/experiments/020-fleet-store.md: 3 ms for a 2^14 one, which would make this
+            // thread the daemon's limit): on the rayon pool, over the store's connections, while
+            // this thread claims again.
             for c in claimed {
                 self.starting.fetch_add(1, Ordering::AcqRel);
                 let stage = Arc::clone(&self);
@@ -122,8 +122,8 @@ impl ClaimStage {
             if room == 0 {
                 // Hands full: room comes back as partitions finish here, which no event
                 // announces. Looking again soon costs no query (nothing is claimed
-                // without room); waking on every start, as this did, cost an empty claim
-                // query for every few partitions (experiment 020, run 7).
+                // without room); waking on every start would cost an empty claim query for
+                // every few partitions (lab/experiments/020-fleet-store.md, run 7).
                 self.queue
                     .wait_for_work(seen, ROOM_POLL.min(self.config.poll));
             } else if !full {

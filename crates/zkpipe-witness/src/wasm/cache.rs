@@ -1,7 +1,7 @@
 //! Compiled modules kept on disk between processes, so that a one-shot `zkpipe wtns
 //! calculate` or `fullprove` (and a daemon's restart) does not compile the same circuit
 //! again: Cranelift takes ~0.5 s of a 2-core machine for a 2 MB circom module, ten times
-//! the witness itself (experiment 016).
+//! the witness itself (lab/experiments/016-witness-synthesis.md).
 //!
 //! wasmtime has such a cache (its `cache` feature), but it pulls in a zstd build and a
 //! config-file format we do not need; `Module::serialize` / `deserialize_file` is the same

@@ -1,5 +1,5 @@
 //! The witness generators' integration tests, one module per subject, in one test binary:
-//! each test binary links its own copy of wasmtime (experiment 033).
+//! each test binary links its own copy of wasmtime (lab/experiments/033-ci-build-time.md).
 
 mod native;
 mod snarkjs_inputs;

@@ -393,7 +393,7 @@ unsafe fn add_in_lanes<P: SWCurveConfig, const L: usize, const D: usize>(
 /// Why not `ark_ff::batch_inversion`: with arkworks' `parallel` feature it splits its input
 /// into one chunk per rayon thread and inverts each chunk on its own, so the 32 chain
 /// products of a call cost 16 inversions and 16 rayon tasks on a 16-core machine, not one
-/// (11% of a 2^20 CPU proof's samples there; experiment 027).
+/// (11% of a 2^20 CPU proof's samples there; lab/experiments/027-cpu-vs-rapidsnark.md).
 fn invert_in_place<F: Field>(v: &mut [F]) {
     let mut prefix = Vec::with_capacity(v.len());
     let mut acc = F::one();
