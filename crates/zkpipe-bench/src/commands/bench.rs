@@ -196,7 +196,7 @@ fn bench_with<E: BindCurve>(a: &Args, zkey: &ZkeyFile, plan: Plan) -> Result<()>
             format!(
                 " (MSM additions: {})",
                 zkpipe_core::msm::pippenger::cpu_adder(
-                    crate::backend::DeviceOptions::from_process(Default::default())
+                    zkpipe_cli::backend::DeviceOptions::from_process(Default::default())
                         .is_ok_and(|o| o.cpu.ifma)
                 )
             )
