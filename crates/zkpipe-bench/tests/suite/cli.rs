@@ -29,7 +29,11 @@ fn help_lists_the_lab_commands() {
     let o = zkpipe_bench(&["bench".as_ref(), "--no-such-flag".as_ref()]);
     assert_one_line_error(
         &o,
-        &["zkpipe-bench: ", "--no-such-flag", "zkpipe-bench --help"],
+        &[
+            "zkpipe-bench: ",
+            "--no-such-flag",
+            "(see zkpipe-bench bench --help)",
+        ],
     );
     assert_eq!(o.status.code(), Some(2));
 }
