@@ -81,9 +81,7 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
         pad: usize,
         table_wbits: u32,
         device: usize,
-        opts: &crate::CudaOptions,
     ) -> Result<Self, CudaError> {
-        let lab = opts.lab();
         check_device(device)?;
         let dev = device as i32;
         let mut handle: ffi::SetHandle = std::ptr::null_mut();

@@ -55,7 +55,7 @@ fn seam_at<E: BindCurve>(name: &str, devices: &CudaDevices, log: u32, resident: 
     let gpu = bind(devices, 0, Arc::clone(&key), &Default::default())?;
     let cpu = CpuBound::new(Arc::clone(&key));
     let caps = gpu.caps();
-    let ok = Cell::new(devices.caps(&KeyShape::of_key(&key)) == caps);
+    let ok = Cell::new(devices.caps(&KeyShape::of_key(&key), &Default::default()) == caps);
     println!(
         "{name} seam 2^{log}: caps {caps:?}, as CudaDevices says: {}",
         if ok.get() { "OK" } else { "NO" }
