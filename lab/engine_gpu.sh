@@ -19,29 +19,17 @@ small=${4-1 16 64}
 repeats=${5:-3}
 mkdir -p "$out"
 work=$(mktemp -d)
-mkdir -p "$work/keys"
+# shellcheck source=lib/harness.sh
+. "$(dirname "$0")/lib/harness.sh"
 keys=(); [ -n "$big" ] && keys+=(20); [ -n "$small" ] && keys+=(14)
-for k in "${keys[@]}"; do
-  "$bin/zkpipe" synth --domain "2^$k" --public 4 --seed 1 "$work/c$k.r1cs" "$work/w$k.wtns" 2>/dev/null
-  "$bin/zkpipe" setup --dev --seed 1 "$work/c$k.r1cs" "$work/keys/k$k.zkey" 2>/dev/null
-done
-cat > "$work/zkpipe.toml" <<TOML
-[server]
-grpc_listen = "127.0.0.1:50651"
-http_listen = "127.0.0.1:9664"
-max_request_bytes = "1GiB"
-[keys]
-dir = "keys"
-checks = "trusted"
-${ENGINE_TOML:-}
-TOML
+dev_keys "$bin/zkpipe" "${keys[@]}"
+daemon_config 50651 9664 "${ENGINE_TOML:-}"
 "$bin/zkpipe" serve --config "$work/zkpipe.toml" --backend cuda > "$out/serve.log" 2>&1 &
 pid=$!
 nvidia-smi --query-gpu=timestamp,index,memory.used --format=csv,noheader -lms 200 > "$out/gpu-memory.csv" 2>/dev/null &
 smi=$!
 trap 'kill $pid $smi 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 100); do grep -q serving "$out/serve.log" && break; sleep 0.2; done
-export ZKPIPE_SERVER=http://127.0.0.1:50651
 for k in "${keys[@]}"; do "$bin/zkpipe" preload "k$k"; done
 for r in $(seq "$repeats"); do
   for c in $big; do

@@ -20,24 +20,11 @@ read -r -a labels <<< "${5:-before after}"
 mkdir -p "$out"
 work=$(mktemp -d)
 trap 'pkill -f "zkpipe serve" 2>/dev/null || true; rm -rf "$work"' EXIT
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/device.txt" || true
-echo "$(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)" >> "$out/device.txt"
-mkdir -p "$work/keys"
-for k in 14 16 20; do
-  "${bins[0]}/zkpipe" synth --domain "2^$k" --public 4 --seed 1 "$work/c$k.r1cs" "$work/w$k.wtns" 2>/dev/null
-  "${bins[0]}/zkpipe" setup --dev --seed 1 "$work/c$k.r1cs" "$work/keys/k$k.zkey" 2>/dev/null
-done
-rm -f "$work/keys/k16.zkey.tmp"
-cat > "$work/zkpipe.toml" <<TOML
-[server]
-grpc_listen = "127.0.0.1:50751"
-http_listen = "127.0.0.1:9764"
-max_request_bytes = "1GiB"
-[keys]
-dir = "keys"
-checks = "trusted"
-TOML
-export ZKPIPE_SERVER=http://127.0.0.1:50751
+# shellcheck source=lib/harness.sh
+. "$(dirname "$0")/lib/harness.sh"
+machine_info "$out/device.txt"
+dev_keys "${bins[0]}/zkpipe" 14 16 20
+daemon_config 50751 9764
 summary=$out/summary.txt
 : > "$summary"
 for r in $(seq "$rounds"); do

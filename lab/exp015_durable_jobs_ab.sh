@@ -22,24 +22,11 @@ small=${SMALL:-14} big=${BIG:-20} backend=${BACKEND:-cuda}
 mkdir -p "$out"
 work=$(mktemp -d)
 trap 'pkill -f "zkpipe serve" 2>/dev/null || true; rm -rf "$work"' EXIT
-{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true; } > "$out/device.txt" 2>/dev/null
-echo "$(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)" >> "$out/device.txt"
-df -h "$work" | tail -1 >> "$out/device.txt"
-mkdir -p "$work/keys"
-for k in "$small" "$big"; do
-  "${bins[0]}/zkpipe" synth --domain "2^$k" --public 4 --seed 1 "$work/c$k.r1cs" "$work/w$k.wtns" 2>/dev/null
-  "${bins[0]}/zkpipe" setup --dev --seed 1 "$work/c$k.r1cs" "$work/keys/k$k.zkey" 2>/dev/null
-done
-cat > "$work/zkpipe.toml" <<TOML
-[server]
-grpc_listen = "127.0.0.1:50751"
-http_listen = "127.0.0.1:9764"
-max_request_bytes = "1GiB"
-[keys]
-dir = "keys"
-checks = "trusted"
-TOML
-export ZKPIPE_SERVER=http://127.0.0.1:50751
+# shellcheck source=lib/harness.sh
+. "$(dirname "$0")/lib/harness.sh"
+machine_info "$out/device.txt"
+dev_keys "${bins[0]}/zkpipe" "$small" "$big"
+daemon_config 50751 9764
 summary=$out/summary.txt
 : > "$summary"
 for r in $(seq "$rounds"); do

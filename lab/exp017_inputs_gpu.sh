@@ -25,7 +25,8 @@ bench=$(dirname "$bin")/zkpipe-bench
 mkdir -p "$out"
 work=$(mktemp -d)
 mkdir -p "$work/keys"
-log() { echo "[$(date +%T)] $*" | tee -a "$out/steps.log"; }
+# shellcheck source=lib/harness.sh
+. "$(dirname "$0")/lib/harness.sh"
 log "setup --dev 2^14"
 "$bin" setup --dev --seed 1 "$c14/circuit.r1cs" "$work/keys/p14.zkey" 2>>"$out/steps.log"
 cp "$work/keys/p14.zkey" "$work/keys/p14n.zkey"
@@ -46,21 +47,11 @@ if [ -n "$c20" ]; then
     "$bin" wtns calculate "$c20/circuit.wasm" "$c20/input.json" "$work/w20.wtns" 2>>"$out/steps.log"
   keys+=(p20); [ ! -e "$c20/circuit" ] || keys+=(p20n)
 fi
-cat > "$work/zkpipe.toml" <<TOML
-[server]
-grpc_listen = "127.0.0.1:50751"
-http_listen = "127.0.0.1:9764"
-max_request_bytes = "1GiB"
-[keys]
-dir = "keys"
-checks = "trusted"
-${ENGINE_TOML:-}
-TOML
+daemon_config 50751 9764 "${ENGINE_TOML:-}"
 "$bin" serve --config "$work/zkpipe.toml" --backend "${BACKEND:-cuda}" > "$out/serve.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 100); do grep -q serving "$out/serve.log" && break; sleep 0.2; done
-export ZKPIPE_SERVER=http://127.0.0.1:50751
 for k in "${keys[@]}"; do "$bin" preload "$k"; done
 # Correctness first: one job per key from inputs, its proof verified against the key.
 inputs_of() { case $1 in p20*) echo "$c20/input.json" ;; *) echo "$c14/input.json" ;; esac; }

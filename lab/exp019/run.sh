@@ -155,8 +155,8 @@ old=$work/bin/zkpipe-old old_bench=$work/bin/zkpipe-bench-old
 [ -x "$old_bench" ] || old_bench=$old
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee -a "$out/steps.log"
 
-# shellcheck source=../lib/dev_keys.sh
-. "$(dirname "$0")/../lib/dev_keys.sh"
+# shellcheck source=../lib/harness.sh
+. "$(dirname "$0")/../lib/harness.sh"
 keys=${KEYS:-bn13 bn14 bn16 bn20 bls13 bls16 bls20}
 variants=${VARIANTS:-old new sppark constant}
 variant_sweep() { # name: this build's daemon at the daemon step's cell, the variants in

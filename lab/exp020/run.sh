@@ -46,8 +46,8 @@ claims_bin=${FLEET_CLAIMS:-target/release/examples/fleet_claims}
 if [ ! -x "$claims_bin" ] && [ -e .carry/fleet_claims.xz ]; then xz -dc .carry/fleet_claims.xz > "$work/bin/fleet_claims"; chmod +x "$work/bin/fleet_claims"; claims_bin=$work/bin/fleet_claims; fi
 # shellcheck source=pg.sh
 . "$here/pg.sh"
-# shellcheck source=../lib/dev_keys.sh
-. "$here/../lib/dev_keys.sh"
+# shellcheck source=../lib/harness.sh
+. "$here/../lib/harness.sh"
 pg_start "/tmp/zkpipe-pg-run-$$"
 trap pg_stop EXIT
 log "postgres at $PG_URL ($("$(pg_bin)/postgres" --version))"

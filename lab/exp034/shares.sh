@@ -5,14 +5,14 @@
 set -uo pipefail
 : "${OUT:?OUT}"
 mkdir -p "$OUT/shares"
-# The 2^14 dev key and the daemon config of run.sh's tail step (lab/lib/dev_keys.sh).
+# The 2^14 dev key and the daemon config of run.sh's tail step (lab/lib/harness.sh).
 work=$(mkdir -p lab/work/dev/keys lab/work/dev/bin && cd lab/work/dev && pwd)
 xz -dc .carry/zkpipe.xz >"$work/bin/zkpipe" && chmod +x "$work/bin/zkpipe"
 # The lab's binary: its sweep runs the zkpipe beside it.
 xz -dc .carry/zkpipe-bench.xz >"$work/bin/zkpipe-bench" && chmod +x "$work/bin/zkpipe-bench"
 bin=$work/bin/zkpipe out=$OUT/shares
 log() { echo "[$(date +%T)] $*" >>"$out/steps.log"; }
-. lab/lib/dev_keys.sh
+. lab/lib/harness.sh
 small_daemon_config >"$OUT/shares/keys.log" 2>&1
 timeout "${SWEEP_LIMIT:-420}" lab/work/dev/bin/zkpipe-bench sweep --config lab/work/dev/zkpipe.toml \
   --backend cuda --out "$OUT/shares/sweep" --rounds "${ROUNDS:-6}" \
