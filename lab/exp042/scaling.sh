@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Issue 42's GPU scaling cells on a machine of several GPUs: one daemon on the first G GPUs
+# (CUDA_VISIBLE_DEVICES), two binaries interleaved, round by round.
+#
+#   lab/exp042/scaling.sh OUT_DIR BIN_A BIN_B [ROUNDS=3] [GPUS="1 2"] [LABELS="before after"]
+#
+# BIN_A/BIN_B are folders holding `zkpipe` and `zkpipe-bench` (scripts/build-cuda.sh). Keys
+# are made there once with BIN_A (BN254 dev keys, lab/lib/harness.sh): 2^14 for small
+# proofs and, with BIG=1, 2^22 for 10-partition jobs. Each cell: a fresh state directory,
+# `zkpipe serve --backend cuda` (BACKEND overrides; default config, trusted keys: the self-check stays on),
+# the keys preloaded, then `zkpipe-bench loadtest`:
+#   small: 2^14, 1 partition, C clients (SMALL_C, default 64 per GPU) x SMALL_J jobs (default 40)
+#   big:   2^22, 10 partitions, BIG_C clients (default 16) x 2 jobs   (BIG=1 only)
+# Writes OUT_DIR/<label>-g<G>-<cell>-r<R>.{txt,json}, serve logs, and summary.txt (one
+# line per cell: proofs/s and the loadtest's first line).
+set -euo pipefail
+out=${1:?output dir}
+bins=("$(realpath "${2:?bin A}")" "$(realpath "${3:?bin B}")")
+rounds=${4:-3}
+read -r -a gpus <<< "${5:-1 2}"
+read -r -a labels <<< "${6:-before after}"
+mkdir -p "$out"
+work=$(mktemp -d)
+trap 'pkill -f "zkpipe serve" 2>/dev/null || true; rm -rf "$work"' EXIT
+# shellcheck source=../lib/harness.sh
+. "$(dirname "$0")/../lib/harness.sh"
+machine_info "$out/device.txt"
+sizes=(14); [ "${BIG:-0}" = 1 ] && sizes+=(22)
+log "dev keys ${sizes[*]}"
+dev_keys "${bins[0]}/zkpipe" "${sizes[@]}"
+daemon_config 50851 9864
+summary=$out/summary.txt
+: > "$summary"
+for r in $(seq "$rounds"); do
+  for g in "${gpus[@]}"; do
+    for i in 0 1; do
+      bin=${bins[$i]} label=${labels[$i]}
+      visible=$(seq -s, 0 $((g - 1)))
+      rm -rf "$work/zkpipe-state"
+      (cd "$work" && CUDA_VISIBLE_DEVICES=$visible exec "$bin/zkpipe" serve --config zkpipe.toml --backend "${BACKEND:-cuda}") \
+        > "$out/$label-g$g-r$r-serve.log" 2>&1 &
+      pid=$!
+      for _ in $(seq 300); do grep -q serving "$out/$label-g$g-r$r-serve.log" && break; sleep 0.2; done
+      for k in "${sizes[@]}"; do "$bin/zkpipe" preload "k$k" > /dev/null; done
+      cell=$label-g$g-small-r$r
+      c=$(( ${SMALL_C:-64} * g ))
+      timeout 300 "$bin/zkpipe-bench" loadtest k14 "$work/w14.wtns" -c "$c" -j "${SMALL_J:-40}" -p 1 \
+        --json "$out/$cell.json" > "$out/$cell.txt" 2>&1 || echo "$cell: FAILED" >> "$summary"
+      echo "$cell c=$c: $(head -1 "$out/$cell.txt")" | tee -a "$summary"
+      if [ "${BIG:-0}" = 1 ]; then
+        cell=$label-g$g-big-r$r
+        timeout 300 "$bin/zkpipe-bench" loadtest k22 "$work/w22.wtns" -c "${BIG_C:-16}" -j 2 -p 10 \
+          --json "$out/$cell.json" > "$out/$cell.txt" 2>&1 || echo "$cell: FAILED" >> "$summary"
+        echo "$cell c=${BIG_C:-16}: $(head -1 "$out/$cell.txt")" | tee -a "$summary"
+      fi
+      kill "$pid"; wait "$pid" 2>/dev/null || true
+    done
+  done
+done
