@@ -2,9 +2,9 @@
 # Issue 42's GPU scaling cells on a machine of several GPUs: one daemon on the first G GPUs
 # (CUDA_VISIBLE_DEVICES), two binaries interleaved, round by round.
 #
-#   lab/exp042/scaling.sh OUT_DIR BIN_A BIN_B [ROUNDS=3] [GPUS="1 2"] [LABELS="before after"]
+#   lab/exp042/scaling.sh OUT_DIR BIN_A [BIN_B] [ROUNDS=3] [GPUS="1 2"] [LABELS="before after"]
 #
-# BIN_A/BIN_B are folders holding `zkpipe` and `zkpipe-bench` (scripts/build-cuda.sh). Keys
+# BIN_A/BIN_B (BIN_B may be "" for one binary alone) are folders holding `zkpipe` and `zkpipe-bench` (scripts/build-cuda.sh). Keys
 # are made there once with BIN_A (BN254 dev keys, lab/lib/harness.sh): 2^14 for small
 # proofs and, with BIG=1, 2^22 for 10-partition jobs. Each cell: a fresh state directory,
 # `zkpipe serve --backend cuda` (BACKEND overrides; default config, trusted keys: the self-check stays on),
@@ -15,7 +15,7 @@
 # line per cell: proofs/s and the loadtest's first line).
 set -euo pipefail
 out=${1:?output dir}
-bins=("$(realpath "${2:?bin A}")" "$(realpath "${3:?bin B}")")
+bins=("$(realpath "${2:?bin A}")"); [ -n "${3:-}" ] && bins+=("$(realpath "$3")")
 rounds=${4:-3}
 read -r -a gpus <<< "${5:-1 2}"
 read -r -a labels <<< "${6:-before after}"
@@ -33,7 +33,7 @@ summary=$out/summary.txt
 : > "$summary"
 for r in $(seq "$rounds"); do
   for g in "${gpus[@]}"; do
-    for i in 0 1; do
+    for i in "${!bins[@]}"; do
       bin=${bins[$i]} label=${labels[$i]}
       visible=$(seq -s, 0 $((g - 1)))
       rm -rf "$work/zkpipe-state"
