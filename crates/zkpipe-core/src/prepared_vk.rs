@@ -140,9 +140,11 @@ pub(crate) enum Lines<'a, E: Curve> {
 }
 
 impl<E: Curve> Lines<'_, E> {
-    /// Relative cost of the pair in a Miller loop: its line evaluations (2), and the line
-    /// computation where not prepared (1). A loop's own Fp12 squarings, shared by its
-    /// pairs, cost 1 (ratios of BN254 timings on the CPU, lab/experiments/042a-self-check.md).
+    /// Rough relative cost of the pair in a Miller loop: its line evaluations (2), and the
+    /// line computation where not prepared (1). A loop's own Fp12 squarings, shared by its
+    /// pairs, count 1, less than they cost, which leans toward a loop per pair (BN254 on the
+    /// CPU: lines of B 0.13 ms, a pair's line evaluations ≈ 0.19 ms, a loop's squarings
+    /// ≈ 0.19 ms; lab/experiments/042a-self-check.md).
     fn weight(&self) -> u32 {
         match self {
             Lines::Point(_) => 3,
