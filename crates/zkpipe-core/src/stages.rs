@@ -550,4 +550,91 @@ mod tests {
         let want = run(&masked, &mut [(evals, w)]).remove(0).unwrap();
         assert_eq!(got, want, "the Montgomery form gives the same sums");
     }
+
+    /// The tail of the fixture witness on the CPU: the witness, its scalars and sums.
+    fn tail_inputs(
+        key: &Arc<CompiledKey<Bn254>>,
+    ) -> (
+        Witness<<Bn254 as ark_ec::pairing::Pairing>::ScalarField>,
+        Vec<ScalarInt<Bn254>>,
+        DeviceSums<Bn254>,
+    ) {
+        let wtns = Wtns::read(fixture("witness.wtns")).unwrap();
+        let witness = Witness::check_for(&wtns, key).unwrap();
+        let (evals, w) = reduced(key, "witness.wtns");
+        let cpu = CpuBound::new(Arc::clone(key));
+        let sums = run(&cpu, &mut [(evals, w.clone())]).remove(0).unwrap();
+        (witness, w, sums)
+    }
+
+    /// A proof whose device sums were tampered with fails the one-shot self-check with
+    /// `NotSatisfied`, with the key's prepared verification key (a resident key, or a
+    /// one-shot proof's once it is ready) and without it (`verify`); the same sums pass
+    /// when untouched, and the tampered proof is returned unchecked without the check.
+    #[test]
+    fn a_tampered_proof_fails_the_one_shot_self_check() {
+        use ark_ec::PrimeGroup;
+        let rng = &mut rand::rngs::OsRng;
+        for resident in [false, true] {
+            let key = key();
+            if resident {
+                key.prepare_resident();
+            }
+            assert_eq!(key.prepared_vk().is_some(), resident);
+            let (witness, w, sums) = tail_inputs(&key);
+            let mut t = Timings::default();
+            let good = tail_stage(&key, &witness, &w, &sums, true, rng, &mut t);
+            assert!(good.is_ok(), "{good:?}");
+            assert!(t.total(Stage::Verify) > std::time::Duration::ZERO);
+            let mut bad = sums;
+            bad.c += <Bn254 as ark_ec::pairing::Pairing>::G1::generator();
+            let got = tail_stage(&key, &witness, &w, &bad, true, rng, &mut t);
+            assert!(matches!(got, Err(Error::NotSatisfied)), "{got:?}");
+            let unchecked = tail_stage(&key, &witness, &w, &bad, false, rng, &mut t).unwrap();
+            let public = witness.public(key.n_public);
+            assert!(!verify(&key.vk, public, &unchecked).unwrap());
+        }
+    }
+
+    /// A batch with one bad proof among several: checked together where the key has a
+    /// prepared verification key, one by one where not, the bad one (wherever it is) fails
+    /// with `NotSatisfied` and every other passes.
+    #[test]
+    fn a_self_check_batch_names_its_one_bad_proof() {
+        use ark_ec::PrimeGroup;
+        let rng = &mut rand::rngs::OsRng;
+        for resident in [true, false] {
+            let key = key();
+            if resident {
+                key.prepare_resident();
+            }
+            let (witness, w, sums) = tail_inputs(&key);
+            let mut bad_sums = sums;
+            bad_sums.a += <Bn254 as ark_ec::pairing::Pairing>::G1::generator();
+            let mut t = Timings::default();
+            let mut assemble = |s: &DeviceSums<Bn254>| {
+                assemble_stage(&key, &witness, &w, s, &mut *rng, &mut t).unwrap()
+            };
+            let good: Vec<Proof<Bn254>> = (0..4).map(|_| assemble(&sums)).collect();
+            let bad = assemble(&bad_sums);
+            let public = witness.public(key.n_public);
+            for at in [0, 2, 4] {
+                let mut proofs: Vec<&Proof<Bn254>> = good.iter().collect();
+                proofs.insert(at, &bad);
+                let items: Vec<_> = proofs.iter().map(|p| (public, *p)).collect();
+                let got = self_check_batch(&key, &items, &mut *rng);
+                assert_eq!(got.len(), 5);
+                for (i, r) in got.iter().enumerate() {
+                    if i == at {
+                        assert!(matches!(r, Err(Error::NotSatisfied)), "{at}: {got:?}");
+                    } else {
+                        assert!(r.is_ok(), "{resident} {at}: {got:?}");
+                    }
+                }
+            }
+            let items: Vec<_> = good.iter().map(|p| (public, p)).collect();
+            let got = self_check_batch(&key, &items, &mut *rng);
+            assert!(got.iter().all(Result::is_ok), "{got:?}");
+        }
+    }
 }

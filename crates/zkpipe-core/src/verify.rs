@@ -3,15 +3,17 @@
 use crate::curve::{g1_from_json, g1_to_json, g2_from_json, g2_to_json, gt_to_json, Curve};
 use crate::error::Error;
 use crate::key::VerifyingKey;
-use crate::prepared_vk::public_combination;
 pub use crate::prepared_vk::PreparedVerifyingKey;
+use crate::prepared_vk::{miller_loops, public_combination, Lines};
 use crate::proof::{check_curve_name, Proof};
 use ark_ec::{AffineRepr, CurveGroup};
 use ark_ff::One;
 use zkpipe_formats::json::VerificationKeyJson;
 
 /// Does `proof` verify for these public signals? Errors only on a public-input count that
-/// does not match the key.
+/// does not match the key. The four pairs' Miller loops run side by side on the current
+/// rayon pool, each computing its G2 lines, then one final exponentiation: what a one-shot
+/// check without a [`PreparedVerifyingKey`] costs.
 pub fn verify<E: Curve>(
     vk: &VerifyingKey<E>,
     public: &[E::ScalarField],
@@ -19,16 +21,13 @@ pub fn verify<E: Curve>(
 ) -> Result<bool, Error> {
     let vk_x = public_combination::<E>(&vk.ic, public)?;
     // e(−A, B) · e(vk_x, γ) · e(C, δ) · e(α, β) = 1
-    let check = E::multi_pairing(
-        [
-            (-proof.a.into_group()).into_affine(),
-            vk_x,
-            proof.c,
-            vk.alpha_g1,
-        ],
-        [proof.b, vk.gamma_g2, vk.delta_g2, vk.beta_g2],
-    );
-    Ok(check.0.is_one())
+    let ml = miller_loops::<E>(&[
+        ((-proof.a.into_group()).into_affine(), Lines::Point(proof.b)),
+        (vk_x, Lines::Point(vk.gamma_g2)),
+        (proof.c, Lines::Point(vk.delta_g2)),
+        (vk.alpha_g1, Lines::Point(vk.beta_g2)),
+    ]);
+    Ok(E::final_exponentiation(ml).is_some_and(|gt| gt.0.is_one()))
 }
 
 impl<E: Curve> VerifyingKey<E> {

@@ -196,12 +196,13 @@ pub struct EngineConfig {
     /// Tail stage (G2 MSM on CPU, assemble, self-check, serialize). Default: 2 workers,
     /// half the cores.
     pub tail: StageConfig,
-    /// Most proofs of one key a tail worker takes at once: a device batch leaves the
-    /// device together, and their self-checks together need one final exponentiation
-    /// (`zkpipe_core::stages::self_check_batch`), about half the tail's CPU per proof.
-    /// Default: 1, each proof alone: with 8 the daemon used 16% less CPU at c = 64 but
-    /// its proofs' records reached the job store in bursts that slowed accepts (proofs/s
-    /// no better; lab/experiments/026-request-path.md). Worth it where the CPU is short.
+    /// Most proofs of one key a tail worker takes at once (never waiting for more): a
+    /// device batch leaves the device together, and their self-checks together are one
+    /// multi-Miller loop and one final exponentiation
+    /// (`zkpipe_core::stages::self_check_batch`; a failed batch is checked proof by proof,
+    /// so only the bad ones fail). Default: 16: the check's CPU per proof of a 2^13 key
+    /// falls from 1.8–1.9 ms alone to 1.05 ms in batches of 8 and 0.87 ms in batches of
+    /// 16, little less beyond (0.76–0.97 ms at 32 and 64; lab/experiments/042a-self-check.md).
     pub tail_batch: usize,
     /// Capacity of each bounded queue between stages (a device's queue holds at least
     /// the largest batch less one, see `device_batch`). Default: 4.
@@ -307,7 +308,7 @@ impl Default for EngineConfig {
                 workers: 8,
                 threads: (cores / 2).max(1),
             },
-            tail_batch: 1,
+            tail_batch: 16,
             queue_depth: 4,
             max_partitions_per_job: 64,
             max_pending_partitions: 4096,

@@ -796,7 +796,7 @@ mod tests {
         };
         let c = cfg("[tail]\nbatch = 3\nworkers = 5").unwrap();
         assert_eq!((c.engine.tail_batch, c.engine.tail.workers), (3, 5));
-        assert_eq!(cfg("").unwrap().engine.tail_batch, 1);
+        assert_eq!(cfg("").unwrap().engine.tail_batch, 16);
         assert!(cfg("[tail]\nbatch = 0").unwrap_err().contains("batch"));
     }
 
