@@ -1,7 +1,9 @@
-//! `zkpipe-bench loadtest`: c concurrent clients × j jobs × p partitions against a running daemon.
-//! Reports seconds per proof, proofs per second, job latency percentiles, device busy
-//! fraction over the run (from the daemon's lock-held time), and the daemon's peak RSS.
-//! The run itself is [`run_load`], which `sweep` runs once per cell.
+//! `zkpipe-bench loadtest`: c concurrent clients × j jobs × p partitions against one running
+//! daemon or several (`--addr A --addr B` or `--addr A,B`: client i goes to address i mod n,
+//! as a fleet's users spread over its daemons). Reports seconds per proof, proofs per
+//! second, job latency percentiles, device busy fraction over the run (from each daemon's
+//! lock-held time) and the daemons' peak RSS, in total and per address. The run itself is
+//! [`run_load`], which `sweep` runs once per cell.
 
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
@@ -17,6 +19,11 @@ use zkpipe_server::{pb, server_timing};
 pub struct Args {
     #[command(flatten)]
     server: ServerArg,
+    /// Daemon addresses to spread the clients over, round-robin (repeat the flag or
+    /// separate them with commas; default: --server, itself a comma-separated list).
+    /// Each takes --server's token and CA certificate.
+    #[arg(long = "addr", value_name = "URL", value_delimiter = ',')]
+    addrs: Vec<String>,
     /// The key id.
     key: String,
     /// The witness every partition proves, or with `--input`, the circuit inputs
@@ -44,7 +51,8 @@ pub struct Args {
     /// shared by all.
     #[arg(long, value_enum, default_value_t = Connections::PerClient)]
     connections: Connections,
-    /// Write the daemon's waterfall of this run (Chrome-trace JSON) here (`-`: stdout).
+    /// Write the daemon's waterfall of this run (Chrome-trace JSON) here (`-`: stdout;
+    /// one daemon only).
     #[arg(long)]
     trace: Option<PathBuf>,
     /// Write the summary as JSON here (`-`: stdout, and the summary text goes to stderr).
@@ -84,8 +92,28 @@ pub struct Summary {
     pub mean_device_batch: Option<f64>,
     /// Each device's lock-held seconds over the run / `wall_s`, by metric label set.
     pub device_busy_fraction: Vec<(String, f64)>,
-    /// The daemon's peak RSS since it started, as its metrics report it.
+    /// The daemon's peak RSS since it started, as its metrics report it (the largest of
+    /// the daemons').
     pub daemon_peak_rss_bytes: Option<f64>,
+    /// Each daemon address's share of the run, in the order given.
+    pub per_address: Vec<AddressSummary>,
+}
+
+/// One daemon address's share of a load run.
+#[derive(serde::Serialize)]
+pub struct AddressSummary {
+    /// The address.
+    pub address: String,
+    /// Clients sent to it.
+    pub clients: usize,
+    /// Proofs of its jobs that completed.
+    pub proofs: usize,
+    /// Its jobs that failed, were cancelled or timed out.
+    pub failed_jobs: usize,
+    /// `proofs` / the run's `wall_s`.
+    pub proofs_per_second: f64,
+    /// Latency of its completed jobs.
+    pub job_latency_ms: Percentiles,
 }
 
 /// Percentiles of a sample.
@@ -184,9 +212,18 @@ pub struct Load {
     pub priority: Priority,
     /// Longest wait for one job.
     pub timeout: Duration,
-    /// Whether each client opens its own connection (`Some`: to this daemon) or all share
-    /// the caller's (`None`).
-    pub own_connections: Option<ServerArg>,
+    /// Whether each client opens its own connection to its daemon, or all the clients of
+    /// a daemon share the caller's connection to it.
+    pub own_connections: bool,
+}
+
+/// A daemon a load run's clients reach: its address (with the token) and the caller's
+/// connection to it.
+pub struct Endpoint {
+    /// Its address.
+    pub server: ServerArg,
+    /// The caller's connection.
+    pub client: Client,
 }
 
 /// How a load run's clients reach the daemon.
@@ -203,7 +240,9 @@ pub enum Connections {
 /// A job that completed.
 #[derive(Clone, Debug)]
 pub struct JobRecord {
-    /// Its id on the daemon.
+    /// The daemon that ran it: its index in the run's endpoints.
+    pub address: usize,
+    /// Its id on that daemon.
     pub job_id: u64,
     /// Prove call to reply, in seconds.
     pub latency_s: f64,
@@ -233,8 +272,9 @@ async fn metrics_text(c: &Client) -> Result<String> {
         .map_err(rpc)
 }
 
-/// One client: its jobs one after another; the completed ones and a line per failure.
-async fn client_jobs(mut c: Client, load: Load) -> (Vec<JobRecord>, Vec<String>) {
+/// One client of daemon `address`: its jobs one after another; the completed ones and a
+/// line per failure.
+async fn client_jobs(mut c: Client, address: usize, load: Load) -> (Vec<JobRecord>, Vec<String>) {
     let prio = zkpipe_server::protocol::priority_to_wire(load.priority) as i32;
     let timeout_ms = load.timeout.as_millis() as u64;
     let mut done = Vec::new();
@@ -258,6 +298,7 @@ async fn client_jobs(mut c: Client, load: Load) -> (Vec<JobRecord>, Vec<String>)
                 let server_timing = server_timing::of_response(&r);
                 let r = r.into_inner();
                 done.push(JobRecord {
+                    address,
                     job_id: r.job_id,
                     latency_s,
                     device_ms: r
@@ -280,45 +321,99 @@ async fn client_jobs(mut c: Client, load: Load) -> (Vec<JobRecord>, Vec<String>)
     (done, failed)
 }
 
-/// Runs `load` against the daemon `c` is connected to, with the device busy fractions
-/// from its metrics before and after. Jobs that fail are counted, not an error.
-pub async fn run_load(c: &Client, load: &Load) -> Result<LoadRun> {
+/// The busy seconds of each device of each daemon, labelled by address where there are
+/// several daemons.
+fn busy_seconds(texts: &[String], endpoints: &[Endpoint]) -> Vec<(String, f64)> {
+    texts
+        .iter()
+        .zip(endpoints)
+        .flat_map(|(text, e)| {
+            metric(text, "zkpipe_device_busy_seconds")
+                .into_iter()
+                .map(move |(labels, v)| match endpoints.len() {
+                    1 => (labels, v),
+                    _ => (format!("{}{labels}", e.server.server), v),
+                })
+        })
+        .collect()
+}
+
+/// The metrics text of every daemon, in order.
+async fn all_metrics(endpoints: &[Endpoint]) -> Result<Vec<String>> {
+    let mut texts = Vec::with_capacity(endpoints.len());
+    for e in endpoints {
+        texts.push(metrics_text(&e.client).await?);
+    }
+    Ok(texts)
+}
+
+/// Runs `load` against the daemons of `endpoints`, client i to daemon i mod n, with the
+/// device busy fractions from their metrics before and after. Jobs that fail are counted,
+/// not an error.
+pub async fn run_load(endpoints: &[Endpoint], load: &Load) -> Result<LoadRun> {
+    if endpoints.is_empty() {
+        bail!("no daemon address to load");
+    }
+    let n = endpoints.len();
     // Connections are opened before the clock starts.
     let mut clients = Vec::with_capacity(load.clients);
-    for _ in 0..load.clients {
-        clients.push(match &load.own_connections {
-            Some(server) => connect(server).await?,
-            None => c.clone(),
+    for i in 0..load.clients {
+        let e = &endpoints[i % n];
+        clients.push(if load.own_connections {
+            connect(&e.server).await?
+        } else {
+            e.client.clone()
         });
     }
-    let before_text = metrics_text(c).await?;
-    let before = metric(&before_text, "zkpipe_device_busy_seconds");
+    let before_texts = all_metrics(endpoints).await?;
+    let before = busy_seconds(&before_texts, endpoints);
     let start = Instant::now();
     let tasks: Vec<_> = clients
         .into_iter()
-        .map(|client| tokio::spawn(client_jobs(client, load.clone())))
+        .enumerate()
+        .map(|(i, client)| tokio::spawn(client_jobs(client, i % n, load.clone())))
         .collect();
     let mut jobs = Vec::new();
     let mut failed = Vec::new();
-    for t in tasks {
+    let mut failed_at = vec![0; n];
+    for (i, t) in tasks.into_iter().enumerate() {
         let (d, f) = t.await?;
         jobs.extend(d);
-        failed.extend(f);
+        failed_at[i % n] += f.len();
+        failed.extend(f.into_iter().map(|line| match n {
+            1 => line,
+            _ => format!("{}: {line}", endpoints[i % n].server.server),
+        }));
     }
     let wall = start.elapsed().as_secs_f64();
-    let text = metrics_text(c).await?;
-    let after = metric(&text, "zkpipe_device_busy_seconds");
-    let busy = after
-        .iter()
+    let texts = all_metrics(endpoints).await?;
+    let busy = busy_seconds(&texts, endpoints)
+        .into_iter()
         .map(|(labels, v)| {
             let b = before
                 .iter()
-                .find(|(l, _)| l == labels)
+                .find(|(l, _)| *l == labels)
                 .map_or(0.0, |x| x.1);
-            (labels.clone(), ((v - b) / wall).clamp(0.0, 1.0))
+            (labels, ((v - b) / wall).clamp(0.0, 1.0))
         })
         .collect();
     let proofs = jobs.len() * load.partitions;
+    let per_address = endpoints
+        .iter()
+        .enumerate()
+        .map(|(a, e)| {
+            let mine: Vec<&JobRecord> = jobs.iter().filter(|j| j.address == a).collect();
+            let proofs = mine.len() * load.partitions;
+            AddressSummary {
+                address: e.server.server.clone(),
+                clients: (0..load.clients).filter(|i| i % n == a).count(),
+                proofs,
+                failed_jobs: failed_at[a],
+                proofs_per_second: proofs as f64 / wall,
+                job_latency_ms: percentiles(mine.iter().map(|j| j.latency_s * 1e3).collect()),
+            }
+        })
+        .collect();
     let summary = Summary {
         key: load.key.clone(),
         clients: load.clients,
@@ -336,10 +431,17 @@ pub async fn run_load(c: &Client, load: &Load) -> Result<LoadRun> {
         job_latency_ms: percentiles(jobs.iter().map(|j| j.latency_s * 1e3).collect()),
         server_timing_ms: server_parts(&jobs),
         device_busy_fraction: busy,
-        mean_device_batch: mean_batch(&before_text, &text),
-        daemon_peak_rss_bytes: metric(&text, "zkpipe_process_peak_rss_bytes")
-            .first()
-            .map(|x| x.1),
+        // Over every daemon's passes: their histograms' sums and counts add up.
+        mean_device_batch: mean_batch(&before_texts.join("\n"), &texts.join("\n")),
+        daemon_peak_rss_bytes: texts
+            .iter()
+            .filter_map(|t| {
+                metric(t, "zkpipe_process_peak_rss_bytes")
+                    .first()
+                    .map(|x| x.1)
+            })
+            .reduce(f64::max),
+        per_address,
     };
     Ok(LoadRun {
         summary,
@@ -362,6 +464,13 @@ pub fn run(a: Args) -> Result<()> {
     let Some(source) = a.wtns.as_ref().or(a.input.as_ref()) else {
         bail!("give a witness, or circuit inputs with --input");
     };
+    let servers = addresses(&a.server, &a.addrs);
+    if servers.is_empty() {
+        bail!("--addr: no daemon address given");
+    }
+    if servers.len() > 1 && a.trace.is_some() {
+        bail!("--trace takes one daemon's waterfall: give one address");
+    }
     let plan = zkpipe_cli::replace_outputs(&outputs, &[source])?;
     let load = Load {
         key: a.key.clone(),
@@ -371,14 +480,18 @@ pub fn run(a: Args) -> Result<()> {
         partitions: a.partitions,
         priority: a.priority,
         timeout: a.timeout,
-        own_connections: (a.connections == Connections::PerClient).then(|| a.server.clone()),
+        own_connections: a.connections == Connections::PerClient,
     };
     runtime()?.block_on(async {
-        let mut c = connect(&a.server).await?;
-        let _ = c.get_trace(pb::GetTraceRequest {}).await; // connection warm-up
+        let mut endpoints = Vec::with_capacity(servers.len());
+        for server in servers {
+            let mut client = connect(&server).await?;
+            let _ = client.get_trace(pb::GetTraceRequest {}).await; // connection warm-up
+            endpoints.push(Endpoint { server, client });
+        }
         let LoadRun {
             summary: s, failed, ..
-        } = run_load(&c, &load).await?;
+        } = run_load(&endpoints, &load).await?;
         // With `--json -` or `--trace -` stdout carries that document: the text goes to stderr.
         let mut text = String::new();
         writeln!(
@@ -409,6 +522,16 @@ pub fn run(a: Args) -> Result<()> {
         if let Some(r) = s.daemon_peak_rss_bytes {
             writeln!(text, "daemon peak RSS {:.1} MiB", r / (1 << 20) as f64)?;
         }
+        if s.per_address.len() > 1 {
+            for p in &s.per_address {
+                writeln!(
+                    text,
+                    "{}: {} clients, {} proofs, {:.2} proofs/s, {} failed, job latency ms p50 {:.1} p90 {:.1}",
+                    p.address, p.clients, p.proofs, p.proofs_per_second, p.failed_jobs,
+                    p.job_latency_ms.p50, p.job_latency_ms.p90
+                )?;
+            }
+        }
         if plan.writes_stdout() {
             eprint!("{text}");
         } else {
@@ -417,7 +540,7 @@ pub fn run(a: Args) -> Result<()> {
         // In the order the plan was made: --trace, then --json.
         let mut contents = Vec::new();
         if a.trace.is_some() {
-            let t = c.get_trace(pb::GetTraceRequest {}).await.map_err(rpc)?.into_inner();
+            let t = endpoints[0].client.clone().get_trace(pb::GetTraceRequest {}).await.map_err(rpc)?.into_inner();
             contents.push(t.chrome_json.into_bytes());
         }
         if a.json.is_some() {
@@ -432,4 +555,51 @@ pub fn run(a: Args) -> Result<()> {
         }
         Ok(())
     })
+}
+
+/// The daemons to load: `--addr`'s list, or else `--server`'s (comma-separated), each with
+/// `server`'s token and CA certificate.
+fn addresses(server: &ServerArg, addrs: &[String]) -> Vec<ServerArg> {
+    let list: Vec<&str> = if addrs.is_empty() {
+        server.server.split(',').collect()
+    } else {
+        addrs.iter().map(String::as_str).collect()
+    };
+    list.into_iter()
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(|a| ServerArg {
+            server: a.to_string(),
+            ..server.clone()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(s: &str) -> ServerArg {
+        ServerArg {
+            server: s.into(),
+            token: Some("t".into()),
+            token_file: None,
+            ca_cert: None,
+        }
+    }
+
+    #[test]
+    fn addresses_come_from_addr_or_a_server_list() {
+        let names = |v: Vec<ServerArg>| v.into_iter().map(|s| s.server).collect::<Vec<_>>();
+        assert_eq!(names(addresses(&server("http://a:1"), &[])), ["http://a:1"]);
+        assert_eq!(
+            names(addresses(&server("http://a:1, http://b:2"), &[])),
+            ["http://a:1", "http://b:2"]
+        );
+        let given = ["http://c:3".to_string(), "http://d:4".to_string()];
+        let v = addresses(&server("http://a:1"), &given);
+        assert!(v.iter().all(|s| s.token.as_deref() == Some("t")));
+        assert_eq!(names(v), ["http://c:3", "http://d:4"]);
+        assert!(addresses(&server(" , "), &[]).is_empty());
+    }
 }

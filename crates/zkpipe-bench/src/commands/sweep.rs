@@ -11,12 +11,16 @@
 //! waterfall of the cell's jobs (stage medians and their inflation over the smallest c,
 //! device gaps) and kernel counters. The daemons are stopped (SIGTERM) at the end, on
 //! error too.
+//!
+//! `--gpus 1,2,4` makes each variant one daemon per GPU count, named `NAME-gN`, that sees
+//! the first N GPUs (`CUDA_VISIBLE_DEVICES`), so that the cells compare GPU counts
+//! interleaved like any variants.
 
 mod daemon;
 mod report;
 mod variant;
 
-use super::loadtest::{run_load, Connections, Load, LoadRun};
+use super::loadtest::{run_load, Connections, Endpoint, Load, LoadRun};
 use crate::instruments::kernel;
 use crate::instruments::waterfall::{analyse, filter_jobs};
 use anyhow::{anyhow, bail, Context, Result};
@@ -94,6 +98,11 @@ pub struct Args {
     /// environment).
     #[arg(long = "variant", value_name = "NAME: KEY=VALUE; ...")]
     variants: Vec<Variant>,
+    /// GPU counts to compare, a comma-separated list: each variant runs once per count,
+    /// as `NAME-gN`, its daemon seeing the first N GPUs (of $CUDA_VISIBLE_DEVICES if set,
+    /// else GPUs 0..N) through CUDA_VISIBLE_DEVICES; at most 8 daemons in all.
+    #[arg(long, value_name = "LIST", value_parser = parse_concurrency)]
+    gpus: Option<Concurrency>,
     /// Each client's connection to its daemon: its own (as separate users have), or one
     /// shared by all.
     #[arg(long, value_enum, default_value_t = Connections::PerClient)]
@@ -166,8 +175,8 @@ struct Plan {
 }
 
 impl Plan {
-    /// The load of one cell with `clients` clients of the daemon at `server`.
-    fn load(&self, clients: usize, jobs: usize, server: &ServerArg) -> Load {
+    /// The load of one cell with `clients` clients.
+    fn load(&self, clients: usize, jobs: usize) -> Load {
         Load {
             key: self.key.clone(),
             witness: self.witness.clone(),
@@ -176,7 +185,7 @@ impl Plan {
             partitions: self.partitions,
             priority: Priority::Normal,
             timeout: self.timeout,
-            own_connections: (self.connections == Connections::PerClient).then(|| server.clone()),
+            own_connections: self.connections == Connections::PerClient,
         }
     }
 }
@@ -184,8 +193,14 @@ impl Plan {
 /// A daemon and a connection to it.
 struct Target {
     daemon: Daemon,
-    server: ServerArg,
-    client: Client,
+    /// Its address and the connection, as load runs take them.
+    endpoint: [Endpoint; 1],
+}
+
+impl Target {
+    fn client(&mut self) -> &mut Client {
+        &mut self.endpoint[0].client
+    }
 }
 
 /// Runs `sweep`.
@@ -193,7 +208,13 @@ pub fn run(a: Args) -> Result<()> {
     if a.jobs == 0 || a.partitions == 0 || a.rounds == 0 {
         bail!("-j, -p and --rounds must be at least 1");
     }
-    let variants = variant::variants(a.variants.clone()).map_err(|e| anyhow!("--variant: {e}"))?;
+    let mut variants =
+        variant::variants(a.variants.clone()).map_err(|e| anyhow!("--variant: {e}"))?;
+    if let Some(gpus) = &a.gpus {
+        let visible = std::env::var(variant::VISIBLE_GPUS).ok();
+        variants = variant::by_gpus(variants, &gpus.0, visible.as_deref())
+            .map_err(|e| anyhow!("--gpus: {e}"))?;
+    }
     let Some(source) = a.wtns.as_ref().or(a.input.as_ref()) else {
         bail!("give a witness, or circuit inputs with --input");
     };
@@ -259,8 +280,7 @@ async fn measure(
             .with_context(|| format!("variant {}", v.name))?;
         targets.push(Target {
             daemon,
-            server,
-            client,
+            endpoint: [Endpoint { server, client }],
         });
     }
     for t in targets.iter_mut() {
@@ -289,7 +309,7 @@ async fn measure(
 async fn warm_up(t: &mut Target, plan: &Plan) -> Result<()> {
     let v = t.daemon.variant.clone();
     let fail = |what: &str| format!("variant {v}: {what}");
-    t.client
+    t.client()
         .preload_key(pb::KeyRequest {
             key_id: plan.key.clone(),
             timeout_ms: plan.timeout.as_millis() as u64,
@@ -297,7 +317,7 @@ async fn warm_up(t: &mut Target, plan: &Plan) -> Result<()> {
         .await
         .map_err(rpc)
         .with_context(|| fail(&format!("preloading key {}", plan.key)))?;
-    let run = run_load(&t.client, &plan.load(1, 1, &t.server))
+    let run = run_load(&t.endpoint, &plan.load(1, 1))
         .await
         .with_context(|| fail("the warm-up job"))?;
     if let Some(f) = run.failed.first() {
@@ -324,7 +344,7 @@ async fn run_cell(
     let rss_reset = kernel::reset_peak_rss(pid);
     let before = kernel::snapshot(pid);
     let client_before = kernel::process_cpu_s(std::process::id());
-    let run = run_load(&t.client, &plan.load(clients, plan.jobs, &t.server))
+    let run = run_load(&t.endpoint, &plan.load(clients, plan.jobs))
         .await
         .context(where_.clone())?;
     let client_cpu_s = kernel::process_cpu_s(std::process::id())
@@ -345,7 +365,7 @@ async fn run_cell(
     let mut attempt = 0;
     let (trace, waterfall) = loop {
         let trace = t
-            .client
+            .client()
             .get_trace(pb::GetTraceRequest {})
             .await
             .map_err(rpc)
@@ -467,6 +487,7 @@ fn write_results(
         "jobs_per_client": plan.jobs,
         "partitions": plan.partitions,
         "rounds": plan.rounds,
+        "gpus": a.gpus.as_ref().map(|g| &g.0),
         "connections": format!("{:?}", plan.connections),
         "variants": variants.iter().map(|v| serde_json::json!({
             "name": v.name,

@@ -5,4 +5,5 @@
 mod bench;
 mod cli;
 mod common;
+mod fleet;
 mod sweep;

@@ -1,18 +1,204 @@
-//! The SQLite store's group commit: a writer commits under the connection's lock (WAL
-//! frames written, not synced: `synchronous = NORMAL`) and numbers its commit; it then
-//! syncs the WAL outside the lock, and one sync covers every commit numbered before it,
-//! so writers that commit at the same time share it.
+//! The SQLite store's group commit, in two stages that overlap.
+//!
+//! **Accepts.** A submitter writes its spilled witnesses (not synced) and queues its job;
+//! whichever submitter then takes the group lock first is the group's leader: it takes
+//! every job queued meanwhile, syncs all their witness files (one round, one folder
+//! sync), records them in one transaction and commits it. A file is on disk before the
+//! commit that names it can be: a crash never leaves a row naming a missing witness.
+//!
+//! **Syncs.** A commit is written to the WAL, not synced (`synchronous = NORMAL`), and
+//! numbered. [`SqliteStore::sync_commits`] syncs the WAL outside the connection's lock, and
+//! one sync covers every commit numbered before it, so writers that commit at the same
+//! time share it; the next group records while this one syncs. A job is acknowledged only
+//! once the sync that covers it returned: the engine calls `make_durable` before it
+//! answers the submitter.
 
 use super::{sibling, SqliteStore};
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
+use std::time::Duration;
+use zkpipe_engine::job_store::{Accepted, Fingerprint, NewJob};
 use zkpipe_engine::StoreError;
 
+/// A job's spilled witnesses up to this many bytes are synced with its group's; a larger
+/// job syncs its own before it queues, so that small jobs never wait for a big job's
+/// data to reach the disk.
+pub(super) const GROUP_SYNC_MAX: u64 = 16 << 20;
+
+/// A job queued for the next group: what the leader records, and how it went.
+pub(super) struct Pending {
+    pub(super) key_id: String,
+    pub(super) priority: i64,
+    pub(super) request_id: String,
+    pub(super) fingerprint: Fingerprint,
+    /// Per partition: the witness when it is kept in the database, else `None`.
+    pub(super) inline: Vec<Option<Vec<u8>>>,
+    /// Per partition: the spilled file's name, else `None`.
+    pub(super) files: Vec<Option<String>>,
+    /// Whether the files still need the group's sync.
+    unsynced: bool,
+    /// Set by the leader: the record (and its commit's number), or why it failed; and
+    /// whether this job's submitter is asked to lead the next group.
+    state: Mutex<Outcome>,
+    /// Wakes the submitter when either is set.
+    wake: Condvar,
+}
+
+/// What a queued job's submitter waits for.
+#[derive(Default)]
+struct Outcome {
+    result: Option<Result<(Accepted, u64), StoreError>>,
+    lead: bool,
+}
+
+impl Pending {
+    /// The job to record, its spilled witnesses named by `files` (synced already unless
+    /// `unsynced`).
+    pub(super) fn new(job: &NewJob<'_>, files: Vec<Option<String>>, unsynced: bool) -> Self {
+        Self {
+            key_id: job.key_id.to_string(),
+            priority: i64::from(job.priority.rank()),
+            request_id: job.request_id.to_string(),
+            fingerprint: job.fingerprint,
+            inline: job
+                .witnesses
+                .iter()
+                .zip(&files)
+                .map(|(w, f)| f.is_none().then(|| w.to_vec()))
+                .collect(),
+            files,
+            unsynced,
+            state: Mutex::new(Outcome::default()),
+            wake: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Outcome> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sets the job's outcome and wakes its submitter.
+    pub(super) fn set(&self, outcome: Result<(Accepted, u64), StoreError>) {
+        self.lock().result = Some(outcome);
+        self.wake.notify_one();
+    }
+
+    /// Asks the job's submitter to lead the next group.
+    fn ask_to_lead(&self) {
+        self.lock().lead = true;
+        self.wake.notify_one();
+    }
+
+    /// Waits until the job has an outcome (returned) or its submitter is asked to lead
+    /// (`None`), [`LEAD_CHECK`] at most.
+    fn wait(&self) -> Option<Result<(Accepted, u64), StoreError>> {
+        let mut state = self.lock();
+        if state.result.is_none() && !state.lead {
+            state = self
+                .wake
+                .wait_timeout(state, LEAD_CHECK)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        state.lead = false;
+        state.result.take()
+    }
+}
+
+/// How long a queued submitter waits before it checks whether a group needs a leader:
+/// a safety net, since a leader that ends asks the next queued job's submitter to lead.
+const LEAD_CHECK: Duration = Duration::from_millis(5);
+
 impl SqliteStore {
-    /// Commits `tx` (the WAL frames written, not yet synced) and numbers the commit for
-    /// [`Self::sync_commits`]. Called with the connection's lock held (`tx` borrows it).
-    pub(super) fn commit(&self, tx: rusqlite::Transaction<'_>) -> Result<u64, StoreError> {
+    /// Queues `job` for a group and returns once a group recorded it (committed, not yet
+    /// synced: see [`Self::sync_commits`]). A job whose group never reported (its leader
+    /// panicked) is [`GroupError::Lost`]: its files are left to the next open, which keeps
+    /// them if the commit named them.
+    pub(super) fn join_group(&self, job: Arc<Pending>) -> Result<(Accepted, u64), GroupError> {
+        self.intake
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Arc::clone(&job));
+        loop {
+            let leader = match self.grouping.try_lock() {
+                Ok(leader) => leader,
+                Err(TryLockError::Poisoned(e)) => e.into_inner(),
+                // A group is being recorded. Its submitters wake on their own outcome,
+                // all at once: none waits for the group lock to learn it.
+                Err(TryLockError::WouldBlock) => match job.wait() {
+                    Some(out) => return out.map_err(GroupError::Failed),
+                    None => continue,
+                },
+            };
+            let group = std::mem::take(&mut *self.intake.lock().unwrap_or_else(|e| e.into_inner()));
+            self.commit_group(&group);
+            drop(leader);
+            // A job queued while this group was recorded leads the next one (it queued
+            // before it tried the group lock, so it is seen here or found the lock free).
+            let next = self
+                .intake
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .first()
+                .cloned();
+            if let Some(next) = next {
+                next.ask_to_lead();
+            }
+            // This job was in this group, or answered by an earlier one before it let go
+            // of the lock; else that leader stopped without answering.
+            return match job.wait() {
+                Some(out) => out.map_err(GroupError::Failed),
+                None => Err(GroupError::Lost(self.err(
+                    "the job's group ended without recording it (its leader stopped)",
+                ))),
+            };
+        }
+    }
+
+    /// The leader's work: syncs the group's witness files, then records every job of it
+    /// in one transaction; sets each job's outcome.
+    fn commit_group(&self, group: &[Arc<Pending>]) {
+        let unsynced: Vec<&String> = group
+            .iter()
+            .filter(|p| p.unsynced)
+            .flat_map(|p| p.files.iter().flatten())
+            .collect();
+        #[cfg(test)]
+        if self.fail_file_sync.load(Ordering::SeqCst) {
+            for p in group {
+                p.set(Err(self.err("syncing witness files: injected failure")));
+            }
+            return;
+        }
+        if !unsynced.is_empty() {
+            if let Err(e) = self.sync_files(&unsynced) {
+                let message = format!("syncing witness files: {e}");
+                // Jobs whose files are synced already can still be recorded.
+                let (bad, rest): (Vec<_>, Vec<_>) = group
+                    .iter()
+                    .cloned()
+                    .partition(|p| p.unsynced && p.files.iter().any(Option::is_some));
+                for p in bad {
+                    p.set(Err(self.err(&message)));
+                }
+                self.record_group(&rest);
+                return;
+            }
+            self.file_syncs.fetch_add(1, Ordering::Relaxed);
+        }
+        self.record_group(group);
+    }
+
+    /// Commits `tx` (the WAL frames written, not yet synced), which recorded `records`
+    /// jobs or results, and numbers it for [`Self::sync_commits`]: the number of the last
+    /// record so far. Called with the connection's lock held (`tx` borrows it).
+    pub(super) fn commit(
+        &self,
+        tx: rusqlite::Transaction<'_>,
+        records: u64,
+    ) -> Result<u64, StoreError> {
         tx.commit().map_err(|e| self.err(e))?;
-        Ok(self.committed.fetch_add(1, Ordering::SeqCst) + 1)
+        Ok(self.committed.fetch_add(records, Ordering::SeqCst) + records)
     }
 
     /// Runs `f` in one transaction under the connection's lock, commits, and returns once
@@ -25,7 +211,7 @@ impl SqliteStore {
             let mut conn = self.lock();
             let tx = conn.transaction().map_err(|e| self.err(e))?;
             let out = f(&tx)?;
-            (out, self.commit(tx)?)
+            (out, self.commit(tx, 1)?)
         };
         self.sync_commits(seq)?;
         Ok(out)
@@ -42,6 +228,10 @@ impl SqliteStore {
         }
         // Every commit counted so far has its frames in the WAL: this sync covers them.
         let through = self.committed.load(Ordering::SeqCst);
+        #[cfg(test)]
+        if self.fail_wal_sync.load(Ordering::SeqCst) {
+            return Err(self.err("syncing the WAL: injected failure"));
+        }
         let wal = sibling(&self.path, "-wal");
         match std::fs::File::open(&wal) {
             Ok(f) => f
@@ -55,4 +245,13 @@ impl SqliteStore {
         *synced = through;
         Ok(())
     }
+}
+
+/// Why [`SqliteStore::join_group`] returned no record.
+pub(super) enum GroupError {
+    /// The job was not recorded: its spilled files can go.
+    Failed(StoreError),
+    /// Nobody knows whether it was: its files stay (the next open removes them if no row
+    /// names them).
+    Lost(StoreError),
 }

@@ -3,7 +3,9 @@
 //! commit** (`commit.rs`): SQLite commits with `synchronous = NORMAL` (the WAL frames
 //! written, not yet synced), then the writer syncs the WAL file outside the connection's
 //! lock, and one sync covers every commit made before it, so writers that commit at the
-//! same time share it. With `synchronous = FULL` each commit synced on its own, under the
+//! same time share it. Accepts are grouped before that: one transaction records every job
+//! that queued while the previous group was being recorded, after one sync round of their
+//! spilled witnesses. With `synchronous = FULL` each commit synced on its own, under the
 //! lock: one accept and one result a job, two syncs back to back, held the daemon at
 //! 270–330 jobs/s of a 2^14 key on one GPU machine, 470–580 with the state directory in
 //! memory (lab/experiments/022-montgomery-witness-and-group-commit.md). A checkpoint
@@ -31,7 +33,7 @@ use crate::private;
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use zkpipe_engine::StoreError;
 
@@ -85,8 +87,26 @@ pub struct SqliteStore {
     conn: Mutex<Connection>,
     /// Makes spilled file names unique within this process.
     spilled: AtomicU64,
-    /// Commits so far, counted under `conn`'s lock once each is in the WAL.
+    /// Records (jobs accepted, results, ends) committed so far, counted under `conn`'s
+    /// lock once each is in the WAL.
     committed: AtomicU64,
+    /// Jobs queued for the next group (`commit.rs`).
+    intake: Mutex<Vec<Arc<commit::Pending>>>,
+    /// Held by a group's leader while it syncs the group's files and records it.
+    grouping: Mutex<()>,
+    /// Groups recorded so far (for tests).
+    groups: AtomicU64,
+    /// Sync rounds of groups' spilled witnesses so far (for tests).
+    file_syncs: AtomicU64,
+    /// Tests: the next groups' file syncs fail.
+    #[cfg(test)]
+    fail_file_sync: std::sync::atomic::AtomicBool,
+    /// Tests: WAL syncs fail.
+    #[cfg(test)]
+    fail_wal_sync: std::sync::atomic::AtomicBool,
+    /// Tests: a group's leader stops (panics) between its commit and the outcomes.
+    #[cfg(test)]
+    abort_group: std::sync::atomic::AtomicBool,
     /// How many of them are known to be on disk; held while the WAL is synced.
     synced: Mutex<u64>,
     /// Syncs of the WAL so far (for tests).
@@ -152,6 +172,16 @@ impl SqliteStore {
             conn: Mutex::new(conn),
             spilled: AtomicU64::new(0),
             committed: AtomicU64::new(0),
+            intake: Mutex::new(Vec::new()),
+            grouping: Mutex::new(()),
+            groups: AtomicU64::new(0),
+            file_syncs: AtomicU64::new(0),
+            #[cfg(test)]
+            fail_file_sync: Default::default(),
+            #[cfg(test)]
+            fail_wal_sync: Default::default(),
+            #[cfg(test)]
+            abort_group: Default::default(),
             synced: Mutex::new(0),
             syncs: AtomicU64::new(0),
         };

@@ -1,5 +1,6 @@
 //! The SQLite store's spilled witnesses: a witness above the inline limit is a file of its
-//! own in `witnesses/`, written and synced before the row naming it commits. That keeps a
+//! own in `witnesses/`, written by its submitter and synced before the row naming it
+//! commits (with its group's files, `commit.rs`). That keeps a
 //! big job's gigabytes out of the single writer's transaction: measured on the GPU
 //! machine, 1.28 GB of witnesses written inside it held every result write (and so the
 //! device stage behind the tail) for 4–5 s per job
@@ -10,6 +11,9 @@ use crate::private;
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 use zkpipe_engine::StoreError;
+
+/// Files synced at once by [`SqliteStore::sync_files`].
+const SYNC_THREADS: usize = 8;
 
 impl SqliteStore {
     /// Deletes spilled files that no row names: left by a crash between writing them and
@@ -42,8 +46,8 @@ impl SqliteStore {
     }
 
     /// Writes every witness above the inline limit to a file of its own (in parallel),
-    /// synced with its folder entry; returns each partition's file name (`None`: inline).
-    /// On failure, the files written so far are removed.
+    /// not synced ([`Self::sync_files`] does); returns each partition's file name
+    /// (`None`: inline). On failure, the files written so far are removed.
     pub(super) fn spill(&self, witnesses: &[&[u8]]) -> Result<Vec<Option<String>>, StoreError> {
         let names: Vec<Option<String>> = witnesses
             .iter()
@@ -64,8 +68,7 @@ impl SqliteStore {
         let write = |name: &str, w: &[u8]| -> std::io::Result<()> {
             use std::io::Write;
             let mut f = private::new_file(&self.spill_dir.join(name))?;
-            f.write_all(w)?;
-            f.sync_all()
+            f.write_all(w)
         };
         // A few writers at once: one stream rarely fills a fast disk.
         let todo: Vec<_> = names.iter().zip(witnesses).collect();
@@ -89,11 +92,8 @@ impl SqliteStore {
                 })
                 .collect()
         });
-        let synced = results
-            .into_iter()
-            .collect::<std::io::Result<()>>()
-            .and_then(|()| std::fs::File::open(&self.spill_dir)?.sync_all());
-        if let Err(e) = synced {
+        let written = results.into_iter().collect::<std::io::Result<()>>();
+        if let Err(e) = written {
             self.remove_files(names.iter().flatten());
             return Err(self.err(format!(
                 "writing a witness to {}: {e}",
@@ -101,6 +101,26 @@ impl SqliteStore {
             )));
         }
         Ok(names)
+    }
+
+    /// Syncs spilled files (a few at once: each sync waits for the disk, and concurrent
+    /// ones share the filesystem's journal commits), then their folder's entries once.
+    pub(super) fn sync_files(&self, names: &[&String]) -> std::io::Result<()> {
+        if names.is_empty() {
+            return Ok(());
+        }
+        let sync = |n: &String| std::fs::File::open(self.spill_dir.join(n))?.sync_data();
+        std::thread::scope(|s| {
+            let handles: Vec<_> = names
+                .chunks(names.len().div_ceil(SYNC_THREADS))
+                .map(|chunk| s.spawn(move || chunk.iter().try_for_each(|&n| sync(n))))
+                .collect();
+            handles.into_iter().try_for_each(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("a sync panicked")))
+            })
+        })?;
+        std::fs::File::open(&self.spill_dir)?.sync_all()
     }
 
     /// Removes spilled files (best effort: a leftover is removed at the next open).

@@ -1,10 +1,13 @@
-//! The SQLite store's records: accepting a job (its row and its partitions' in one
-//! transaction), a partition's proof, a job's end, reading everything back at start, and
+//! The SQLite store's records: accepting jobs (a group's rows and their partitions' in one
+//! transaction, `commit.rs`), a partition's proof, a job's end, reading everything back at start, and
 //! forgetting what ended long ago.
 
+use super::commit::{GroupError, Pending, GROUP_SYNC_MAX};
 use super::SqliteStore;
 use crate::columns::{self, from_unix_ms, timings_from, timings_text, unix_ms};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use zkpipe_engine::job::PartitionProof;
 use zkpipe_engine::job_store::{
@@ -13,22 +16,62 @@ use zkpipe_engine::job_store::{
 use zkpipe_engine::{JobId, JobState, StoreError};
 
 impl SqliteStore {
-    /// Records `job` in one transaction, not yet synced: the commit's number for
-    /// [`Self::sync_commits`] comes with it (0 where nothing was written). `files` names
-    /// its spilled witnesses.
-    fn record(
-        &self,
-        job: &NewJob<'_>,
-        files: &[Option<String>],
-    ) -> Result<(Accepted, u64), StoreError> {
+    /// Records a group's jobs in one transaction, each in a savepoint of its own (one
+    /// job's failure leaves the others' records), commits it (not yet synced), and sets
+    /// every job's outcome: its record with the commit's number for
+    /// [`Self::sync_commits`], or why it failed.
+    pub(super) fn record_group(&self, group: &[Arc<Pending>]) {
+        if group.is_empty() {
+            return;
+        }
         let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| self.err(e))?;
-        if let Some(request) = request_column(job.request_id) {
-            if let Some((id, fp)) = named_by(&tx, request).map_err(|e| self.err(e))? {
+        let mut outcomes = Vec::with_capacity(group.len());
+        let committed = (|| {
+            let mut tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(|e| self.err(e))?;
+            for job in group {
+                let sp = tx.savepoint().map_err(|e| self.err(e))?;
+                let out = self.record(&sp, job);
+                if out.is_ok() {
+                    sp.commit().map_err(|e| self.err(e))?;
+                }
+                outcomes.push(out);
+            }
+            let new = outcomes
+                .iter()
+                .filter(|o| matches!(o, Ok(Accepted::New(_))))
+                .count() as u64;
+            self.commit(tx, new)
+        })();
+        drop(conn);
+        self.groups.fetch_add(1, Ordering::Relaxed);
+        #[cfg(test)]
+        if self.abort_group.load(Ordering::SeqCst) {
+            panic!("injected: the leader stops before answering its group");
+        }
+        match committed {
+            Ok(seq) => {
+                for (job, out) in group.iter().zip(outcomes) {
+                    job.set(out.map(|a| (a, seq)));
+                }
+            }
+            Err(e) => {
+                let message = e.to_string();
+                for job in group {
+                    job.set(Err(self.err(&message)));
+                }
+            }
+        }
+    }
+
+    /// Records one job of a group (its row and its partitions'), or finds the job its
+    /// request id names.
+    fn record(&self, tx: &Connection, job: &Pending) -> Result<Accepted, StoreError> {
+        if let Some(request) = request_column(&job.request_id) {
+            if let Some((id, fp)) = named_by(tx, request).map_err(|e| self.err(e))? {
                 return if fp == job.fingerprint {
-                    Ok((Accepted::Existing(id as JobId), 0))
+                    Ok(Accepted::Existing(id as JobId))
                 } else {
                     Err(StoreError::RequestIdTaken {
                         request_id: request.into(),
@@ -37,36 +80,34 @@ impl SqliteStore {
                 };
             }
         }
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO jobs (key_id, priority, request_id, fingerprint, state, submitted_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![
+        )
+        .and_then(|mut q| {
+            q.execute(params![
                 job.key_id,
-                job.priority.rank(),
-                request_column(job.request_id),
+                job.priority,
+                request_column(&job.request_id),
                 &job.fingerprint[..],
                 JobState::Queued.name(),
                 unix_ms(SystemTime::now()),
-            ],
-        )
+            ])
+        })
         .map_err(|e| self.err(e))?;
         let id = tx.last_insert_rowid();
-        {
-            let mut insert = tx
-                .prepare(
-                    "INSERT INTO partitions (job_id, idx, witness, witness_file)
-                     VALUES (?1, ?2, ?3, ?4)",
-                )
+        let mut insert = tx
+            .prepare_cached(
+                "INSERT INTO partitions (job_id, idx, witness, witness_file)
+                 VALUES (?1, ?2, ?3, ?4)",
+            )
+            .map_err(|e| self.err(e))?;
+        for (i, (inline, file)) in job.inline.iter().zip(&job.files).enumerate() {
+            insert
+                .execute(params![id, i as i64, inline, file])
                 .map_err(|e| self.err(e))?;
-            for (i, (w, file)) in job.witnesses.iter().zip(files).enumerate() {
-                let inline = file.is_none().then_some(w);
-                insert
-                    .execute(params![id, i as i64, inline, file])
-                    .map_err(|e| self.err(e))?;
-            }
         }
-        let seq = self.commit(tx)?;
-        Ok((Accepted::New(id as JobId), seq))
+        Ok(Accepted::New(id as JobId))
     }
 }
 
@@ -86,14 +127,38 @@ impl JobStore for SqliteStore {
     }
 
     fn accept_unsynced(&self, job: &NewJob<'_>) -> Result<(Accepted, u64), StoreError> {
-        // Big witnesses are written before the lock is taken, so that result writes
-        // (other jobs' partitions) never wait behind them.
+        // Big witnesses are written before the lock is taken, in parallel with other
+        // accepts, so that result writes (other jobs' partitions) never wait behind them;
+        // their group syncs them (`commit.rs`), unless they are big enough to sync alone.
         let files = self.spill(&job.witnesses)?;
-        let recorded = self.record(job, &files);
-        if !matches!(recorded, Ok((Accepted::New(_), _))) {
-            self.remove_files(files.iter().flatten());
+        let spilled: u64 = job
+            .witnesses
+            .iter()
+            .zip(&files)
+            .filter(|(_, f)| f.is_some())
+            .map(|(w, _)| w.len() as u64)
+            .sum();
+        let alone = spilled > GROUP_SYNC_MAX;
+        if alone {
+            let names: Vec<&String> = files.iter().flatten().collect();
+            if let Err(e) = self.sync_files(&names) {
+                self.remove_files(names);
+                return Err(self.err(format!("syncing witness files: {e}")));
+            }
         }
-        recorded
+        let pending = Arc::new(Pending::new(job, files, spilled > 0 && !alone));
+        match self.join_group(Arc::clone(&pending)) {
+            Ok(recorded @ (Accepted::New(_), _)) => Ok(recorded),
+            Ok(existing) => {
+                self.remove_files(pending.files.iter().flatten());
+                Ok(existing)
+            }
+            Err(GroupError::Failed(e)) => {
+                self.remove_files(pending.files.iter().flatten());
+                Err(e)
+            }
+            Err(GroupError::Lost(e)) => Err(e),
+        }
     }
 
     fn make_durable(&self, mark: u64) -> Result<(), StoreError> {

@@ -7,3 +7,4 @@ mod permissions;
 mod postgres;
 #[path = "../support/postgres.rs"]
 mod support;
+mod throughput;

@@ -7,6 +7,12 @@ use std::str::FromStr;
 /// Most variants in one sweep (each is a daemon, all running at once).
 pub const MAX_VARIANTS: usize = 4;
 
+/// Most daemons in one sweep once `--gpus` multiplied the variants.
+pub const MAX_DAEMONS: usize = 8;
+
+/// The environment variable that tells a CUDA daemon which GPUs it sees.
+pub const VISIBLE_GPUS: &str = "CUDA_VISIBLE_DEVICES";
+
 /// One `section.key=value` configuration setting.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Setting {
@@ -148,6 +154,62 @@ pub fn variants(given: Vec<Variant>) -> Result<Vec<Variant>, String> {
     Ok(given)
 }
 
+/// The variants by GPU count (`--gpus 1,2,4`): each variant once per count `n`, named
+/// `NAME-gN` (just `gN` for the default variant), its daemon seeing `n` GPUs: the first `n`
+/// of `visible` (this process's own `CUDA_VISIBLE_DEVICES`, comma-separated) if set, else
+/// GPUs `0..n`. Refuses a variant that sets `CUDA_VISIBLE_DEVICES` itself, more GPUs than
+/// `visible` lists, and more than [`MAX_DAEMONS`] daemons.
+pub fn by_gpus(
+    variants: Vec<Variant>,
+    gpus: &[usize],
+    visible: Option<&str>,
+) -> Result<Vec<Variant>, String> {
+    let listed: Option<Vec<&str>> = visible.map(|v| {
+        v.split(',')
+            .map(str::trim)
+            .filter(|x| !x.is_empty())
+            .collect()
+    });
+    let mut out = Vec::new();
+    for v in &variants {
+        let key = format!("{ENV_SECTION}{VISIBLE_GPUS}");
+        if v.settings.iter().any(|s| s.key == key) {
+            return Err(format!("variant {} sets {key}, which --gpus sets", v.name));
+        }
+        for &n in gpus {
+            let ids = match &listed {
+                Some(l) if l.len() < n => {
+                    return Err(format!(
+                        "--gpus {n}: {VISIBLE_GPUS} lists {} GPU(s)",
+                        l.len()
+                    ))
+                }
+                Some(l) => l[..n].join(","),
+                None => (0..n).map(|i| i.to_string()).collect::<Vec<_>>().join(","),
+            };
+            let mut settings = v.settings.clone();
+            settings.push(Setting {
+                key: key.clone(),
+                value: ids,
+            });
+            let name = if *v == Variant::default_variant() {
+                format!("g{n}")
+            } else {
+                format!("{}-g{n}", v.name)
+            };
+            out.push(Variant { name, settings });
+        }
+    }
+    if out.len() > MAX_DAEMONS {
+        return Err(format!(
+            "{} variants × {} GPU counts: at most {MAX_DAEMONS} daemons",
+            variants.len(),
+            gpus.len()
+        ));
+    }
+    Ok(out)
+}
+
 /// Client counts, ascending and distinct (`-c 1,4,8,16`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Concurrency(pub Vec<usize>);
@@ -245,6 +307,31 @@ mod tests {
             .contains("twice"));
         assert!(variants(vec![v("a"), v("b"), v("c"), v("d"), v("e")]).is_err());
         assert_eq!(variants(vec![v("a"), v("b")]).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn gpu_counts_make_a_variant_each_that_sees_that_many_gpus() {
+        let v = |n: &str| n.parse::<Variant>().unwrap();
+        let env = |x: &Variant| x.environment();
+        let out = by_gpus(vec![Variant::default_variant()], &[1, 2, 4], None).unwrap();
+        assert_eq!(
+            out.iter().map(|x| x.name.as_str()).collect::<Vec<_>>(),
+            ["g1", "g2", "g4"]
+        );
+        assert_eq!(
+            env(&out[2]),
+            [(VISIBLE_GPUS.to_string(), "0,1,2,3".to_string())]
+        );
+        let out = by_gpus(vec![v("a: device.passes=2")], &[2], Some("3, 5,7")).unwrap();
+        assert_eq!(out[0].name, "a-g2");
+        assert_eq!(out[0].config_settings(), ["device.passes=2"]);
+        assert_eq!(
+            env(&out[0]),
+            [(VISIBLE_GPUS.to_string(), "3,5".to_string())]
+        );
+        assert!(by_gpus(vec![v("a")], &[4], Some("0,1")).is_err());
+        assert!(by_gpus(vec![v("a: env.CUDA_VISIBLE_DEVICES=1")], &[1], None).is_err());
+        assert!(by_gpus(vec![v("a"), v("b"), v("c")], &[1, 2, 4], None).is_err());
     }
 
     #[test]
