@@ -21,6 +21,7 @@
 //! database file's mode), whatever the umask: witnesses are private.
 
 mod commit;
+mod retention;
 mod schema;
 mod spill;
 mod store;
@@ -33,6 +34,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
+use zkpipe_engine::job_store::Ledger;
 use zkpipe_engine::StoreError;
 
 /// The database file's name in the state directory.
@@ -91,6 +93,8 @@ pub struct SqliteStore {
     synced: Mutex<u64>,
     /// Syncs of the WAL so far (for tests).
     syncs: AtomicU64,
+    /// The finished jobs, by when they ended (`retention.rs`).
+    finished: Mutex<Ledger<i64>>,
 }
 
 impl SqliteStore {
@@ -143,6 +147,7 @@ impl SqliteStore {
         )
         .map_err(|e| db(&e))?;
         schema::apply(&conn).map_err(|e| db(&e))?;
+        let finished = retention::ledger(&conn).map_err(|e| db(&e))?;
         let spill_dir = dir.join(WITNESS_DIR);
         private::dir(&spill_dir).map_err(|e| db(&e))?;
         let store = Self {
@@ -154,6 +159,7 @@ impl SqliteStore {
             committed: AtomicU64::new(0),
             synced: Mutex::new(0),
             syncs: AtomicU64::new(0),
+            finished: Mutex::new(finished),
         };
         // The schema's writes, and the WAL's entry in the directory, on disk once.
         store.committed.store(1, Ordering::SeqCst);
