@@ -236,6 +236,12 @@ pub struct EngineConfig {
     /// Each holds its results in memory meanwhile: ~1.8 KiB of heap for one BN254
     /// partition, ~1.2 KiB more per further partition (lab/experiments/036-finished-job-memory.md).
     pub job_retention: Duration,
+    /// At most this many finished jobs are remembered, the oldest finished forgotten
+    /// first. Default: 100,000 (~180 MiB of heap for one-partition BN254 jobs).
+    pub retain_jobs: usize,
+    /// At most this many bytes of finished jobs' results (proof and public JSON, error
+    /// messages) are remembered, the oldest finished forgotten first. Default: 256 MiB.
+    pub retain_bytes: u64,
     /// Waterfalls kept for the Chrome-trace export (partitions). Default: 4096.
     pub trace_capacity: usize,
     /// The memory-bandwidth throttle. Default: off.
@@ -321,6 +327,8 @@ impl Default for EngineConfig {
             dealloc: DeallocMode::Worker,
             returns: ReturnMode::DrainAll,
             job_retention: Duration::from_secs(600),
+            retain_jobs: 100_000,
+            retain_bytes: 256 << 20,
             trace_capacity: 4096,
             throttle: ThrottleConfig::default(),
             pools: PoolMode::PerStage,
@@ -336,6 +344,16 @@ impl EngineConfig {
         self.key_options.get(id).copied().unwrap_or(BindOptions {
             constant_work: self.constant_work,
         })
+    }
+
+    /// The bounds on finished jobs ([`Self::job_retention`], [`Self::retain_jobs`],
+    /// [`Self::retain_bytes`]).
+    pub fn retention(&self) -> crate::job_store::Retention {
+        crate::job_store::Retention {
+            time: self.job_retention,
+            jobs: self.retain_jobs,
+            bytes: self.retain_bytes,
+        }
     }
 
     /// Checks values that would make the engine unable to run.
@@ -373,6 +391,9 @@ impl EngineConfig {
         }
         if self.queue_depth == 0 || self.max_partitions_per_job == 0 {
             return Err("queue_depth and max_partitions_per_job must be at least 1".into());
+        }
+        if self.retain_jobs == 0 || self.retain_bytes == 0 {
+            return Err("pipeline.retain_jobs and pipeline.retain_bytes must be at least 1".into());
         }
         if self.max_pending_partitions < self.max_partitions_per_job {
             return Err("max_pending_partitions must be at least max_partitions_per_job".into());

@@ -238,7 +238,7 @@ impl Engine {
             jobs: Arc::clone(&jobs),
             signal: Arc::clone(&signal),
             key_idle_timeout: config.key_idle_timeout,
-            job_retention: config.job_retention,
+            retention: config.retention(),
             stop: Arc::clone(&stop),
         };
         threads.push(spawn("zkpipe-janitor".into(), move || janitor.run())?);

@@ -1,6 +1,7 @@
-//! The janitor: evicts keys idle past their timeout and forgets finished jobs past
-//! their retention, on a thread of its own.
+//! The janitor: evicts keys idle past their timeout and forgets finished jobs beyond
+//! their retention (time, count and bytes; the oldest first), on a thread of its own.
 
+use crate::job_store::Retention;
 use crate::jobs::JobTable;
 use crate::keys::store::KeyStore;
 use crate::memory::Signal;
@@ -14,7 +15,7 @@ pub(crate) struct Janitor {
     pub jobs: Arc<JobTable>,
     pub signal: Arc<Signal>,
     pub key_idle_timeout: Duration,
-    pub job_retention: Duration,
+    pub retention: Retention,
     pub stop: Arc<AtomicBool>,
 }
 
@@ -24,7 +25,7 @@ impl Janitor {
         while !self.stop.load(Ordering::Acquire) {
             let seen = self.signal.generation();
             self.keys.evict_idle(self.key_idle_timeout);
-            self.jobs.forget_finished(self.job_retention);
+            self.jobs.forget_finished(&self.retention);
             self.signal.wait_past(seen, Duration::from_millis(500));
             std::thread::sleep(Duration::from_millis(100));
         }

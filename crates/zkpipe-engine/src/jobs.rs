@@ -1,10 +1,10 @@
-//! The jobs the engine knows: active ones and finished ones kept for their retention
-//! time, and the count of partitions in flight. The job store behind it gives the ids
-//! and remembers the request ids.
+//! The jobs the engine knows: active ones and finished ones kept within the retention's
+//! bounds (time, count, bytes), and the count of partitions in flight. The job store
+//! behind it gives the ids and remembers the request ids.
 
 use crate::error::EngineError;
 use crate::job::{JobId, JobSnapshot, JobState};
-use crate::job_store::{Accepted, Fingerprint, JobStore, NewJob};
+use crate::job_store::{Accepted, Fingerprint, JobStore, Ledger, NewJob, Retention};
 use crate::live_job::Job;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -26,6 +26,9 @@ pub(crate) struct JobTable {
     registering: Mutex<()>,
     /// Partitions accepted and not finished (each message's ticket holds one).
     pub pending: Arc<AtomicUsize>,
+    /// The finished jobs in the table, in the order they ended: each job enters it as it
+    /// ends ([`Job::track_end`]), so that forgetting never looks at the jobs kept.
+    finished: Arc<Mutex<Ledger<Instant>>>,
     /// When the store last forgot finished jobs.
     store_forgot: Mutex<Option<Instant>>,
     /// Whether the store is shared by a fleet (jobs go there, not to this engine).
@@ -68,6 +71,7 @@ impl JobTable {
             jobs: Mutex::new(HashMap::new()),
             registering: Mutex::new(()),
             pending: Arc::new(AtomicUsize::new(0)),
+            finished: Arc::default(),
             store_forgot: Mutex::new(None),
             shared: Arc::clone(&store).shared().is_some(),
             store,
@@ -148,6 +152,7 @@ impl JobTable {
                 partitions,
                 Arc::clone(&self.store),
             ));
+            job.track_end(&self.finished);
             lock(&self.jobs).insert(id, Arc::clone(&job));
             (job, mark, locked - t0, locked.elapsed())
         };
@@ -189,12 +194,14 @@ impl JobTable {
     /// Registers a job read back from the store (its partitions to run are counted in
     /// `pending` when they are queued).
     pub fn restore(&self, job: Arc<Job>) {
+        job.track_end(&self.finished);
         lock(&self.jobs).insert(job.id, job);
     }
 
-    /// Every job, newest first.
-    pub fn snapshots(&self) -> Vec<JobSnapshot> {
-        let mut jobs: Vec<JobSnapshot> = lock(&self.jobs).values().map(|j| j.snapshot()).collect();
+    /// Every job without its proofs ([`Job::summary`]), newest first. The table's lock is
+    /// held only to copy the handles, not while each job is read.
+    pub fn summaries(&self) -> Vec<JobSnapshot> {
+        let mut jobs: Vec<JobSnapshot> = self.all().iter().map(|j| j.summary()).collect();
         jobs.sort_by_key(|j| std::cmp::Reverse(j.id));
         jobs
     }
@@ -204,20 +211,29 @@ impl JobTable {
         lock(&self.jobs).values().cloned().collect()
     }
 
-    /// Forgets jobs finished longer than `retention` ago, here and in the store (a shared
-    /// one at most every [`SHARED_FORGET_EVERY`]).
-    pub fn forget_finished(&self, retention: Duration) {
-        lock(&self.jobs).retain(|_, j| j.finished_at().is_none_or(|t| t.elapsed() < retention));
+    /// Forgets finished jobs beyond `retention` (the oldest first), here and in the store
+    /// (a shared one at most every [`SHARED_FORGET_EVERY`]); returns how many were
+    /// forgotten here.
+    pub fn forget_finished(&self, retention: &Retention) -> usize {
+        let too_old = Instant::now().checked_sub(retention.time);
+        let old = lock(&self.finished).forget(too_old, retention);
+        if !old.is_empty() {
+            let mut jobs = lock(&self.jobs);
+            for (_, id) in &old {
+                jobs.remove(id);
+            }
+        }
         {
             let mut last = lock(&self.store_forgot);
             if self.shared && last.is_some_and(|t| t.elapsed() < SHARED_FORGET_EVERY) {
-                return;
+                return old.len();
             }
             *last = Some(Instant::now());
         }
         if let Err(e) = self.store.forget_finished(retention) {
             tracing::warn!("forgetting finished jobs: {e}");
         }
+        old.len()
     }
 
     /// Partitions accepted and not finished.
@@ -301,7 +317,7 @@ mod tests {
                 })
                 .collect())
         }
-        fn forget_finished(&self, _retention: Duration) -> Result<usize, StoreError> {
+        fn forget_finished(&self, _retention: &Retention) -> Result<usize, StoreError> {
             Ok(0)
         }
     }
@@ -345,7 +361,7 @@ mod tests {
         fn recover(&self) -> Result<Vec<StoredJob>, StoreError> {
             self.0.recover()
         }
-        fn forget_finished(&self, retention: Duration) -> Result<usize, StoreError> {
+        fn forget_finished(&self, retention: &Retention) -> Result<usize, StoreError> {
             self.0.forget_finished(retention)
         }
     }
@@ -360,6 +376,119 @@ mod tests {
             key_shape: String::new(),
             witnesses: vec![b"w0", b"w1"],
         }
+    }
+
+    /// A one-partition job without a request id.
+    fn one_partition() -> NewJob<'static> {
+        NewJob {
+            witnesses: vec![&b"w"[..]],
+            ..two_partitions()
+        }
+    }
+
+    /// Registers `n` jobs of `partitions` partitions each.
+    fn jobs(table: &JobTable, n: usize, partitions: usize) -> Vec<Arc<Job>> {
+        let new = NewJob {
+            witnesses: vec![&b"w"[..]; partitions],
+            ..two_partitions()
+        };
+        (0..n)
+            .map(|_| match table.register(&new, 1 << 20) {
+                Ok(Registered::New(job, _)) => job,
+                _ => panic!("not registered"),
+            })
+            .collect()
+    }
+
+    /// A proof of `bytes` bytes of JSON.
+    fn proof(bytes: usize) -> PartitionProof {
+        PartitionProof {
+            proof_json: "p".repeat(bytes - 2),
+            public_json: "[]".into(),
+            timings: Default::default(),
+        }
+    }
+
+    /// Proves `job`'s partition `index` with a proof of `bytes` bytes, once the clock has
+    /// moved on from the end before (ends are ordered by time, then by id).
+    fn prove(job: &Job, index: usize, bytes: usize) {
+        let t = Instant::now();
+        while Instant::now() == t {
+            std::hint::spin_loop();
+        }
+        job.partition_done(index, proof(bytes)).unwrap();
+    }
+
+    fn ids(table: &JobTable) -> Vec<JobId> {
+        let mut ids: Vec<JobId> = table.summaries().iter().map(|j| j.id).collect();
+        ids.sort();
+        ids
+    }
+
+    fn bounds(jobs: usize, bytes: u64) -> Retention {
+        Retention {
+            time: Duration::from_secs(3600),
+            jobs,
+            bytes,
+        }
+    }
+
+    /// The count bound forgets the jobs that ended first (not the lowest ids), only as
+    /// many as it must, and never an unfinished job; the store forgets them too (their
+    /// request ids are free again).
+    #[test]
+    fn the_count_bound_forgets_the_oldest_finished_jobs_only() {
+        let table = JobTable::new(Arc::new(crate::job_store::MemoryStore::new()));
+        let j = jobs(&table, 5, 1);
+        let taken = NewJob {
+            request_id: "r",
+            ..one_partition()
+        };
+        let Ok(Registered::New(named, _)) = table.register(&taken, 1 << 20) else {
+            panic!("not registered")
+        };
+        // j[0] never ends; then the ends: named, j[3], j[1] (failed), j[4], j[2].
+        prove(&named, 0, 10);
+        prove(&j[3], 0, 10);
+        assert!(j[1].fail("boom".into()));
+        prove(&j[4], 0, 10);
+        prove(&j[2], 0, 10);
+        assert_eq!(table.forget_finished(&bounds(5, u64::MAX)), 0);
+        assert_eq!(table.forget_finished(&bounds(2, u64::MAX)), 3);
+        assert_eq!(ids(&table), [j[0].id, j[2].id, j[4].id]);
+        assert!(matches!(
+            table.get(named.id),
+            Err(EngineError::UnknownJob(_))
+        ));
+        assert_eq!(table.by_request("r", &taken.fingerprint).unwrap(), None);
+        assert_eq!(table.forget_finished(&Retention::time(Duration::ZERO)), 2);
+        assert_eq!(ids(&table), [j[0].id], "the unfinished job stays");
+        assert_eq!(table.summaries()[0].state, JobState::Queued);
+    }
+
+    /// The byte bound counts each finished job's proofs and error and forgets the oldest
+    /// until the rest fit; an unfinished job's proofs neither count nor go. A status
+    /// listing carries no proofs.
+    #[test]
+    fn the_byte_bound_forgets_the_oldest_finished_jobs_only() {
+        let table = JobTable::new(Arc::new(crate::job_store::MemoryStore::new()));
+        let unfinished = jobs(&table, 1, 2).remove(0);
+        prove(&unfinished, 0, 1000);
+        let j = jobs(&table, 4, 1);
+        // Ends (bytes): j[2] (100), j[0] (300), j[1] (96), j[3] (100).
+        prove(&j[2], 0, 100);
+        prove(&j[0], 0, 300);
+        prove(&j[1], 0, 96);
+        assert!(table.get(j[1].id).unwrap().summary().proofs.is_empty());
+        assert_eq!(table.get(j[1].id).unwrap().snapshot().proofs.len(), 1);
+        prove(&j[3], 0, 100);
+        assert!(table.summaries().iter().all(|s| s.proofs.is_empty()));
+        assert_eq!(table.forget_finished(&bounds(9, 600)), 0, "600 bytes fit");
+        // 596 > 250: forgetting j[2] leaves 496, then j[0] leaves 196.
+        assert_eq!(table.forget_finished(&bounds(9, 250)), 2);
+        assert_eq!(ids(&table), [unfinished.id, j[1].id, j[3].id]);
+        assert_eq!(table.forget_finished(&bounds(9, 1)), 2);
+        assert_eq!(ids(&table), [unfinished.id]);
     }
 
     /// A job whose record could not be made durable is refused with the store's error

@@ -3,9 +3,10 @@
 //! here, so that what a waiter saw survives a crash.
 
 use crate::job::{JobId, JobSnapshot, JobState, PartitionProof, Priority};
+use crate::job_store::retention::{result_bytes, Ledger};
 use crate::job_store::{Claim, JobStore, StoreError, StoredJob, StoredPartition};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 struct Inner {
@@ -32,6 +33,8 @@ pub(crate) struct Job {
     inner: Mutex<Inner>,
     cond: Condvar,
     watch: tokio::sync::watch::Sender<JobState>,
+    /// The ledger told of the job's end (the job table's, see [`Job::track_end`]).
+    ledger: OnceLock<Arc<Mutex<Ledger<Instant>>>>,
 }
 
 /// `Instant::now()` moved back by how long ago `t` was (clamped at now).
@@ -144,6 +147,24 @@ impl Job {
             inner: Mutex::new(inner),
             cond: Condvar::new(),
             watch: tokio::sync::watch::channel(state).0,
+            ledger: OnceLock::new(),
+        }
+    }
+
+    /// Enters the job in `ledger` when it ends, or now if it has ended.
+    pub fn track_end(&self, ledger: &Arc<Mutex<Ledger<Instant>>>) {
+        // Under the job's lock, as `set`, so that an end is entered once.
+        let i = self.lock();
+        if self.ledger.set(Arc::clone(ledger)).is_ok() {
+            self.enter_end(&i);
+        }
+    }
+
+    fn enter_end(&self, i: &Inner) {
+        if let (Some(at), Some(ledger)) = (i.finished_at, self.ledger.get()) {
+            let bytes = result_bytes(i.proofs.iter().flatten(), i.error.as_deref());
+            let mut l = ledger.lock().unwrap_or_else(|e| e.into_inner());
+            l.ended(self.id, at, bytes);
         }
     }
 
@@ -155,6 +176,7 @@ impl Job {
         inner.state = state;
         if state.is_final() {
             inner.finished_at = Some(Instant::now());
+            self.enter_end(inner);
         }
         self.watch.send_replace(state);
         self.cond.notify_all();
@@ -254,6 +276,15 @@ impl Job {
     }
 
     pub fn snapshot(&self) -> JobSnapshot {
+        self.snapshot_with(true)
+    }
+
+    /// Its state without its proofs (`proofs` empty), for a listing.
+    pub fn summary(&self) -> JobSnapshot {
+        self.snapshot_with(false)
+    }
+
+    fn snapshot_with(&self, proofs: bool) -> JobSnapshot {
         let i = self.lock();
         let done = i.proofs.iter().filter(|p| p.is_some()).count();
         JobSnapshot {
@@ -263,7 +294,7 @@ impl Job {
             state: i.state,
             partitions: i.proofs.len(),
             partitions_done: done,
-            proofs: if i.state == JobState::Done {
+            proofs: if proofs && i.state == JobState::Done {
                 i.proofs.iter().flatten().cloned().collect()
             } else {
                 Vec::new()

@@ -1,12 +1,13 @@
 //! The engine's state at one moment, as `status()` and the metrics exposition report it.
 //! Gathering it takes each lock only to copy a value: it never waits for a load, an
-//! upload or a device pass.
+//! upload or a device pass, and it copies no job's proofs (a daemon at full rate retains
+//! hundreds of thousands of them).
 
 use crate::buffers::{BufferPool, PoolStats};
 use crate::devices::Device;
 use crate::engine::Engine;
 use crate::job::JobSnapshot;
-use crate::keys::{KeyFailure, KeyStatus};
+use crate::keys::{KeyFailure, KeyStatus, Residency};
 use crate::metrics::Metrics;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -61,7 +62,8 @@ impl DeviceStatus {
 pub struct EngineStatus {
     /// Queue lengths.
     pub queues: QueueDepths,
-    /// Jobs known (active and recently finished), newest first.
+    /// Jobs known (active and recently finished), newest first, without their proofs
+    /// (`proofs` is empty: [`Engine::job_status`] has them).
     pub jobs: Vec<JobSnapshot>,
     /// Every key in the key directory.
     pub keys: Vec<KeyStatus>,
@@ -108,8 +110,16 @@ impl Engine {
                 tracing::warn!("listing the shared store's jobs: {e}");
                 Vec::new()
             }),
-            None => self.inner.jobs.snapshots(),
+            None => self.inner.jobs.summaries(),
         }
+    }
+
+    /// Key `id`'s residency, as [`Self::status`] reports it, without listing the jobs and
+    /// the key directory; `None` for an id that names no servable key.
+    pub fn key_residency(&self, id: &str) -> Option<Residency> {
+        let entry = self.inner.keys.resolve(id).ok()?;
+        let residency = entry.lock().residency;
+        Some(residency)
     }
 
     /// Partitions accepted and not finished (cheap: one atomic read, no job copied).
@@ -149,6 +159,12 @@ impl Engine {
     /// The waterfall of recent partitions as Chrome-trace JSON (Perfetto opens it).
     pub fn trace_json(&self) -> String {
         self.inner.outcomes.tracer.chrome_json()
+    }
+
+    /// [`Self::trace_json`], written to `out` event by event (no whole document in
+    /// memory).
+    pub fn write_trace(&self, out: impl std::io::Write) -> std::io::Result<()> {
+        self.inner.outcomes.tracer.write_chrome_json(out)
     }
 
     /// Forgets the recorded waterfalls (e.g. between benchmark runs).

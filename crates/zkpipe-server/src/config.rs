@@ -206,6 +206,8 @@ struct PipelineSection {
     constant_work: Option<bool>,
     schedule: Option<String>,
     job_retention: Option<String>,
+    retain_jobs: Option<usize>,
+    retain_bytes: Option<Size>,
     trace_capacity: Option<usize>,
     throttle: Option<String>,
     throttle_every: Option<usize>,
@@ -545,6 +547,16 @@ impl FileConfig {
                 None => d.schedule,
             },
             job_retention: dur(&p.job_retention, "pipeline.job_retention", d.job_retention)?,
+            retain_jobs: match p.retain_jobs {
+                Some(0) => return Err("pipeline.retain_jobs: must be at least 1".into()),
+                Some(n) => n,
+                None => d.retain_jobs,
+            },
+            retain_bytes: match size_or_auto(&p.retain_bytes, Some(d.retain_bytes)) {
+                Ok(Some(0)) => return Err("pipeline.retain_bytes: must be at least 1".into()),
+                Ok(n) => n.unwrap_or(d.retain_bytes),
+                Err(e) => return Err(format!("pipeline.retain_bytes: {e}")),
+            },
             trace_capacity: p.trace_capacity.unwrap_or(d.trace_capacity),
             throttle: zkpipe_engine::config::ThrottleConfig {
                 mode: match &p.throttle {
@@ -670,6 +682,8 @@ mod tests {
         }
         let c = with(&["device.pinned_upload=portable"]).unwrap();
         assert_eq!(c.server.pinned_upload, zkpipe_core::PinnedKind::Portable);
+        let c = with(&["pipeline.retain_jobs=5", "pipeline.retain_bytes=1MiB"]).unwrap();
+        assert_eq!((c.engine.retain_jobs, c.engine.retain_bytes), (5, 1 << 20));
         for (bad, says) in [
             ("queue_depth=1", "not section.key=value"),
             ("pipeline.nope=1", "nope"),
@@ -679,6 +693,9 @@ mod tests {
                 "server.witness_inline_max",
             ),
             ("device.pinned_upload=fast", "device.pinned_upload"),
+            ("pipeline.retain_jobs=0", "pipeline.retain_jobs: must be"),
+            ("pipeline.retain_bytes=0", "pipeline.retain_bytes: must be"),
+            ("pipeline.retain_bytes=lots", "pipeline.retain_bytes"),
         ] {
             let e = with(&[bad]).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");

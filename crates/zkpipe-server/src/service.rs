@@ -213,19 +213,21 @@ impl Prover for ProverService {
         &self,
         _req: Request<pb::GetTraceRequest>,
     ) -> Result<Response<pb::TraceResponse>, Status> {
-        Ok(Response::new(pb::TraceResponse {
-            chrome_json: self.engine.trace_json(),
-        }))
+        // The message is one string; building it off the async threads, event by event,
+        // costs its own bytes and no JSON tree.
+        let engine = self.engine.clone();
+        let chrome_json = tokio::task::spawn_blocking(move || engine.trace_json())
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?;
+        Ok(Response::new(pb::TraceResponse { chrome_json }))
     }
 }
 
 impl ProverService {
+    /// One key's residency, without the status of every job and key.
     fn residency(&self, id: &str) -> String {
         self.engine
-            .status()
-            .keys
-            .into_iter()
-            .find(|k| k.meta.id == id)
-            .map_or_else(|| "unknown".into(), |k| k.residency.name().into())
+            .key_residency(id)
+            .map_or_else(|| "unknown".into(), |r| r.name().into())
     }
 }

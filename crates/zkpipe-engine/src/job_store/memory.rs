@@ -1,11 +1,12 @@
 //! The volatile job store: ids and request ids for one process's lifetime, nothing kept
 //! across a restart. For the engine embedded in a program, benchmarks and tests.
 
+use super::retention::{result_bytes, Ledger, Retention};
 use super::{Accepted, Fingerprint, JobStore, NewJob, StoreError, StoredJob};
 use crate::job::{JobId, JobState, PartitionProof};
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// See the module doc.
 #[derive(Default)]
@@ -17,10 +18,12 @@ pub struct MemoryStore {
 struct Inner {
     last_id: JobId,
     requests: HashMap<String, (JobId, Fingerprint)>,
-    /// The request id of each job that has one.
+    /// The request id of each job that has one, until it is forgotten.
     request_of: HashMap<JobId, String>,
-    /// Request ids of finished jobs, to forget them after the retention time.
-    finished: HashMap<JobId, (Instant, String)>,
+    /// The bytes of each unfinished job's proofs so far (its size once it ends).
+    bytes: HashMap<JobId, u64>,
+    /// Finished jobs, to forget their request ids within the retention's bounds.
+    finished: Ledger<Instant>,
 }
 
 impl MemoryStore {
@@ -33,10 +36,10 @@ impl MemoryStore {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn ended(&self, job: JobId) {
+    fn ended(&self, job: JobId, error: Option<&str>) {
         let mut i = self.lock();
-        let request = i.request_of.remove(&job).unwrap_or_default();
-        i.finished.insert(job, (Instant::now(), request));
+        let bytes = i.bytes.remove(&job).unwrap_or(0) + result_bytes([], error);
+        i.finished.ended(job, Instant::now(), bytes);
     }
 }
 
@@ -77,17 +80,18 @@ impl JobStore for MemoryStore {
         &self,
         job: JobId,
         _index: usize,
-        _proof: &PartitionProof,
+        proof: &PartitionProof,
         last: bool,
     ) -> Result<(), StoreError> {
+        *self.lock().bytes.entry(job).or_default() += result_bytes([proof], None);
         if last {
-            self.ended(job);
+            self.ended(job, None);
         }
         Ok(())
     }
 
-    fn finish(&self, job: JobId, _state: JobState, _error: Option<&str>) -> Result<(), StoreError> {
-        self.ended(job);
+    fn finish(&self, job: JobId, _state: JobState, error: Option<&str>) -> Result<(), StoreError> {
+        self.ended(job, error);
         Ok(())
     }
 
@@ -95,17 +99,14 @@ impl JobStore for MemoryStore {
         Ok(Vec::new())
     }
 
-    fn forget_finished(&self, retention: Duration) -> Result<usize, StoreError> {
+    fn forget_finished(&self, retention: &Retention) -> Result<usize, StoreError> {
         let mut i = self.lock();
-        let old: Vec<(JobId, String)> = i
-            .finished
-            .iter()
-            .filter(|(_, (at, _))| at.elapsed() >= retention)
-            .map(|(&id, (_, r))| (id, r.clone()))
-            .collect();
-        for (id, request) in &old {
-            i.finished.remove(id);
-            i.requests.remove(request);
+        let too_old = Instant::now().checked_sub(retention.time);
+        let old = i.finished.forget(too_old, retention);
+        for (_, id) in &old {
+            if let Some(request) = i.request_of.remove(id) {
+                i.requests.remove(&request);
+            }
         }
         Ok(old.len())
     }

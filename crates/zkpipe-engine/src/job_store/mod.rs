@@ -16,8 +16,10 @@
 //! (docs/fleet.md).
 
 mod memory;
+pub mod retention;
 
 pub use memory::MemoryStore;
+pub use retention::{Ledger, Retention};
 
 use crate::job::{JobId, JobSnapshot, JobState, PartitionProof, Priority, UnknownName};
 use sha2::{Digest, Sha256};
@@ -200,9 +202,10 @@ pub trait JobStore: Send + Sync {
     /// Every job recorded and not forgotten, oldest first.
     fn recover(&self) -> Result<Vec<StoredJob>, StoreError>;
 
-    /// Forgets jobs that ended longer than `retention` ago (their request ids too);
-    /// returns how many.
-    fn forget_finished(&self, retention: Duration) -> Result<usize, StoreError>;
+    /// Forgets finished jobs (their request ids too) beyond `retention`: those that ended
+    /// longer than its time ago, and the oldest beyond its count or bytes; never an
+    /// unfinished job. Returns how many.
+    fn forget_finished(&self, retention: &Retention) -> Result<usize, StoreError>;
 
     /// The queue several daemons share, if this store is one: the engine then claims its
     /// work from it instead of running what is submitted to it.

@@ -10,8 +10,9 @@ use crate::objects::Objects;
 use sqlx::{PgPool, Row};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
-use zkpipe_engine::job_store::{Accepted, Fingerprint, JobStore, NewJob, SharedQueue, StoredJob};
+use zkpipe_engine::job_store::{
+    Accepted, Fingerprint, JobStore, NewJob, Retention, SharedQueue, StoredJob,
+};
 use zkpipe_engine::{JobId, JobState, PartitionProof, StoreError};
 
 impl JobStore for PgStore {
@@ -205,17 +206,30 @@ impl JobStore for PgStore {
         Ok(Vec::new())
     }
 
-    fn forget_finished(&self, retention: Duration) -> Result<usize, StoreError> {
+    fn forget_finished(&self, retention: &Retention) -> Result<usize, StoreError> {
         let pool = self.pool.clone();
+        let r = *retention;
         self.run(async move {
-            sqlx::query(
+            // By time: one range of the index on finished_at.
+            let old = sqlx::query(
                 "DELETE FROM zkpipe_jobs WHERE finished_at < now() - make_interval(secs => $1)",
             )
-            .bind(secs(retention))
+            .bind(secs(r.time))
             .execute(&pool)
             .await
-            .map(|r| r.rows_affected() as usize)
-            .map_err(db)
+            .map_err(db)?
+            .rows_affected();
+            // By count and bytes: the finished jobs newest first, with running totals; every
+            // daemon of the fleet asks (the engine, every 10 s), and the first to delete
+            // leaves the others nothing to do.
+            let over = sqlx::query(FORGET_BEYOND)
+                .bind(i64::try_from(r.jobs).unwrap_or(i64::MAX))
+                .bind(i64::try_from(r.bytes).unwrap_or(i64::MAX))
+                .execute(&pool)
+                .await
+                .map_err(db)?
+                .rows_affected();
+            Ok((old + over) as usize)
         })
     }
 
@@ -223,6 +237,24 @@ impl JobStore for PgStore {
         Some(self)
     }
 }
+
+/// Deletes the finished jobs beyond the newest `$1` or beyond `$2` bytes of results (proof
+/// and public JSON, error), as [`zkpipe_engine::job_store::retention::result_bytes`]
+/// counts them.
+const FORGET_BEYOND: &str = "DELETE FROM zkpipe_jobs WHERE id IN (
+    SELECT id FROM (
+        SELECT j.id,
+               row_number() OVER w AS n,
+               sum(coalesce(octet_length(j.error), 0) + coalesce(b.bytes, 0)) OVER w AS total
+        FROM zkpipe_jobs j
+        LEFT JOIN LATERAL (
+            SELECT sum(octet_length(p.proof_json) + octet_length(p.public_json)) AS bytes
+            FROM zkpipe_partitions p WHERE p.job_id = j.id
+        ) b ON true
+        WHERE j.finished_at IS NOT NULL
+        WINDOW w AS (ORDER BY j.finished_at DESC, j.id DESC)
+    ) ranked
+    WHERE n > $1 OR total > $2)";
 
 async fn find_request(
     pool: &PgPool,

@@ -23,6 +23,7 @@
 //! database file's mode), whatever the umask: witnesses are private.
 
 mod commit;
+mod retention;
 mod schema;
 mod spill;
 mod store;
@@ -35,6 +36,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+use zkpipe_engine::job_store::Ledger;
 use zkpipe_engine::StoreError;
 
 /// The database file's name in the state directory.
@@ -111,6 +113,8 @@ pub struct SqliteStore {
     synced: Mutex<u64>,
     /// Syncs of the WAL so far (for tests).
     syncs: AtomicU64,
+    /// The finished jobs, by when they ended (`retention.rs`).
+    finished: Mutex<Ledger<i64>>,
 }
 
 impl SqliteStore {
@@ -163,6 +167,7 @@ impl SqliteStore {
         )
         .map_err(|e| db(&e))?;
         schema::apply(&conn).map_err(|e| db(&e))?;
+        let finished = retention::ledger(&conn).map_err(|e| db(&e))?;
         let spill_dir = dir.join(WITNESS_DIR);
         private::dir(&spill_dir).map_err(|e| db(&e))?;
         let store = Self {
@@ -184,6 +189,7 @@ impl SqliteStore {
             abort_group: Default::default(),
             synced: Mutex::new(0),
             syncs: AtomicU64::new(0),
+            finished: Mutex::new(finished),
         };
         // The schema's writes, and the WAL's entry in the directory, on disk once.
         store.committed.store(1, Ordering::SeqCst);

@@ -6,7 +6,9 @@
 use rusqlite::Connection;
 
 /// The schema version this code reads and writes. Version 2 added
-/// `partitions.witness_file`.
+/// `partitions.witness_file`. The index `jobs_finished` (finished jobs by when they ended,
+/// for forgetting them) is made by every open where it is missing: older versions' files
+/// get it without a new version, and read the same with it.
 pub(super) const SCHEMA_VERSION: i64 = 2;
 
 pub(super) const SCHEMA: &str = "
@@ -23,6 +25,8 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_request_id ON jobs (request_id)
     WHERE request_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS jobs_finished ON jobs (finished_ms)
+    WHERE finished_ms IS NOT NULL;
 CREATE TABLE IF NOT EXISTS partitions (
     job_id      INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
     idx         INTEGER NOT NULL,

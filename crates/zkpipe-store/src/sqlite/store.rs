@@ -3,6 +3,7 @@
 //! forgetting what ended long ago.
 
 use super::commit::{GroupError, Pending, GROUP_SYNC_MAX};
+use super::retention::{bytes_of, Ended};
 use super::SqliteStore;
 use crate::columns::{self, from_unix_ms, timings_from, timings_text, unix_ms};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
@@ -11,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use zkpipe_engine::job::PartitionProof;
 use zkpipe_engine::job_store::{
-    Accepted, Fingerprint, JobStore, NewJob, StoredJob, StoredPartition,
+    Accepted, Fingerprint, JobStore, NewJob, Retention, StoredJob, StoredPartition,
 };
 use zkpipe_engine::{JobId, JobState, StoreError};
 
@@ -177,7 +178,7 @@ impl JobStore for SqliteStore {
         proof: &PartitionProof,
         last: bool,
     ) -> Result<(), StoreError> {
-        let files = self.write(|tx| {
+        let (files, ended) = self.write(|tx| {
             let mut files = spilled(
                 tx,
                 "job_id = ?1 AND idx = ?2",
@@ -197,19 +198,25 @@ impl JobStore for SqliteStore {
                 ],
             )
             .map_err(|e| self.err(e))?;
+            let mut ended = None;
             if last {
-                files.extend(end(tx, job, JobState::Done, None).map_err(|e| self.err(e))?);
+                let (f, e) = end(tx, job, JobState::Done, None).map_err(|e| self.err(e))?;
+                files.extend(f);
+                ended = e;
             }
-            Ok(files)
+            Ok((files, ended))
         })?;
         // Only once the commit no longer names them.
         self.remove_files(&files);
+        self.entered(ended);
         Ok(())
     }
 
     fn finish(&self, job: JobId, state: JobState, error: Option<&str>) -> Result<(), StoreError> {
-        let files = self.write(|tx| end(tx, job, state, error).map_err(|e| self.err(e)))?;
+        let (files, ended) =
+            self.write(|tx| end(tx, job, state, error).map_err(|e| self.err(e)))?;
         self.remove_files(&files);
+        self.entered(ended);
         Ok(())
     }
 
@@ -294,15 +301,8 @@ impl JobStore for SqliteStore {
         Ok(out)
     }
 
-    fn forget_finished(&self, retention: Duration) -> Result<usize, StoreError> {
-        let cutoff = unix_ms(SystemTime::now()) - retention.as_millis() as i64;
-        self.write(|tx| {
-            tx.execute(
-                "DELETE FROM jobs WHERE finished_ms IS NOT NULL AND finished_ms <= ?1",
-                [cutoff],
-            )
-            .map_err(|e| self.err(e))
-        })
+    fn forget_finished(&self, retention: &Retention) -> Result<usize, StoreError> {
+        self.forget(retention)
     }
 }
 
@@ -340,25 +340,31 @@ fn spilled(
 }
 
 /// Ends a job (only once: an ended job is left as it is) and drops its witnesses; returns
-/// the spilled files to remove once the transaction commits.
+/// the spilled files to remove once the transaction commits, and the end for the ledger.
 fn end(
     tx: &rusqlite::Transaction<'_>,
     job: JobId,
     state: JobState,
     error: Option<&str>,
-) -> rusqlite::Result<Vec<String>> {
+) -> rusqlite::Result<(Vec<String>, Option<Ended>)> {
+    let at_ms = unix_ms(SystemTime::now());
     let n = tx.execute(
         "UPDATE jobs SET state = ?2, error = ?3, finished_ms = ?4
          WHERE id = ?1 AND finished_ms IS NULL",
-        params![job as i64, state.name(), error, unix_ms(SystemTime::now())],
+        params![job as i64, state.name(), error, at_ms],
     )?;
     if n == 0 {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     }
+    let ended = Ended {
+        at_ms,
+        id: job,
+        bytes: bytes_of(tx, job)?,
+    };
     let files = spilled(tx, "job_id = ?1", [job as i64])?;
     tx.execute(
         "UPDATE partitions SET witness = NULL, witness_file = NULL WHERE job_id = ?1",
         [job as i64],
     )?;
-    Ok(files)
+    Ok((files, Some(ended)))
 }

@@ -8,7 +8,9 @@ use rusqlite::Connection;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use zkpipe_engine::job_store::{fingerprint, Accepted, JobStore, NewJob, StoredPartition};
+use zkpipe_engine::job_store::{
+    fingerprint, Accepted, JobStore, NewJob, Retention, StoredPartition,
+};
 use zkpipe_engine::{JobState, PartitionProof, Priority, ProofTimings, StoreError};
 
 fn new_job<'a>(request_id: &'a str, witnesses: Vec<&'a [u8]>) -> NewJob<'a> {
@@ -75,7 +77,10 @@ fn jobs_survive_reopening_and_ids_are_never_reused() {
 
     // Forgetting every job does not make ids restart.
     s.partition_done(1, 1, &proof("b"), true).unwrap();
-    assert_eq!(s.forget_finished(Duration::ZERO).unwrap(), 2);
+    assert_eq!(
+        s.forget_finished(&Retention::time(Duration::ZERO)).unwrap(),
+        2
+    );
     assert!(s.recover().unwrap().is_empty());
     assert_eq!(s.find_request("r1").unwrap(), None);
     assert_eq!(
