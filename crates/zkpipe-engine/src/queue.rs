@@ -123,10 +123,10 @@ impl<T> PriorityQueue<T> {
     }
 
     /// Takes the first item, waiting up to `timeout` while the queue is empty (not at
-    /// all for zero): for a worker that looks elsewhere for work when its own queue
-    /// stays empty.
+    /// all for zero; at most an hour): for a worker that looks elsewhere for work when its
+    /// own queue stays empty.
     pub fn pop_wait(&self, timeout: Duration) -> Popped<T> {
-        let deadline = Instant::now() + timeout;
+        let deadline = Instant::now() + timeout.min(Duration::from_secs(3600));
         let mut s = self.lock();
         loop {
             if let Some(e) = s.heap.pop() {

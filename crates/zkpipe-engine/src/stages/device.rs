@@ -174,6 +174,9 @@ impl DeviceStage {
     /// The next partition for this device: from its own queue, else taken over from a
     /// more loaded device's; `None` once its queue is closed and empty.
     fn next(&self) -> Option<Routed> {
+        if self.devices.len() == 1 {
+            return self.device.queue.pop();
+        }
         let mut wait = Duration::ZERO;
         loop {
             match self.device.queue.pop_wait(wait) {
