@@ -175,6 +175,15 @@ pub struct EngineConfig {
     /// Device stage, per device: workers queue for the device's gate; `threads` sizes the
     /// device's pool when the device is the CPU. Default: 2 workers, all cores.
     pub device: StageConfig,
+    /// Each device the device set lists is scheduled as this many devices, each with
+    /// its share of the device's memory and its own copy of a key, queue, gate, workers
+    /// and pool ([`crate::split_devices`]): the CPU split in two is two CPU devices, to
+    /// exercise and measure scheduling across devices on a machine with one. Default: 1.
+    pub device_split: usize,
+    /// A lab tool: every device pass replaced by this fixed delay, with the sums of a
+    /// witness seen before ([`crate::split_devices`]), so the host path runs at full
+    /// rate with the device's time fixed. Default: none (real passes).
+    pub device_stub: Option<Duration>,
     /// Partitions whose device pass runs on one device at once. Default: what the devices
     /// ask for (`Devices::passes_per_device`: 1 for the CPU, 2 for a GPU). Give the device stage
     /// more workers than this, so a partition is ready when a pass ends.
@@ -303,6 +312,8 @@ impl Default for EngineConfig {
                 workers: 2,
                 threads: cores,
             },
+            device_split: 1,
+            device_stub: None,
             device_passes: None,
             device_batch: None,
             device_overlap_share: 2.0,
@@ -367,6 +378,9 @@ impl EngineConfig {
             if s.workers == 0 || s.threads == 0 {
                 return Err(format!("{name}: workers and threads must be at least 1"));
             }
+        }
+        if !(1..=64).contains(&self.device_split) {
+            return Err("device: split must be 1 to 64".into());
         }
         if self.device_passes == Some(0) {
             return Err("device: passes must be at least 1".into());

@@ -1,13 +1,23 @@
 //! The engine's devices: for each device the [`zkpipe_core::Devices`] lists, its queue of
-//! reduced partitions, its gate, its thread pool and its memory accounting.
+//! reduced partitions, its gate, its thread pool and its memory accounting, each its own:
+//! devices share no lock or thread on the way to a pass.
+//!
+//! Scheduling across devices: a partition is routed to the least loaded device holding
+//! its key, or to a copy on a less loaded device ([`place`]); load is what is routed to a
+//! device and not through its pass yet, counted from the moment of routing ([`Slot`]), so
+//! a key with a pass running gets a copy on an idle device before its own device has a
+//! queue. A device whose queue is empty takes queued work from a more loaded one
+//! ([`take_over`]), and a pass gathers its batch from every device's queue (the device
+//! stage), so an idle device takes a full batch rather than leave it split between
+//! queues.
 
 use crate::config::EngineConfig;
 use crate::error::EngineError;
 use crate::gate::PassGate;
 use crate::keys::lease::KeyLease;
-use crate::keys::placement::DeviceLoad;
+use crate::keys::placement::{self, DeviceLoad, Placement};
 use crate::memory::{MemoryBudget, Signal};
-use crate::messages::Reduced;
+use crate::messages::{send, Message, Reduced, Ticket};
 use crate::queue::PriorityQueue;
 use crate::threads::StagePools;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -49,23 +59,173 @@ pub(crate) fn build_devices(
     Ok(devices.into())
 }
 
-/// The device a partition of `lease`'s key goes to ([`KeyLease::place`] over the devices'
-/// loads), counting a new placement in that device's keys.
+/// Device memory a copy of `lease`'s key and one of its partitions take on a device of
+/// `kind`: what a device needs room for to take the key on.
+fn copy_bytes(lease: &KeyLease, kind: &dyn Devices) -> u64 {
+    let (shape, opts) = (&lease.meta().shape, &lease.meta().bind);
+    kind.key_device_bytes(shape, opts) + kind.partition_device_bytes(shape, opts)
+}
+
+/// The device a partition of `lease`'s key goes to ([`placement::place`] over the
+/// devices' loads, under the key's lock), counted there from now on, and a new placement
+/// counted in that device's keys.
 pub(crate) fn place(
     lease: &KeyLease,
     devices: &[Arc<Device>],
     kind: &dyn Devices,
     max_devices: usize,
-) -> Option<Arc<Device>> {
-    let (shape, opts) = (&lease.meta().shape, &lease.meta().bind);
-    let bytes = kind.key_device_bytes(shape, opts) + kind.partition_device_bytes(shape, opts);
-    let loads: Vec<_> = devices.iter().map(|d| d.load(bytes)).collect();
-    let (index, new) = lease.place(&loads, max_devices);
-    let d = devices.get(index)?;
+) -> Option<Route> {
+    let bytes = copy_bytes(lease, kind);
+    let mut slot = None;
+    let (index, new) = lease.place_with(|placed| {
+        let loads: Vec<_> = devices.iter().map(|d| d.load(bytes)).collect();
+        let p = placement::place(placed, &loads, max_devices);
+        let (Placement::Placed(d) | Placement::New(d)) = p;
+        slot = Some(Slot::new(devices.get(d)?));
+        Some(p)
+    })?;
+    let device = devices.get(index)?;
     if new {
-        d.keys.fetch_add(1, Ordering::Relaxed);
+        device.keys.fetch_add(1, Ordering::Relaxed);
     }
-    Some(Arc::clone(d))
+    Some(Route {
+        device: Arc::clone(device),
+        slot: slot?,
+    })
+}
+
+/// The devices a preloaded key is bound to: the one its first partition would go to,
+/// then every other device with room for a copy and a partition, up to `max_devices`
+/// (so the first burst of jobs finds it hot on every device it may use). Each is counted
+/// in its device's keys.
+pub(crate) fn preload_targets(
+    lease: &KeyLease,
+    devices: &[Arc<Device>],
+    kind: &dyn Devices,
+    max_devices: usize,
+) -> Vec<Arc<Device>> {
+    let Some(first) = place(lease, devices, kind, max_devices) else {
+        return Vec::new();
+    };
+    let bytes = copy_bytes(lease, kind);
+    let mut targets = vec![Arc::clone(&first.device)];
+    drop(first);
+    for d in devices.iter() {
+        let room = d.budget.as_ref().is_none_or(|b| b.has_room(bytes));
+        let taken =
+            lease.place_with(|placed| placement::take_over(placed, d.index, room, max_devices));
+        if let Some((_, new)) = taken {
+            if new {
+                d.keys.fetch_add(1, Ordering::Relaxed);
+            }
+            if !targets.iter().any(|t| t.index == d.index) {
+                targets.push(Arc::clone(d));
+            }
+        }
+    }
+    targets
+}
+
+/// For `device`, whose own queue is empty: the first queued partition (highest priority
+/// first) of another device more loaded than it by at least two, most loaded first, whose
+/// key `device` holds or has room (and `max_devices`) to take a copy of. The partition is
+/// counted on `device` from now on.
+pub(crate) fn take_over(
+    device: &Arc<Device>,
+    devices: &[Arc<Device>],
+    kind: &dyn Devices,
+    max_devices: usize,
+) -> Option<Routed> {
+    let mine = device.assigned();
+    let mut victims: Vec<&Arc<Device>> = devices
+        .iter()
+        .filter(|d| d.index != device.index && d.assigned() > mine + 1)
+        .collect();
+    victims.sort_by_key(|d| std::cmp::Reverse(d.assigned()));
+    for v in victims {
+        let mut new = false;
+        let taken = v.queue.take_matching(1, |r: &Routed| {
+            let lease = &r.reduced.lease;
+            if r.reduced.ticket.is_cancelled() {
+                return None;
+            }
+            let room = device
+                .budget
+                .as_ref()
+                .is_none_or(|b| b.has_room(copy_bytes(lease, kind)));
+            let (_, n) = lease.place_with(|placed| {
+                placement::take_over(placed, device.index, room, max_devices)
+            })?;
+            new = n;
+            Some(())
+        });
+        if let Some((mut r, ())) = taken.into_iter().next() {
+            if new {
+                device.keys.fetch_add(1, Ordering::Relaxed);
+            }
+            r.move_to(device);
+            return Some(r);
+        }
+    }
+    None
+}
+
+/// A partition counted in one device's `assigned`, from the moment it is routed there
+/// until its pass ends (or it is dropped): what placement reads as the device's load.
+pub(crate) struct Slot(Arc<Device>);
+
+impl Slot {
+    fn new(device: &Arc<Device>) -> Self {
+        device.assigned.fetch_add(1, Ordering::AcqRel);
+        Self(Arc::clone(device))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.assigned.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The device a partition goes to, with the partition already counted there.
+pub(crate) struct Route {
+    pub device: Arc<Device>,
+    slot: Slot,
+}
+
+impl Route {
+    /// Queues `reduced` for the device, waiting while its queue is full; false if the
+    /// queue is closed (the engine is stopping: the partition is dropped).
+    pub fn send(self, reduced: Reduced) -> bool {
+        let Route { device, slot } = self;
+        send(&device.queue, Routed { reduced, slot }).is_ok()
+    }
+}
+
+/// A reduced partition queued for a device, counted there.
+pub(crate) struct Routed {
+    pub reduced: Reduced,
+    slot: Slot,
+}
+
+impl Routed {
+    /// Counts it on `device` instead (taken from another device's queue).
+    pub fn move_to(&mut self, device: &Arc<Device>) {
+        if self.slot.0.index != device.index {
+            self.slot = Slot::new(device);
+        }
+    }
+
+    /// The partition, and its count on the device (held until its pass ends).
+    pub fn into_parts(self) -> (Reduced, Slot) {
+        (self.reduced, self.slot)
+    }
+}
+
+impl Message for Routed {
+    fn ticket(&self) -> &Ticket {
+        &self.reduced.ticket
+    }
 }
 
 /// One device as the engine runs it.
@@ -77,9 +237,11 @@ pub(crate) struct Device {
     pub pool: Arc<rayon::ThreadPool>,
     /// Device-memory budget, for devices with memory of their own.
     pub budget: Option<Arc<MemoryBudget>>,
-    pub queue: PriorityQueue<Reduced>,
+    pub queue: PriorityQueue<Routed>,
     /// Keys placed on this device (for placement).
     pub keys: AtomicUsize,
+    /// Partitions routed here and not through their pass yet ([`Slot`]).
+    assigned: AtomicUsize,
     started: Instant,
 }
 
@@ -100,6 +262,7 @@ impl Device {
             budget,
             queue: PriorityQueue::new(queue_depth),
             keys: AtomicUsize::new(0),
+            assigned: AtomicUsize::new(0),
             started: Instant::now(),
         }
     }
@@ -107,10 +270,16 @@ impl Device {
     /// Its load, for placing a key needing `bytes` of its memory.
     pub fn load(&self, bytes: u64) -> DeviceLoad {
         DeviceLoad {
-            queued: self.queue.len(),
+            assigned: self.assigned(),
             keys: self.keys.load(Ordering::Relaxed),
             room: self.budget.as_ref().is_none_or(|b| b.has_room(bytes)),
         }
+    }
+
+    /// Partitions routed here and not through their pass yet: queued, waiting for the
+    /// gate, or in a pass.
+    pub fn assigned(&self) -> usize {
+        self.assigned.load(Ordering::Acquire)
     }
 
     /// Seconds with at least one pass running, since start.

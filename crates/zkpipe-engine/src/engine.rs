@@ -18,7 +18,7 @@
 use crate::buffers::BufferPool;
 use crate::config::EngineConfig;
 use crate::curves::PartitionBuffers;
-use crate::devices::{build_devices, place, Device};
+use crate::devices::{build_devices, preload_targets, Device};
 use crate::error::EngineError;
 use crate::janitor::Janitor;
 use crate::job_store::{JobStore, MemoryStore, SharedQueue};
@@ -31,6 +31,7 @@ use crate::messages::{Admitted, Proved, Queued, Synthesized};
 use crate::metrics::Metrics;
 use crate::outcome::Outcomes;
 use crate::queue::PriorityQueue;
+use crate::split_devices::SplitDevices;
 use crate::stages::{
     admission::Admission,
     claim::{ClaimStage, Held},
@@ -102,6 +103,15 @@ impl Engine {
             .shared()
             .map(|q| (q, Arc::new(Held::default())));
         config.validate().map_err(EngineError::Config)?;
+        let kind: Arc<dyn Devices> = if config.device_split > 1 || config.device_stub.is_some() {
+            Arc::new(SplitDevices::new(
+                kind,
+                config.device_split,
+                config.device_stub,
+            ))
+        } else {
+            kind
+        };
         if !config.key_dir.is_dir() {
             let dir = config.key_dir.display();
             return Err(EngineError::Config(format!(
@@ -215,6 +225,12 @@ impl Engine {
         for d in devices.iter() {
             let stage = Arc::new(DeviceStage {
                 device: Arc::clone(d),
+                devices: Arc::clone(&devices),
+                max_devices: config.key_max_devices,
+                batch_size: outcomes
+                    .metrics
+                    .device_batch_size
+                    .with_label_values(&[d.info.name.as_str()]),
                 kind: Arc::clone(&kind),
                 batch_cap: config.device_batch,
                 overlap_share: config.device_overlap_share,
@@ -320,20 +336,20 @@ impl Engine {
     }
 
     /// Loads key `id` now (waiting up to `timeout` for host memory) and binds it to the
-    /// device its first partition would go to, so the first job finds it hot; compiles
-    /// its witness generator too, if it has one.
+    /// device its first partition would go to and to every other device with room for a
+    /// copy (up to `key_max_devices`), so the first jobs find it hot wherever they are
+    /// routed; compiles its witness generator too, if it has one.
     pub fn preload(&self, id: &str, timeout: Duration) -> Result<(), EngineError> {
         let i = &self.inner;
         let (lease, key) = i.keys.preload(id, timeout, &i.load_pool)?;
         if i.generators.has(id) {
             i.generators.get(id)?;
         }
-        let Some(d) = place(&lease, &i.devices, &*i.kind, i.config.key_max_devices) else {
-            return Ok(());
-        };
-        let _pass = d.gate.enter();
-        let budget = d.budget.as_ref();
-        lease.bind(&key, &*i.kind, d.index, &d.info.name, budget)?;
+        for d in preload_targets(&lease, &i.devices, &*i.kind, i.config.key_max_devices) {
+            let _pass = d.gate.enter();
+            let budget = d.budget.as_ref();
+            lease.bind(&key, &*i.kind, d.index, &d.info.name, budget)?;
+        }
         Ok(())
     }
 

@@ -45,6 +45,7 @@ pub mod memory;
 pub mod metrics;
 pub mod queue;
 pub mod return_list;
+pub mod split_devices;
 pub mod trace;
 
 pub use config::{EngineConfig, FleetConfig, StageConfig};

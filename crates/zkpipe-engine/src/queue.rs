@@ -4,6 +4,18 @@
 
 use std::collections::BinaryHeap;
 use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// What [`PriorityQueue::pop_wait`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Popped<T> {
+    /// The first item.
+    Item(T),
+    /// Nothing within the time given.
+    Empty,
+    /// Nothing, and nothing will come: the queue is closed and empty.
+    Closed,
+}
 
 /// The ordering key of a queued item: higher priority first, then lower sequence number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,6 +119,32 @@ impl<T> PriorityQueue<T> {
                 return None;
             }
             s = self.not_empty.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Takes the first item, waiting up to `timeout` while the queue is empty (not at
+    /// all for zero; at most an hour): for a worker that looks elsewhere for work when its
+    /// own queue stays empty.
+    pub fn pop_wait(&self, timeout: Duration) -> Popped<T> {
+        let deadline = Instant::now() + timeout.min(Duration::from_secs(3600));
+        let mut s = self.lock();
+        loop {
+            if let Some(e) = s.heap.pop() {
+                self.not_full.notify_one();
+                return Popped::Item(e.item);
+            }
+            if s.closed {
+                return Popped::Closed;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Popped::Empty;
+            }
+            s = self
+                .not_empty
+                .wait_timeout(s, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
     }
 
@@ -237,6 +275,29 @@ mod tests {
         q.close();
         assert_eq!(consumer.join().unwrap(), None);
         assert_eq!(q.push(o(0, 2), 2), Err(2));
+    }
+
+    #[test]
+    fn pop_wait_gives_an_item_or_says_empty_or_closed() {
+        let q = Arc::new(PriorityQueue::new(4));
+        assert_eq!(q.pop_wait(Duration::ZERO), Popped::Empty);
+        q.push(o(0, 0), 7).unwrap();
+        assert_eq!(q.pop_wait(Duration::ZERO), Popped::Item(7));
+        let q2 = Arc::clone(&q);
+        let producer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            q2.push(o(0, 1), 8)
+        });
+        assert_eq!(q.pop_wait(Duration::from_secs(60)), Popped::Item(8));
+        producer.join().unwrap().unwrap();
+        q.push(o(0, 2), 9).unwrap();
+        q.close();
+        assert_eq!(
+            q.pop_wait(Duration::ZERO),
+            Popped::Item(9),
+            "a closed queue still gives"
+        );
+        assert_eq!(q.pop_wait(Duration::from_secs(60)), Popped::Closed);
     }
 
     #[test]

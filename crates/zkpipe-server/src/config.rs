@@ -240,6 +240,8 @@ struct DeviceSection {
     overlap_share: Option<f64>,
     release_before_tail: Option<bool>,
     pinned_upload: Option<String>,
+    split: Option<usize>,
+    stub_delay: Option<String>,
 }
 
 fn addr(v: &Option<String>, default: &str, field: &str) -> Result<SocketAddr, String> {
@@ -522,6 +524,15 @@ impl FileConfig {
                 },
                 d.device,
             ),
+            device_split: self.device.split.unwrap_or(d.device_split),
+            // A lab tool (its proofs' device time is not real): refused in a product build.
+            device_stub: match &self.device.stub_delay {
+                Some(_) if !cfg!(feature = "lab") => {
+                    return Err("device.stub_delay is a lab tool: build with --features lab".into())
+                }
+                Some(t) => Some(parse_duration(t).map_err(|e| format!("device.stub_delay: {e}"))?),
+                None => d.device_stub,
+            },
             device_passes: self.device.passes.or(d.device_passes),
             device_batch: self.device.batch.or(d.device_batch),
             device_overlap_share: self.device.overlap_share.unwrap_or(d.device_overlap_share),
@@ -802,6 +813,28 @@ mod tests {
         assert!(share("[device]\noverlap_share = nan")
             .unwrap_err()
             .contains("overlap_share"));
+    }
+
+    #[test]
+    fn device_split_is_read_and_checked() {
+        let cfg = |text: &str| {
+            toml::from_str::<FileConfig>(text)
+                .unwrap()
+                .validate(Path::new("."))
+        };
+        assert_eq!(cfg("").unwrap().engine.device_split, 1);
+        assert_eq!(cfg("[device]\nsplit = 2").unwrap().engine.device_split, 2);
+        assert!(cfg("[device]\nsplit = 0").unwrap_err().contains("split"));
+        assert!(cfg("[device]\nsplit = 65").unwrap_err().contains("split"));
+        assert_eq!(cfg("").unwrap().engine.device_stub, None);
+        let stub = cfg("[device]\nstub_delay = \"2ms\"");
+        #[cfg(not(feature = "lab"))]
+        assert!(stub.unwrap_err().contains("lab"));
+        #[cfg(feature = "lab")]
+        assert_eq!(
+            stub.unwrap().engine.device_stub,
+            Some(Duration::from_millis(2))
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use crate::curves::{curve, DeviceKey, LoadedKey};
 use crate::error::EngineError;
 use crate::keys::entry::{Binding, DevicePlacement, KeyContext, KeyEntry, Residency};
 use crate::keys::meta::KeyMeta;
-use crate::keys::placement::{place, DeviceLoad, Placement};
+use crate::keys::placement::Placement;
 use crate::memory::MemoryBudget;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -127,19 +127,26 @@ impl KeyLease {
         loaded
     }
 
-    /// The device this partition goes to, by [`place`] over the devices' `loads`;
-    /// returns it and whether the key was placed there just now.
-    pub fn place(&self, loads: &[DeviceLoad], max_devices: usize) -> (usize, bool) {
+    /// Places the key under its lock: `choose` sees the devices it is placed on (in
+    /// placement order) and picks one ([`crate::keys::placement::place`] or
+    /// [`crate::keys::placement::take_over`]), or none; a `New` device is added to its
+    /// placements. Returns the device and whether it is new. Whatever `choose` records
+    /// (a partition counted on the device) is recorded before another partition of the
+    /// key is placed, so two placed at once see each other.
+    pub fn place_with(
+        &self,
+        choose: impl FnOnce(&[usize]) -> Option<Placement>,
+    ) -> Option<(usize, bool)> {
         let mut s = self.entry.lock();
         let placed: Vec<usize> = s.placements.iter().map(|p| p.device).collect();
-        match place(&placed, loads, max_devices) {
-            Placement::Placed(d) => (d, false),
+        match choose(&placed)? {
+            Placement::Placed(d) => Some((d, false)),
             Placement::New(d) => {
                 s.placements.push(DevicePlacement {
                     device: d,
                     binding: Binding::Unbound,
                 });
-                (d, true)
+                Some((d, true))
             }
         }
     }

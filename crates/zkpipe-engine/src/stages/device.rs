@@ -14,16 +14,24 @@
 //! share (`device_overlap_share`) of the batch on the device, or once that pass leaves:
 //! under load, two overlapping passes would otherwise split what is queued into small
 //! batches, while at low load a small pass still overlaps a small one.
+//!
+//! Across devices: a worker whose device's queue is empty takes queued work from a more
+//! loaded device ([`crate::devices::take_over`], the key copied to its device if it is
+//! not there yet), and a pass gathers its batch from its own queue first, then from the
+//! other devices' queues (partitions of the same key, which is bound here): whichever
+//! device frees first takes a full batch, instead of each device taking the half of what
+//! waits that was routed to it. Nothing else is shared between devices: each has its own
+//! queue, gate, pool and workers.
 
 use crate::curves::{AtDevice, AtTail, DeviceKey, LoadedKey, Partition};
-use crate::devices::Device;
+use crate::devices::{take_over, Device, Routed};
 use crate::error::EngineError;
 use crate::gate::PassPermit;
 use crate::keys::lease::KeyLease;
 use crate::memory::Reservation;
 use crate::messages::{send, Proved, Reduced, Ticket};
 use crate::outcome::{guarded, Outcomes};
-use crate::queue::PriorityQueue;
+use crate::queue::{Popped, PriorityQueue};
 use crate::stages::tail::Tail;
 use crate::trace::log_ms;
 use std::sync::Arc;
@@ -35,8 +43,13 @@ use zkpipe_core::{Devices, Error as CoreError};
 /// ([`DeviceStage::take_batch`]).
 const GATHER_POLL: Duration = Duration::from_micros(200);
 
+/// Shortest and longest wait of an idle worker on its own queue between looks at the
+/// other devices' queues: it looks at once when its queue runs dry, then less and less
+/// often (a partition routed to its device wakes it at once).
+const IDLE_POLL: (Duration, Duration) = (Duration::from_micros(250), Duration::from_millis(20));
+
 /// A partition taken for a device pass, with the device memory reserved for it.
-type Taken = (Reduced, Option<Reservation>);
+type Taken = (Routed, Option<Reservation>);
 
 /// A [`Reduced`] message while its partition is in the pass: the rest of it, to carry
 /// the partition on (as a [`Proved`]) or fail its job.
@@ -70,6 +83,12 @@ impl InPass {
 /// The device stage of one device: a few workers sharing the device's gate and pool.
 pub(crate) struct DeviceStage {
     pub device: Arc<Device>,
+    /// Every device (this one included), whose queues an idle worker takes work from.
+    pub devices: Arc<[Arc<Device>]>,
+    /// Most devices one key is placed on (`key_max_devices`).
+    pub max_devices: usize,
+    /// This device's batch-size histogram, looked up once.
+    pub batch_size: prometheus::Histogram,
     /// The devices' kind: binds keys, sizes their memory.
     pub kind: Arc<dyn Devices>,
     /// Caps the bound key's batch limit (`None`: no cap).
@@ -88,7 +107,8 @@ impl DeviceStage {
     /// One worker; runs until the device's queue is closed.
     pub fn run(&self) {
         let device = &*self.device;
-        while let Some(r) = device.queue.pop() {
+        while let Some(routed) = self.next() {
+            let (r, slot) = routed.into_parts();
             if r.ticket.is_cancelled() {
                 continue;
             }
@@ -111,25 +131,27 @@ impl DeviceStage {
             // The device span starts here: the wait for a batch is part of `device_wait`
             // (as is binding the key to the device, once per key and device).
             let start = Instant::now();
-            let mut batch: Vec<Taken> = vec![(r, device_mem)];
-            batch.extend(more);
+            let mut slots = vec![slot];
+            let mut batch: Vec<(Reduced, Option<Reservation>)> = vec![(r, device_mem)];
+            for (routed, mem) in more {
+                let (r, slot) = routed.into_parts();
+                slots.push(slot);
+                batch.push((r, mem));
+            }
             let (reduced, device_mem): (Vec<Reduced>, Vec<Option<Reservation>>) =
                 batch.into_iter().unzip();
             let (data, in_pass): (Vec<Partition<AtDevice>>, Vec<InPass>) =
                 reduced.into_iter().map(InPass::split).unzip();
             let results: Vec<Result<Partition<AtTail>, EngineError>> = match &bound {
                 Ok(b) => {
-                    self.outcomes
-                        .metrics
-                        .device_batch_size
-                        .with_label_values(&[device.info.name.as_str()])
-                        .observe(data.len() as f64);
+                    self.batch_size.observe(data.len() as f64);
                     self.pass(data, &in_pass, &**b)
                 }
                 Err(e) => data.into_iter().map(|_| Err(e.clone())).collect(),
             };
             let end = Instant::now();
-            drop(device_mem);
+            // The partitions leave the device's load with their device memory.
+            drop((device_mem, slots));
             let proved: Vec<Proved> = in_pass
                 .into_iter()
                 .zip(results)
@@ -146,6 +168,27 @@ impl DeviceStage {
                     }
                 }
             }
+        }
+    }
+
+    /// The next partition for this device: from its own queue, else taken over from a
+    /// more loaded device's; `None` once its queue is closed and empty.
+    fn next(&self) -> Option<Routed> {
+        if self.devices.len() == 1 {
+            return self.device.queue.pop();
+        }
+        let mut wait = Duration::ZERO;
+        loop {
+            match self.device.queue.pop_wait(wait) {
+                Popped::Item(r) => return Some(r),
+                Popped::Closed => return None,
+                Popped::Empty => {}
+            }
+            let taken = take_over(&self.device, &self.devices, &*self.kind, self.max_devices);
+            if taken.is_some() {
+                return taken;
+            }
+            wait = (wait * 2).clamp(IDLE_POLL.0, IDLE_POLL.1);
         }
     }
 
@@ -175,7 +218,8 @@ impl DeviceStage {
     /// The partitions that join the worker's own in its pass, at most `limit` in all. With
     /// another pass on the device, a batch smaller than `overlap_share` of that pass's
     /// waits for more to queue or for the device to free (see [`PassPermit::take_batch`]);
-    /// alone, it takes what is queued at once.
+    /// alone, it takes what is queued at once. What is queued counts on every device's
+    /// queue: a pass takes partitions of its key from the others' too ([`Self::take_more`]).
     fn take_batch(
         &self,
         permit: &mut PassPermit<'_>,
@@ -184,7 +228,8 @@ impl DeviceStage {
         limit: usize,
     ) -> Vec<Taken> {
         let device = &*self.device;
-        let ours = |r: &Reduced| Arc::ptr_eq(&r.key, key) && !r.ticket.is_cancelled();
+        let ours =
+            |r: &Routed| Arc::ptr_eq(&r.reduced.key, key) && !r.reduced.ticket.is_cancelled();
         permit.take_batch(1, GATHER_POLL, |on_device, alone| {
             if limit <= 1 {
                 return Some(Vec::new());
@@ -193,35 +238,54 @@ impl DeviceStage {
             let ready = alone
                 || want <= 1
                 || device.queue.is_closed()
-                || 1 + device.queue.count(ours) >= want;
+                || 1 + self
+                    .devices
+                    .iter()
+                    .map(|d| d.queue.count(ours))
+                    .sum::<usize>()
+                    >= want;
             ready.then(|| self.take_more(key, bytes, limit - 1))
         })
     }
 
-    /// Up to `max` more queued partitions of the same loaded key, best first, each with
-    /// its `bytes` of device memory reserved without waiting: where the budget has no room
-    /// for one more, the batch is smaller, so a worker never waits for memory while it
-    /// holds the gate and its batch's reservations. Cancelled partitions are left for
-    /// `pop` to drop.
+    /// Up to `max` more queued partitions of the same loaded key, best first, from this
+    /// device's queue, then from the other devices' (the key is bound here, and a
+    /// partition waiting there would otherwise wait for its device to free), each with its
+    /// `bytes` of device memory reserved without waiting: where the budget has no room for
+    /// one more, the batch is smaller, so a worker never waits for memory while it holds
+    /// the gate and its batch's reservations. Cancelled partitions are left for `pop` to
+    /// drop.
     fn take_more(&self, key: &Arc<dyn LoadedKey>, bytes: u64, max: usize) -> Vec<Taken> {
-        let device = &*self.device;
+        let device = &self.device;
         let mut full = false;
-        let mut taken = device.queue.take_matching(max, |r| {
-            let same = Arc::ptr_eq(&r.key, key);
-            if full || !same || r.ticket.is_cancelled() {
-                return None;
+        let mut taken: Vec<Taken> = Vec::new();
+        let n = self.devices.len();
+        // Its own queue first, then the others in index order after it.
+        for d in (0..n).map(|i| &self.devices[(device.index + i) % n]) {
+            if full || taken.len() >= max {
+                break;
             }
-            match &device.budget {
-                Some(b) => {
-                    let res = b.try_reserve(bytes);
-                    full = res.is_none();
-                    res.map(Some)
+            let more = d.queue.take_matching(max - taken.len(), |r| {
+                let same = Arc::ptr_eq(&r.reduced.key, key);
+                if full || !same || r.reduced.ticket.is_cancelled() {
+                    return None;
                 }
-                None => Some(None),
-            }
-        });
+                match &device.budget {
+                    Some(b) => {
+                        let res = b.try_reserve(bytes);
+                        full = res.is_none();
+                        res.map(Some)
+                    }
+                    None => Some(None),
+                }
+            });
+            taken.extend(more.into_iter().map(|(mut r, mem)| {
+                r.move_to(device);
+                (r, mem)
+            }));
+        }
         // A job cancelled since: its partitions go now, as they would from `pop`.
-        taken.retain(|(r, _)| !r.ticket.is_cancelled());
+        taken.retain(|(r, _)| !r.reduced.ticket.is_cancelled());
         taken
     }
 

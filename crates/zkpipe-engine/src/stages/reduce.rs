@@ -4,7 +4,7 @@
 //! the witness into MSM scalars), places it on one of its key's devices and queues it there.
 
 use crate::devices::{place, Device};
-use crate::messages::{send, Reduced, Synthesized};
+use crate::messages::{Reduced, Synthesized};
 use crate::outcome::{guarded, Outcomes};
 use crate::queue::PriorityQueue;
 use std::sync::Arc;
@@ -69,7 +69,7 @@ impl Reduce {
                 }
             };
             ticket.log_stage_done("reduce", loaded, end);
-            let Some(d) = place(&lease, &self.devices, &*self.kind, self.max_devices) else {
+            let Some(route) = place(&lease, &self.devices, &*self.kind, self.max_devices) else {
                 let partition = ticket.index;
                 let lost = crate::error::EngineError::Lost {
                     partition,
@@ -86,7 +86,7 @@ impl Reduce {
                 host,
                 ticket,
             };
-            if send(&d.queue, reduced).is_err() {
+            if !route.send(reduced) {
                 return;
             }
         }

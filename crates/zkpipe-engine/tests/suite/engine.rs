@@ -350,11 +350,19 @@ struct PassLog {
     /// inside.
     overlapping: std::sync::Mutex<Vec<(usize, usize)>>,
     reduced: std::sync::atomic::AtomicUsize,
+    /// (device, size) of each pass, logged as it starts.
+    by_device: std::sync::Mutex<Vec<(usize, usize)>>,
     /// Proofs passed so far (`Fault::Corrupt` corrupts every third).
     proofs: std::sync::atomic::AtomicUsize,
 }
 
 impl PassLog {
+    /// Sizes of the passes that started on `device`, in order.
+    fn on(&self, device: usize) -> Vec<usize> {
+        let log = self.by_device.lock().unwrap();
+        log.iter().filter(|p| p.0 == device).map(|p| p.1).collect()
+    }
+
     /// Sizes of the passes of more than one proof.
     fn batches(&self) -> Vec<usize> {
         self.passes
@@ -395,6 +403,34 @@ struct TestDevices {
     /// How long binding a key takes (as an upload does).
     bind_delay: Duration,
     log: Arc<PassLog>,
+    /// Devices whose passes wait, once started, until released ([`Holds`]).
+    holds: Arc<Holds>,
+}
+
+/// Devices held busy: a pass on one of them, once started and logged, waits until the
+/// test releases the device, so a test can keep a device busy for as long as it needs.
+#[derive(Default)]
+struct Holds {
+    held: std::sync::Mutex<Vec<usize>>,
+    released: std::sync::Condvar,
+}
+
+impl Holds {
+    fn hold(&self, device: usize) {
+        self.held.lock().unwrap().push(device);
+    }
+    fn release(&self, device: usize) {
+        self.held.lock().unwrap().retain(|&d| d != device);
+        self.released.notify_all();
+    }
+    fn wait(&self, device: usize) {
+        let held = self.held.lock().unwrap();
+        drop(
+            self.released
+                .wait_while(held, |h| h.contains(&device))
+                .unwrap(),
+        );
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -420,6 +456,7 @@ impl Default for TestDevices {
             fail: Fault::None,
             bind_delay: Duration::ZERO,
             log: Arc::default(),
+            holds: Arc::default(),
         }
     }
 }
@@ -437,6 +474,7 @@ impl TestDevices {
 
     fn bind<E: Curve>(
         &self,
+        device: usize,
         key: Arc<CompiledKey<E>>,
     ) -> Result<Box<dyn BoundKey<E>>, zkpipe_core::Error> {
         std::thread::sleep(self.bind_delay);
@@ -449,6 +487,7 @@ impl TestDevices {
         Ok(Box::new(TestBound {
             cpu: CpuBound::new(key),
             devices: self.clone(),
+            device,
         }))
     }
 }
@@ -480,19 +519,19 @@ impl Devices for TestDevices {
     }
     fn bind_bn254(
         &self,
-        _: usize,
+        device: usize,
         key: Arc<CompiledKey<Bn254>>,
         _: &BindOptions,
     ) -> Result<Box<dyn BoundKey<Bn254>>, zkpipe_core::Error> {
-        self.bind(key)
+        self.bind(device, key)
     }
     fn bind_bls12_381(
         &self,
-        _: usize,
+        device: usize,
         key: Arc<CompiledKey<Bls12_381>>,
         _: &BindOptions,
     ) -> Result<Box<dyn BoundKey<Bls12_381>>, zkpipe_core::Error> {
-        self.bind(key)
+        self.bind(device, key)
     }
 }
 
@@ -506,6 +545,8 @@ fn test_device_bytes(shape: &KeyShape) -> (u64, u64) {
 struct TestBound<E: Curve> {
     cpu: CpuBound<E>,
     devices: TestDevices,
+    /// The device it is bound to.
+    device: usize,
 }
 
 impl<E: Curve> TestBound<E> {
@@ -589,6 +630,8 @@ impl<E: Curve> BoundKey<E> for TestBound<E> {
         let log = &self.devices.log;
         let n = inputs.len();
         log.passes.lock().unwrap().push(n);
+        log.by_device.lock().unwrap().push((self.device, n));
+        self.devices.holds.wait(self.device);
         {
             let mut inside = log.inside.lock().unwrap();
             if let Some(&theirs) = inside.iter().max() {
@@ -702,6 +745,189 @@ fn a_busy_key_is_copied_to_a_less_loaded_device_up_to_max_devices() {
         }
         engine.shutdown();
     }
+}
+
+/// Two held-capable devices of one pass each, served by one worker each: a partition
+/// popped from a device's queue is in its pass, so what is queued stays queued while the
+/// device is held.
+fn one_pass_each(dir: &Path, batch_limit: usize) -> (Engine, TestDevices) {
+    let devices = TestDevices {
+        batch_limit,
+        ..two_devices()
+    };
+    let cfg = EngineConfig {
+        device: StageConfig {
+            workers: 1,
+            threads: 2,
+        },
+        device_passes: Some(1),
+        queue_depth: 8,
+        ..config(dir)
+    };
+    (
+        Engine::start(cfg, Arc::new(devices.clone())).unwrap(),
+        devices,
+    )
+}
+
+/// Waits (up to a minute) until `ready` holds.
+fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !ready() {
+        assert!(std::time::Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// With one partition of a key in a pass on device 0 and nothing queued, the next
+/// partition goes to a copy of the key on the idle device 1: it is proved there while
+/// device 0 is still held, so the copy was made before device 0 had a queue.
+#[test]
+fn a_key_with_a_pass_running_is_copied_to_an_idle_device_before_it_queues() {
+    let dir = key_dir();
+    let (engine, devices) = one_pass_each(dir.path(), 1);
+    devices.holds.hold(0);
+    let first = submit_many(&engine, "bn254-poseidon", 1)[0];
+    wait_until("a pass on device 0", || devices.log.on(0) == [1]);
+    let second = submit_many(&engine, "bn254-poseidon", 1)[0];
+    check_job(&engine, dir.path(), second);
+    assert_eq!(
+        devices.log.on(1),
+        [1],
+        "the second partition went to device 1"
+    );
+    devices.holds.release(0);
+    check_job(&engine, dir.path(), first);
+    let st = engine.status();
+    let key = st
+        .keys
+        .iter()
+        .find(|k| k.meta.id == "bn254-poseidon")
+        .unwrap();
+    assert_eq!(key.devices, [0, 1]);
+    assert!(st.devices.iter().all(|d| d.keys == 1), "{:?}", st.devices);
+    engine.shutdown();
+}
+
+/// Both devices held with a pass each, eight partitions of one key are routed four to
+/// each queue. Device 0, released, takes its four in one pass, then device 1's four in
+/// another: an idle device takes queued work of a key held elsewhere, in full batches,
+/// while device 1 is still busy.
+#[test]
+fn an_idle_device_takes_full_batches_queued_for_a_busy_one() {
+    let dir = key_dir();
+    let (engine, devices) = one_pass_each(dir.path(), 4);
+    devices.holds.hold(0);
+    devices.holds.hold(1);
+    let first = submit_many(&engine, "bn254-poseidon", 1);
+    wait_until("a pass on device 0", || devices.log.on(0) == [1]);
+    let second = submit_many(&engine, "bn254-poseidon", 1);
+    wait_until("a pass on device 1", || devices.log.on(1) == [1]);
+    let queued = submit_many(&engine, "bn254-poseidon", 8);
+    wait_until("8 partitions queued for the devices", || {
+        engine.status().queues.device == [4, 4]
+    });
+    devices.holds.release(0);
+    for j in queued {
+        check_job(&engine, dir.path(), j);
+    }
+    assert_eq!(
+        devices.log.on(0),
+        [1, 4, 4],
+        "device 0: its own batch, then device 1's"
+    );
+    assert_eq!(
+        devices.log.on(1),
+        [1],
+        "device 1 is still in its first pass"
+    );
+    devices.holds.release(1);
+    for j in first.into_iter().chain(second) {
+        check_job(&engine, dir.path(), j);
+    }
+    let (count, sum) = {
+        let text = engine.metrics_text();
+        let v = |name: &str| metric(&text, &format!("{name}{{device=\"fake0\"}}"));
+        (
+            v("zkpipe_device_batch_size_count"),
+            v("zkpipe_device_batch_size_sum"),
+        )
+    };
+    assert_eq!(
+        (count, sum),
+        (3.0, 9.0),
+        "device 0's passes in its histogram"
+    );
+    engine.shutdown();
+}
+
+/// A preloaded key is bound to every device with room for it, so the first jobs find it
+/// hot wherever they are routed; with `key_max_devices = 1`, to one device only.
+#[test]
+fn a_preloaded_key_is_bound_to_every_device_with_room() {
+    let dir = key_dir();
+    for (max_devices, expect) in [(usize::MAX, vec![0usize, 1]), (1, vec![0])] {
+        let cfg = EngineConfig {
+            key_max_devices: max_devices,
+            ..config(dir.path())
+        };
+        let devices = two_devices();
+        let engine = Engine::start(cfg, Arc::new(devices.clone())).unwrap();
+        engine
+            .preload("bn254-poseidon", Duration::from_secs(60))
+            .unwrap();
+        let st = engine.status();
+        let key = st
+            .keys
+            .iter()
+            .find(|k| k.meta.id == "bn254-poseidon")
+            .unwrap();
+        assert_eq!(key.devices, expect, "max_devices {max_devices}");
+        assert_eq!(key.residency, Residency::Hot);
+        let copy = devices.key_device_bytes(&key.meta.shape, &key.meta.bind);
+        for (i, d) in st.devices.iter().enumerate() {
+            let copies = u64::from(expect.contains(&i));
+            assert_eq!(d.memory_reserved, copies * copy, "device {i}");
+        }
+        engine.shutdown();
+    }
+}
+
+/// `device_split = 2` over the CPU: two devices, "cpu.0" and "cpu.1", both proving the
+/// key; with every pass stubbed by a fixed delay (a witness seen before gets its sums
+/// back), every proof still verifies.
+#[test]
+fn a_split_cpu_is_two_devices_and_stubbed_passes_still_verify() {
+    let dir = key_dir();
+    let cfg = EngineConfig {
+        device_split: 2,
+        device_stub: Some(Duration::from_millis(30)),
+        ..config(dir.path())
+    };
+    let engine = Engine::start(cfg, Arc::new(CpuDevices::default())).unwrap();
+    prove_many(&engine, dir.path(), "bn254-poseidon", 8);
+    prove_many(&engine, dir.path(), "bls-poseidon", 2);
+    let st = engine.status();
+    let names: Vec<&str> = st.devices.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(names, ["cpu.0", "cpu.1"]);
+    assert!(
+        st.devices.iter().all(|d| d.busy_fraction > 0.0),
+        "{:?}",
+        st.devices
+    );
+    let key = st
+        .keys
+        .iter()
+        .find(|k| k.meta.id == "bn254-poseidon")
+        .unwrap();
+    assert_eq!(key.devices.len(), 2, "{:?}", key.devices);
+    assert!(engine.config().validate().is_ok());
+    let bad = EngineConfig {
+        device_split: 0,
+        ..config(dir.path())
+    };
+    assert!(bad.validate().unwrap_err().contains("split"));
+    engine.shutdown();
 }
 
 /// An engine with `cfg` over one device batching up to 4 proofs, and the log of what it
