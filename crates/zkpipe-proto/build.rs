@@ -6,7 +6,7 @@ use std::path::PathBuf;
 /// The protocol's one source.
 const PROTO: &str = "proto/zkpipe.proto";
 /// The messages that carry witnesses: the server side decodes them into its own types.
-const WITNESS_MESSAGES: [&str; 2] = ["SubmitProofRequest", "ProveRequest"];
+const WITNESS_MESSAGES: [&str; 3] = ["SubmitProofRequest", "ProveRequest", "SubmitProofChunk"];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed={PROTO}");
@@ -25,7 +25,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::create_dir_all(&out)?;
     let mut server = tonic_build::configure()
         .build_client(false)
-        .bytes([".zkpipe.v1.SubmitProofRequest.witnesses"])
+        .bytes([
+            ".zkpipe.v1.SubmitProofRequest.witnesses",
+            ".zkpipe.v1.SubmitProofChunk.data",
+        ])
         .out_dir(out);
     for name in top_level_types(&std::fs::read_to_string(PROTO)?) {
         if !WITNESS_MESSAGES.contains(&name) {

@@ -55,5 +55,5 @@ pub use job::{JobId, JobSnapshot, JobState, PartitionProof, Priority, ProofTimin
 pub use job_store::{JobStore, MemoryStore, SharedQueue, StoreError};
 pub use keys::{KeyFailure, KeyMeta, KeyStatus, Residency};
 pub use status::{DeviceStatus, EngineStatus, QueueDepths};
-pub use submit::{SubmitRequest, Submitted};
+pub use submit::{StreamPlan, SubmitRequest, Submitted};
 pub use zkpipe_core::{CpuDevices, DeviceInfo, Devices, Stage};

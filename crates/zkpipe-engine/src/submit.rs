@@ -4,9 +4,16 @@
 //! job is registered and its partitions queued for admission. Over a shared job store
 //! (a fleet) the job is recorded there instead, for whichever daemon claims it; the claim
 //! stage hands claimed partitions back here to be queued.
+//!
+//! A job streamed in chunks is checked twice: its header before any witness byte arrives
+//! ([`Engine::plan_stream`]: key, partition count, memory) and each witness's own header as
+//! soon as its first bytes do ([`StreamPlan::check_start`]: curve, length), so that a
+//! wrong request is refused before its gigabytes cross the network; the whole request is
+//! then submitted as any other.
 
 use crate::curves::{curve, AtReduce, Partition, PartitionBuffers};
 use crate::devices::Device;
+use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::job::{JobId, Priority};
 use crate::job_store::{
@@ -28,6 +35,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use zkpipe_core::Devices;
 use zkpipe_formats::wtns::Wtns;
+use zkpipe_formats::CurveId;
 
 /// A request to prove one or more witnesses (partitions) with one key. `W` holds one
 /// witness file's bytes: `Vec<u8>`, or whatever the caller received them in (the daemon's
@@ -106,6 +114,46 @@ impl Submission {
         }
     }
 
+    /// Checks a streamed job's header (see [`Engine::plan_stream`]); counts a refusal.
+    fn plan(&self, key_id: &str, sizes: &[u64]) -> Result<StreamPlan, EngineError> {
+        let r = self.plan_checked(key_id, sizes);
+        if let Err(e) = &r {
+            self.metrics.rejected.with_label_values(&[e.kind()]).inc();
+        }
+        r
+    }
+
+    fn plan_checked(&self, key_id: &str, sizes: &[u64]) -> Result<StreamPlan, EngineError> {
+        if self.admission.is_closed() {
+            return Err(EngineError::ShuttingDown);
+        }
+        self.check_count(sizes.len())?;
+        let entry = self.keys.resolve(key_id)?;
+        self.check_fits(&entry.meta)?;
+        Ok(StreamPlan {
+            key: entry.meta.id.clone(),
+            curve: entry.meta.shape.curve,
+            n_vars: entry.meta.shape.n_vars,
+            sizes: sizes.to_vec(),
+        })
+    }
+
+    /// Refuses a job of no partition or of more than a job may have.
+    fn check_count(&self, n: usize) -> Result<(), EngineError> {
+        if n == 0 {
+            return Err(EngineError::InvalidRequest(
+                "a job needs at least one witness or set of circuit inputs".into(),
+            ));
+        }
+        if n > self.max_partitions_per_job {
+            return Err(EngineError::InvalidRequest(format!(
+                "{n} partitions, at most {} per job",
+                self.max_partitions_per_job
+            )));
+        }
+        Ok(())
+    }
+
     /// Validates and queues a job; counts a refusal in the metrics.
     pub fn submit<W: AsRef<[u8]>>(&self, req: SubmitRequest<W>) -> Result<Submitted, EngineError> {
         let r = self.submit_checked(req);
@@ -136,17 +184,7 @@ impl Submission {
             });
         }
         let n = req.witnesses.len();
-        if n == 0 {
-            return Err(EngineError::InvalidRequest(
-                "a job needs at least one witness or set of circuit inputs".into(),
-            ));
-        }
-        if n > self.max_partitions_per_job {
-            return Err(EngineError::InvalidRequest(format!(
-                "{n} partitions, at most {} per job",
-                self.max_partitions_per_job
-            )));
-        }
+        self.check_count(n)?;
         let entry = self.keys.resolve(&req.key_id)?;
         self.check_fits(&entry.meta)?;
         let witnesses: Vec<&[u8]> = req.witnesses.iter().map(AsRef::as_ref).collect();
@@ -375,6 +413,99 @@ impl Submission {
     }
 }
 
+impl Engine {
+    /// Checks what a streamed job declares before its witnesses arrive: the engine
+    /// accepts jobs, the key exists and fits, the partition count is within the limit.
+    /// The plan then checks each witness's first bytes ([`StreamPlan::check_start`]);
+    /// the whole job is submitted with [`Engine::submit`] once every byte arrived.
+    pub fn plan_stream(&self, key_id: &str, sizes: &[u64]) -> Result<StreamPlan, EngineError> {
+        self.inner.submission.plan(key_id, sizes)
+    }
+}
+
+/// A streamed job whose header passed [`Engine::plan_stream`]: its key's curve and
+/// witness length, to check each witness by its first bytes.
+#[derive(Debug, Clone)]
+pub struct StreamPlan {
+    key: String,
+    curve: CurveId,
+    n_vars: usize,
+    sizes: Vec<u64>,
+}
+
+/// A `.wtns` file's fixed opening: magic, version, section count (4 bytes each), then the
+/// first section's id (4) and length (8).
+const WTNS_OPENING: usize = 24;
+
+impl StreamPlan {
+    /// Bytes of a witness's start that [`check_start`](Self::check_start) reads (fewer
+    /// when the witness is shorter): a `.wtns` header with its 32-byte prime.
+    pub const HEAD_BYTES: usize = WTNS_OPENING + 4 + 32 + 4;
+
+    /// The declared size of each partition, in order.
+    pub fn sizes(&self) -> &[u64] {
+        &self.sizes
+    }
+
+    /// Checks partition `i`'s first bytes (up to [`Self::HEAD_BYTES`]) against the key: a
+    /// `.wtns` of another curve or signal count, or whose declared size is not the size
+    /// such a file has, is refused now. Anything else (circuit inputs, an unusual but
+    /// valid layout, a witness too short to tell) is left to the full check at submit.
+    pub fn check_start(&self, i: usize, head: &[u8]) -> Result<(), EngineError> {
+        let u32_at = |at: usize| {
+            head.get(at..at + 4)
+                .and_then(|b| b.try_into().ok())
+                .map(u32::from_le_bytes)
+        };
+        if head.len() < WTNS_OPENING + 4 || !head.starts_with(b"wtns") {
+            return Ok(());
+        }
+        // Two sections, the header first: the layout snarkjs and circom write.
+        if u32_at(8) != Some(2) || u32_at(12) != Some(1) {
+            return Ok(());
+        }
+        let Some(n8) = u32_at(WTNS_OPENING).map(|n| n as usize) else {
+            return Ok(());
+        };
+        let prime_at = WTNS_OPENING + 4;
+        let (Some(prime), Some(n_witness)) =
+            (head.get(prime_at..prime_at + n8), u32_at(prime_at + n8))
+        else {
+            return Ok(());
+        };
+        let found = CurveId::from_r_le(prime);
+        if let Some(found) = found.filter(|&c| c != self.curve) {
+            return Err(EngineError::WrongCurve {
+                partition: i,
+                key: self.key.clone(),
+                found,
+                expected: self.curve,
+            });
+        }
+        if n_witness as usize != self.n_vars {
+            return Err(EngineError::WitnessMismatch {
+                partition: i,
+                key: self.key.clone(),
+                expected: self.n_vars,
+                found: n_witness as usize,
+            });
+        }
+        // Opening, header section (n8, prime, count), values' section header, values.
+        let expected = (WTNS_OPENING + 4 + n8 + 4 + 12) as u64 + self.n_vars as u64 * n8 as u64;
+        let declared = self.sizes.get(i).copied().unwrap_or(0);
+        if declared != expected {
+            return Err(EngineError::MalformedWitness {
+                partition: i,
+                message: format!(
+                    "declared as {declared} bytes, but a .wtns of {} values is {expected} bytes",
+                    self.n_vars
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Partition `i` of a job of the key `meta` describes, from its witness (submitted or
 /// computed): refused if it is of another curve or length than the key.
 pub(crate) fn witness_partition(
@@ -412,4 +543,70 @@ pub(crate) fn witness_partition(
 fn is_circuit_inputs(bytes: &[u8]) -> bool {
     let text = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
     text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wtns(curve: CurveId, n: u32) -> Vec<u8> {
+        Wtns {
+            curve,
+            n_witness: n,
+            values: vec![0u8; n as usize * 32],
+        }
+        .to_bytes()
+    }
+
+    fn plan(sizes: Vec<u64>) -> StreamPlan {
+        StreamPlan {
+            key: "k".into(),
+            curve: CurveId::Bn254,
+            n_vars: 5,
+            sizes,
+        }
+    }
+
+    /// The size `check_start` expects is the size snarkjs's layout has, and every
+    /// mismatch it can see in the first bytes is refused in one line.
+    #[test]
+    fn a_witness_start_is_checked_against_the_key() {
+        let good = wtns(CurveId::Bn254, 5);
+        let head = &good[..StreamPlan::HEAD_BYTES];
+        plan(vec![good.len() as u64]).check_start(0, head).unwrap();
+        let e = plan(vec![good.len() as u64 + 1])
+            .check_start(0, head)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "partition 0: malformed witness: declared as {} bytes, but a .wtns of 5 values is {} bytes",
+                good.len() + 1,
+                good.len()
+            )
+        );
+        let other = wtns(CurveId::Bn254, 4);
+        let e = plan(vec![0, other.len() as u64])
+            .check_start(1, &other[..StreamPlan::HEAD_BYTES])
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                EngineError::WitnessMismatch {
+                    partition: 1,
+                    found: 4,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let bls = wtns(CurveId::Bls12_381, 5);
+        let e = plan(vec![bls.len() as u64])
+            .check_start(0, &bls[..StreamPlan::HEAD_BYTES])
+            .unwrap_err();
+        assert!(matches!(e, EngineError::WrongCurve { .. }), "{e}");
+        // Circuit inputs and short starts are left to the full check.
+        plan(vec![9]).check_start(0, b"{\"a\": 1}\n").unwrap();
+        plan(vec![9]).check_start(0, &good[..20]).unwrap();
+    }
 }

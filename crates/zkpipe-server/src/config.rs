@@ -44,8 +44,11 @@ pub struct ServerConfig {
     pub grpc_listen: SocketAddr,
     /// HTTP address for /metrics, /healthz, /trace. Default 127.0.0.1:9464.
     pub http_listen: SocketAddr,
-    /// Largest request accepted, in bytes. Default 64 MiB.
+    /// Largest request accepted, in bytes (a streamed job's largest message). Default 64 MiB.
     pub max_request_bytes: usize,
+    /// Witness bytes all jobs being received may hold together; a job that would pass it
+    /// is refused with RESOURCE_EXHAUSTED. Default a quarter of the machine's memory.
+    pub max_inflight_request_bytes: u64,
     /// Longest AwaitProof/Prove wait. Default 1 h.
     pub max_await: Duration,
     /// Where the job store lives (`jobs.sqlite3`): accepted jobs, their witnesses until
@@ -165,6 +168,7 @@ struct ServerSection {
     /// old files load; it changes nothing.
     allow_remote: Option<bool>,
     max_request_bytes: Option<Size>,
+    max_inflight_request_bytes: Option<Size>,
     max_await: Option<String>,
     state_dir: Option<PathBuf>,
     token_file: Option<PathBuf>,
@@ -445,6 +449,16 @@ impl FileConfig {
             max_request_bytes: size_or_auto(&s.max_request_bytes, Some(64 << 20))
                 .map_err(|e| format!("server.max_request_bytes: {e}"))?
                 .unwrap_or(64 << 20) as usize,
+            max_inflight_request_bytes: match size_or_auto(
+                &s.max_inflight_request_bytes,
+                Some(machine_memory() / 4),
+            ) {
+                Ok(Some(b)) if b > 0 => b,
+                Ok(_) => {
+                    return Err("server.max_inflight_request_bytes: must be at least 1 byte".into())
+                }
+                Err(e) => return Err(format!("server.max_inflight_request_bytes: {e}")),
+            },
             max_await: match &s.max_await {
                 Some(t) => parse_duration(t).map_err(|e| format!("server.max_await: {e}"))?,
                 None => Duration::from_secs(3600),
@@ -650,6 +664,11 @@ mod tests {
             .validate(Path::new("."))
             .unwrap_err()
             .contains("memory.host_limit"));
+        let zero: FileConfig = toml::from_str("[server]\nmax_inflight_request_bytes = 0").unwrap();
+        assert_eq!(
+            zero.validate(Path::new(".")).unwrap_err(),
+            "server.max_inflight_request_bytes: must be at least 1 byte"
+        );
     }
 
     #[test]

@@ -19,11 +19,12 @@ pub mod protocol;
 pub mod server_timing;
 pub mod service;
 pub mod tls;
+pub mod upload;
 
 pub use config::{DaemonConfig, FileConfig, Overrides};
 pub use zkpipe_proto::pb;
 pub use zkpipe_proto::pb::prover_client::ProverClient;
-pub use zkpipe_proto::{GRPC_CONNECTION_WINDOW, GRPC_STREAM_WINDOW};
+pub use zkpipe_proto::{GRPC_CONNECTION_WINDOW, GRPC_MAX_FRAME, GRPC_STREAM_WINDOW};
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -151,11 +152,10 @@ where
     let stopped = |mut rx: watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
-    let svc = zkpipe_proto::server::prover_server::ProverServer::new(service::ProverService::new(
-        engine.clone(),
-        server.max_await,
-        Arc::clone(&accepting),
-    ))
+    let svc = zkpipe_proto::server::prover_server::ProverServer::new(
+        service::ProverService::new(engine.clone(), server.max_await, Arc::clone(&accepting))
+            .max_inflight_bytes(server.max_inflight_request_bytes),
+    )
     .max_decoding_message_size(server.max_request_bytes)
     .max_encoding_message_size(usize::MAX);
     let svc = tonic::service::interceptor::InterceptedService::new(
@@ -163,10 +163,12 @@ where
         server_timing::StampArrival(auth::RequireToken(server.token.clone())),
     );
     // Witnesses are large (32 bytes per signal, several per job): HTTP/2's default flow-
-    // control windows would make a client wait for window updates every few hundred KiB.
+    // control windows would make a client wait for window updates every few hundred KiB,
+    // and its 16 KiB frames would cut a streamed 4 MiB chunk into 256.
     let mut builder = tonic::transport::Server::builder()
         .initial_stream_window_size(Some(GRPC_STREAM_WINDOW))
-        .initial_connection_window_size(Some(GRPC_CONNECTION_WINDOW));
+        .initial_connection_window_size(Some(GRPC_CONNECTION_WINDOW))
+        .max_frame_size(Some(GRPC_MAX_FRAME));
     let mut http_tls = None;
     if let Some((acceptor, grpc_tls)) = tls {
         builder = builder.tls_config(grpc_tls).map_err(ServeError::Grpc)?;

@@ -6,11 +6,12 @@
 use crate::decode;
 use crate::protocol::{job_result, state_to_wire, status_response};
 use crate::server_timing::Phases;
+use crate::upload::{self, InFlight};
 use prost::bytes::Bytes;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tonic::{Request, Response, Status};
+use tonic::{Request, Response, Status, Streaming};
 use zkpipe_engine::{Engine, EngineError, SubmitRequest};
 use zkpipe_proto::pb;
 use zkpipe_proto::server::{self as wire, prover_server::Prover};
@@ -20,6 +21,7 @@ pub struct ProverService {
     engine: Engine,
     max_await: Duration,
     accepting: Arc<AtomicBool>,
+    in_flight: InFlight,
 }
 
 impl ProverService {
@@ -30,7 +32,15 @@ impl ProverService {
             engine,
             max_await,
             accepting,
+            in_flight: InFlight::new(u64::MAX),
         }
+    }
+
+    /// Bounds the witness bytes of the jobs being received, together
+    /// (`server.max_inflight_request_bytes`; no bound by default).
+    pub fn max_inflight_bytes(mut self, bytes: u64) -> Self {
+        self.in_flight = InFlight::new(bytes);
+        self
     }
 }
 
@@ -101,9 +111,49 @@ impl Prover for ProverService {
         req: Request<wire::SubmitProofRequest>,
     ) -> Result<Response<pb::SubmitProofResponse>, Status> {
         let mut phases = Phases::start(&req);
-        let s = self
-            .submit(decode::submit_request(req.into_inner())?)
-            .await?;
+        let submit = decode::submit_request(req.into_inner())?;
+        let _held = self.in_flight.take(witness_bytes(&submit.witnesses))?;
+        let s = self.submit(submit).await?;
+        phases.end("accept");
+        let mut response = Response::new(pb::SubmitProofResponse {
+            job_id: s.job_id,
+            existing: s.existing,
+        });
+        phases.attach(&mut response);
+        Ok(response)
+    }
+
+    async fn submit_proof_stream(
+        &self,
+        req: Request<Streaming<wire::SubmitProofChunk>>,
+    ) -> Result<Response<pb::SubmitProofResponse>, Status> {
+        let mut phases = Phases::start(&req);
+        let mut stream = req.into_inner();
+        let header = upload::header(stream.message().await?)?;
+        if !self.accepting.load(Ordering::Acquire) {
+            return Err(Status::unavailable(
+                "the daemon is shutting down and accepts no new jobs",
+            ));
+        }
+        let total = header
+            .witness_sizes
+            .iter()
+            .try_fold(0u64, |t, &s| t.checked_add(s))
+            .ok_or_else(|| Status::invalid_argument("the witness sizes overflow 64 bits"))?;
+        // Refused before any witness byte is read: bad key, too many partitions, too
+        // many bytes in flight. Resolving a key reads its file's header: off the async
+        // threads.
+        let engine = self.engine.clone();
+        let (key, sizes) = (header.key_id.clone(), header.witness_sizes.clone());
+        let plan = tokio::task::spawn_blocking(move || engine.plan_stream(&key, &sizes))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(status)?;
+        let held = self.in_flight.take(total)?;
+        let witnesses = upload::receive(&plan, &mut stream, status).await?;
+        phases.end("upload");
+        let s = self.submit(upload::request(header, witnesses)?).await?;
+        drop(held);
         phases.end("accept");
         let mut response = Response::new(pb::SubmitProofResponse {
             job_id: s.job_id,
@@ -221,6 +271,11 @@ impl Prover for ProverService {
             .map_err(|e| Status::internal(e.to_string()))?;
         Ok(Response::new(pb::TraceResponse { chrome_json }))
     }
+}
+
+/// The bytes of a request's witnesses, together.
+fn witness_bytes(witnesses: &[Bytes]) -> u64 {
+    witnesses.iter().map(|w| w.len() as u64).sum()
 }
 
 impl ProverService {

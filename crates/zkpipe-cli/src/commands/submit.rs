@@ -1,10 +1,14 @@
 //! `zkpipe submit <key-id> <witness.wtns>... [--input input.json]...`: queue a job (one
-//! partition per witness or per set of circuit inputs) and print its id.
+//! partition per witness or per set of circuit inputs) and print its id. Above
+//! [`STREAM_ABOVE_BYTES`] of files the job goes as a stream of chunks read from the files as
+//! they are sent (`SubmitProofStream`), so that neither end holds a whole message.
 
 use super::client::{connect, rpc, runtime, ServerArg};
 use anyhow::Result;
 use std::path::PathBuf;
 use zkpipe_proto::pb;
+use zkpipe_proto::upload::{file_sizes, STREAM_ABOVE_BYTES};
+use zkpipe_proto::{submit_streamed, UploadError, WitnessSource};
 
 /// Arguments of `submit`.
 #[derive(clap::Args)]
@@ -27,10 +31,31 @@ pub struct Args {
     /// Idempotency key: submitting it again returns the same job.
     #[arg(long, default_value = "")]
     request_id: String,
+    /// How the witnesses travel: auto streams them in chunks above 4 MiB of files,
+    /// always streams any files, never sends one message (the daemon's
+    /// server.max_request_bytes bounds it).
+    #[arg(long, value_enum, default_value = "auto")]
+    stream: Stream,
+}
+
+/// `--stream`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Stream {
+    Auto,
+    Always,
+    Never,
 }
 
 /// Runs `submit`.
 pub fn run(a: Args) -> Result<()> {
+    let paths: Vec<PathBuf> = a.wtns.iter().chain(&a.input).cloned().collect();
+    if let Some(sizes) = file_sizes(&paths).filter(|_| a.stream != Stream::Never) {
+        // An empty file goes the unary way, whose reading names the problem.
+        let large = sizes.iter().sum::<u64>() > STREAM_ABOVE_BYTES;
+        if !sizes.contains(&0) && (large || a.stream == Stream::Always) {
+            return streamed(&a, &paths);
+        }
+    }
     let witnesses = a
         .wtns
         .iter()
@@ -49,13 +74,43 @@ pub fn run(a: Args) -> Result<()> {
             .await
             .map_err(rpc)?
             .into_inner();
-        println!("{}", r.job_id);
-        if r.existing {
-            eprintln!(
-                "zkpipe: request id {:?} was seen before: job {}",
-                a.request_id, r.job_id
-            );
-        }
+        report(&a, &r);
         Ok(())
     })
+}
+
+/// Submits the files at `paths` as a stream.
+fn streamed(a: &Args, paths: &[PathBuf]) -> Result<()> {
+    let sources = paths
+        .iter()
+        .map(|p| WitnessSource::file(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let header = pb::SubmitProofHeader {
+        key_id: a.key.clone(),
+        priority: a.priority as i32,
+        request_id: a.request_id.clone(),
+        witness_sizes: Vec::new(),
+    };
+    runtime()?.block_on(async {
+        let mut c = connect(&a.server).await?;
+        let r = submit_streamed(&mut c, header, sources)
+            .await
+            .map_err(|e| match e {
+                UploadError::Rpc(s) => rpc(*s),
+                e => anyhow::Error::new(e),
+            })?;
+        report(a, &r);
+        Ok(())
+    })
+}
+
+/// Prints the job's id (and whether it existed).
+fn report(a: &Args, r: &pb::SubmitProofResponse) {
+    println!("{}", r.job_id);
+    if r.existing {
+        eprintln!(
+            "zkpipe: request id {:?} was seen before: job {}",
+            a.request_id, r.job_id
+        );
+    }
 }

@@ -147,6 +147,13 @@ pub struct Daemon {
     _dir: tempfile::TempDir,
 }
 
+impl Daemon {
+    /// The folder of its config file, where its job store (`zkpipe-state`) lives.
+    pub fn dir(&self) -> &Path {
+        self._dir.path()
+    }
+}
+
 impl Drop for Daemon {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -157,23 +164,35 @@ impl Drop for Daemon {
 /// Starts `zkpipe serve` on loopback with the [`KEYS`] named in `keys` in its key
 /// directory and `extra` appended to its config; returns once it printed its addresses.
 pub fn start_daemon(keys: &[&str], extra: &str) -> Daemon {
-    start(keys, extra, false, |_| {})
+    start(keys, extra, false, &[], |_| {})
+}
+
+/// Like [`start_daemon`], with `settings` given as `--set section.key=value` (for the
+/// `[server]` section, which the config file already opened).
+pub fn start_daemon_with_settings(keys: &[&str], extra: &str, settings: &[&str]) -> Daemon {
+    start(keys, extra, false, settings, |_| {})
 }
 
 /// Like [`start_daemon`], with each key's witness generator beside its `.zkey`, so that
 /// it proves from circuit inputs too: circom's wasm for `bn254-poseidon` and `bls-multi`,
 /// its native generator for the other two.
 pub fn start_daemon_with_generators(keys: &[&str], extra: &str) -> Daemon {
-    start(keys, extra, true, |_| {})
+    start(keys, extra, true, &[], |_| {})
 }
 
 /// Like [`start_daemon_with_generators`]; `add` puts more keys (and generators) into the
 /// key directory before the daemon starts.
 pub fn start_daemon_with_more_keys(keys: &[&str], extra: &str, add: impl FnOnce(&Path)) -> Daemon {
-    start(keys, extra, true, add)
+    start(keys, extra, true, &[], add)
 }
 
-fn start(keys: &[&str], extra: &str, generators: bool, add: impl FnOnce(&Path)) -> Daemon {
+fn start(
+    keys: &[&str],
+    extra: &str,
+    generators: bool,
+    settings: &[&str],
+    add: impl FnOnce(&Path),
+) -> Daemon {
     let dir = tempfile::tempdir().unwrap();
     let key_dir = dir.path().join("keys");
     std::fs::create_dir(&key_dir).unwrap();
@@ -211,6 +230,7 @@ fn start(keys: &[&str], extra: &str, generators: bool, add: impl FnOnce(&Path)) 
         .arg("serve")
         .arg("--config")
         .arg(&cfg)
+        .args(settings.iter().flat_map(|v| ["--set", v]))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

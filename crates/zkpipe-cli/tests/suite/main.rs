@@ -19,4 +19,5 @@ mod ops;
 mod outputs;
 mod solidity;
 mod stdin;
+mod streamed_submit;
 mod witness;
