@@ -9,7 +9,7 @@ use crate::columns::{self, from_unix_ms, timings_from, timings_text, unix_ms};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 use zkpipe_engine::job::PartitionProof;
 use zkpipe_engine::job_store::{
     Accepted, Fingerprint, JobStore, NewJob, Retention, StoredJob, StoredPartition,
