@@ -19,11 +19,15 @@ use zkpipe_store::DEFAULT_INLINE_MAX;
 
 mod keys;
 mod lab;
+mod secrets;
 mod settings;
+mod store;
 mod units;
 
 use keys::{key_options, KeyOptionsSection};
+use secrets::{tls, token};
 use settings::apply_setting;
+use store::store;
 pub use units::{parse_duration, parse_size};
 use units::{size_or_auto, Size};
 
@@ -252,108 +256,6 @@ fn addr(v: &Option<String>, default: &str, field: &str) -> Result<SocketAddr, St
     let s = v.as_deref().unwrap_or(default);
     s.parse()
         .map_err(|_| format!("{field}: {s:?} is not an ip:port address"))
-}
-
-/// Reads the token: `ZKPIPE_TOKEN` itself, else the token file (relative to `base`).
-fn token(o: &Overrides, file: Option<&Path>, base: &Path) -> Result<Option<Token>, String> {
-    if let Some(t) = &o.token {
-        return Token::new(t)
-            .map(Some)
-            .map_err(|e| format!("ZKPIPE_TOKEN: {e}"));
-    }
-    let Some(path) = file else {
-        return Ok(None);
-    };
-    let path = base.join(path);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("server.token_file: {}: {e}", path.display()))?;
-    warn_if_others_can_read(&path);
-    Token::new(&text)
-        .map(Some)
-        .map_err(|e| format!("server.token_file: {}: {e}", path.display()))
-}
-
-/// A token file others can read is a warning, not an error: container secrets are often
-/// mounted 0644 inside a container nobody else shares.
-fn warn_if_others_can_read(path: &Path) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if let Ok(m) = std::fs::metadata(path) {
-            if m.permissions().mode() & 0o004 != 0 {
-                tracing::warn!(path = %path.display(), "the token file is world-readable (chmod 600 it)");
-            }
-        }
-    }
-}
-
-fn tls(s: &ServerSection, base: &Path) -> Result<Option<TlsPem>, String> {
-    let read = |field: &str, p: &Path| {
-        let p = base.join(p);
-        std::fs::read(&p).map_err(|e| format!("{field}: {}: {e}", p.display()))
-    };
-    match (&s.tls_cert, &s.tls_key) {
-        (None, None) => Ok(None),
-        (Some(cert), Some(key)) => Ok(Some(TlsPem {
-            cert: read("server.tls_cert", cert)?,
-            key: read("server.tls_key", key)?,
-        })),
-        _ => Err("server.tls_cert and server.tls_key go together: set both or neither".into()),
-    }
-}
-
-/// The shared store's options, if `store.url` is set; the daemon's default name is this
-/// host's name and gRPC port, which stay the same across its restarts.
-fn store(s: &StoreSection, grpc: SocketAddr) -> Result<Option<zkpipe_store::PgOptions>, String> {
-    let Some(url) = s.url.clone().filter(|u| !u.is_empty()) else {
-        for (set, field) in [
-            (s.daemon.is_some(), "daemon"),
-            (s.objects.is_some(), "objects"),
-            (s.lease.is_some(), "lease"),
-            (s.claim_ahead.is_some(), "claim_ahead"),
-            (s.inline_max.is_some(), "inline_max"),
-            (s.connections.is_some(), "connections"),
-            (s.poll.is_some(), "poll"),
-        ] {
-            if set {
-                return Err(format!("store.{field} is set but store.url is not"));
-            }
-        }
-        return Ok(None);
-    };
-    let daemon = match &s.daemon {
-        Some(d) if d.trim().is_empty() => return Err("store.daemon: empty".into()),
-        Some(d) => d.trim().to_string(),
-        None => format!("{}:{}", host_name(), grpc.port()),
-    };
-    Ok(Some(zkpipe_store::PgOptions {
-        url,
-        daemon,
-        objects: s.objects.clone(),
-        // 64 KiB: 512 KiB witnesses in rows cost a 2^14 daemon 10% of its proofs per
-        // second against 26% gained with them in a directory (lab/experiments/020-fleet-store.md,
-        // run 9).
-        inline_max: size_or_auto(&s.inline_max, Some(STORE_INLINE_MAX))
-            .map_err(|e| format!("store.inline_max: {e}"))?
-            .unwrap_or(STORE_INLINE_MAX),
-        connections: match s.connections {
-            Some(0) => return Err("store.connections: must be at least 1".into()),
-            Some(n) => n,
-            None => 8,
-        },
-    }))
-}
-
-/// The largest witness a fleet keeps in its database when it has an object store.
-const STORE_INLINE_MAX: u64 = 64 << 10;
-
-/// This machine's host name (Linux), or "localhost".
-fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .ok()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".into())
 }
 
 fn stage(s: &StageSection, default: StageConfig) -> StageConfig {
