@@ -41,7 +41,7 @@ cell() { # label bin name key wtns clients jobs partitions
   local t0; t0=$(date +%s.%N)
   timeout 300 "$bin/zkpipe-bench" loadtest "$key" "$wtns" -c "$c" -j "$j" -p "$p" \
     --json "$out/$tag.json" --trace "$out/$tag.trace.json" > "$out/$tag.txt" 2>&1
-  local wall; wall=$(echo "$(date +%s.%N) - $t0" | bc)
+  local wall; wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {print b - a}')
   python3 "$here/thread_cpu.py" snapshot "$pid" > "$work/after.json"
   python3 "$here/thread_cpu.py" diff "$work/before.json" "$work/after.json" $((c * j * p)) "$wall" > "$out/$tag.cpu.md"
   kill "$pid"; wait "$pid" 2>/dev/null || true
