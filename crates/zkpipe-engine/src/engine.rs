@@ -40,7 +40,7 @@ use crate::stages::{
     synthesize::Synthesize,
     tail::Tail,
 };
-use crate::submit::{Submission, SubmitRequest, Submitted};
+use crate::submit::{StreamPlan, Submission, SubmitRequest, Submitted};
 use crate::threads::{spawn, workers, StagePools};
 use crate::trace::Tracer;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -399,5 +399,15 @@ impl Engine {
             let _ = t.join();
         }
         i.buffers.shutdown();
+    }
+}
+
+impl Engine {
+    /// Checks what a streamed job declares before its witnesses arrive: the engine
+    /// accepts jobs, the key exists and fits, the partition count is within the limit.
+    /// The plan then checks each witness's first bytes ([`StreamPlan::check_start`]);
+    /// the whole job is submitted with [`Engine::submit`] once every byte arrived.
+    pub fn plan_stream(&self, key_id: &str, sizes: &[u64]) -> Result<StreamPlan, EngineError> {
+        self.inner.submission.plan(key_id, sizes)
     }
 }

@@ -6,14 +6,13 @@
 //! stage hands claimed partitions back here to be queued.
 //!
 //! A job streamed in chunks is checked twice: its header before any witness byte arrives
-//! ([`Engine::plan_stream`]: key, partition count, memory) and each witness's own header as
+//! ([`crate::Engine::plan_stream`]: key, partition count, memory) and each witness's own header as
 //! soon as its first bytes do ([`StreamPlan::check_start`]: curve, length), so that a
 //! wrong request is refused before its gigabytes cross the network; the whole request is
 //! then submitted as any other.
 
 use crate::curves::{curve, AtReduce, Partition, PartitionBuffers};
 use crate::devices::Device;
-use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::job::{JobId, Priority};
 use crate::job_store::{
@@ -114,8 +113,8 @@ impl Submission {
         }
     }
 
-    /// Checks a streamed job's header (see [`Engine::plan_stream`]); counts a refusal.
-    fn plan(&self, key_id: &str, sizes: &[u64]) -> Result<StreamPlan, EngineError> {
+    /// Checks a streamed job's header (see [`crate::Engine::plan_stream`]); counts a refusal.
+    pub(crate) fn plan(&self, key_id: &str, sizes: &[u64]) -> Result<StreamPlan, EngineError> {
         let r = self.plan_checked(key_id, sizes);
         if let Err(e) = &r {
             self.metrics.rejected.with_label_values(&[e.kind()]).inc();
@@ -413,17 +412,7 @@ impl Submission {
     }
 }
 
-impl Engine {
-    /// Checks what a streamed job declares before its witnesses arrive: the engine
-    /// accepts jobs, the key exists and fits, the partition count is within the limit.
-    /// The plan then checks each witness's first bytes ([`StreamPlan::check_start`]);
-    /// the whole job is submitted with [`Engine::submit`] once every byte arrived.
-    pub fn plan_stream(&self, key_id: &str, sizes: &[u64]) -> Result<StreamPlan, EngineError> {
-        self.inner.submission.plan(key_id, sizes)
-    }
-}
-
-/// A streamed job whose header passed [`Engine::plan_stream`]: its key's curve and
+/// A streamed job whose header passed [`crate::Engine::plan_stream`]: its key's curve and
 /// witness length, to check each witness by its first bytes.
 #[derive(Debug, Clone)]
 pub struct StreamPlan {
