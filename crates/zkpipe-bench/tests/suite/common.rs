@@ -79,3 +79,24 @@ pub fn assert_one_line_error(o: &Output, needles: &[&str]) {
         assert!(err.contains(n), "error {err:?} should mention {n:?}");
     }
 }
+
+/// A folder with `keys/bn254-multi.zkey` and a `zkpipe.toml` serving it, trusted, with
+/// `config` appended (the stages' workers and threads, other settings); the folder, the
+/// config's path and the key's witness.
+pub fn serving_folder(config: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("keys")).unwrap();
+    let from = key_fixture("bn254-multi");
+    std::fs::copy(
+        from.join("circuit.zkey"),
+        dir.path().join("keys/bn254-multi.zkey"),
+    )
+    .unwrap();
+    let cfg = dir.path().join("zkpipe.toml");
+    std::fs::write(
+        &cfg,
+        format!("[keys]\ndir = \"keys\"\nchecks = \"trusted\"\n{config}"),
+    )
+    .unwrap();
+    (dir, cfg, from.join("witness.wtns"))
+}

@@ -11,23 +11,10 @@ use std::process::{Child, Command, Stdio};
 
 /// A folder with `keys/bn254-multi.zkey` and a small CPU config serving it.
 fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("keys")).unwrap();
-    let from = key_fixture("bn254-multi");
-    std::fs::copy(
-        from.join("circuit.zkey"),
-        dir.path().join("keys/bn254-multi.zkey"),
-    )
-    .unwrap();
-    let cfg = dir.path().join("zkpipe.toml");
-    std::fs::write(
-        &cfg,
-        "[keys]\ndir = \"keys\"\nchecks = \"trusted\"\n\
-         [reduce]\nworkers = 1\nthreads = 1\n[device]\nworkers = 1\nthreads = 1\n\
+    serving_folder(
+        "[reduce]\nworkers = 1\nthreads = 1\n[device]\nworkers = 1\nthreads = 1\n\
          [tail]\nworkers = 1\nthreads = 1\n",
     )
-    .unwrap();
-    (dir, cfg, from.join("witness.wtns"))
 }
 
 /// A `zkpipe serve` on loopback ports, killed on drop.

@@ -9,25 +9,10 @@ use std::path::{Path, PathBuf};
 
 /// A folder with `keys/bn254-multi.zkey` and a zkpipe.toml serving it (plus `extra`).
 fn setup(extra: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("keys")).unwrap();
-    let from = key_fixture("bn254-multi");
-    std::fs::copy(
-        from.join("circuit.zkey"),
-        dir.path().join("keys/bn254-multi.zkey"),
-    )
-    .unwrap();
-    let cfg = dir.path().join("zkpipe.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "[keys]\ndir = \"keys\"\nchecks = \"trusted\"\n\
-             [reduce]\nworkers = 2\nthreads = 2\n[device]\nworkers = 2\nthreads = 2\n\
-             [tail]\nworkers = 2\nthreads = 1\n{extra}"
-        ),
-    )
-    .unwrap();
-    (dir, cfg, from.join("witness.wtns"))
+    serving_folder(&format!(
+        "[reduce]\nworkers = 2\nthreads = 2\n[device]\nworkers = 2\nthreads = 2\n\
+         [tail]\nworkers = 2\nthreads = 1\n{extra}"
+    ))
 }
 
 /// `zkpipe-bench sweep` of bn254-multi with two variants without settings, c = 1,2; its
