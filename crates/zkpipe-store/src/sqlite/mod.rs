@@ -4,8 +4,8 @@
 //! written, not yet synced), then the writer syncs the WAL file outside the connection's
 //! lock, and one sync covers every commit made before it, so writers that commit at the
 //! same time share it. Accepts are grouped before that: one transaction records every job
-//! that queued while the previous group was being recorded, after one sync round of their
-//! spilled witnesses. With `synchronous = FULL` each commit synced on its own, under the
+//! that queued while the previous group was being recorded, their spilled witnesses synced
+//! by their submitters already. With `synchronous = FULL` each commit synced on its own, under the
 //! lock: one accept and one result a job, two syncs back to back, held the daemon at
 //! 270–330 jobs/s of a 2^14 key on one GPU machine, 470–580 with the state directory in
 //! memory (lab/experiments/022-montgomery-witness-and-group-commit.md). A checkpoint
@@ -94,13 +94,13 @@ pub struct SqliteStore {
     committed: AtomicU64,
     /// Jobs queued for the next group (`commit.rs`).
     intake: Mutex<Vec<Arc<commit::Pending>>>,
-    /// Held by a group's leader while it syncs the group's files and records it.
+    /// Held by a group's leader while it records the group.
     grouping: Mutex<()>,
     /// Groups recorded so far (for tests).
     groups: AtomicU64,
-    /// Sync rounds of groups' spilled witnesses so far (for tests).
+    /// Sync rounds of spilled witnesses so far, one per job with any (for tests).
     file_syncs: AtomicU64,
-    /// Tests: the next groups' file syncs fail.
+    /// Tests: syncs of spilled witnesses fail.
     #[cfg(test)]
     fail_file_sync: std::sync::atomic::AtomicBool,
     /// Tests: WAL syncs fail.

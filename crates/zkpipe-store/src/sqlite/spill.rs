@@ -1,6 +1,6 @@
 //! The SQLite store's spilled witnesses: a witness above the inline limit is a file of its
-//! own in `witnesses/`, written by its submitter and synced before the row naming it
-//! commits (with its group's files, `commit.rs`). That keeps a
+//! own in `witnesses/`, written and synced by its submitter before its job queues for the
+//! commit that names it (`commit.rs`). That keeps a
 //! big job's gigabytes out of the single writer's transaction: measured on the GPU
 //! machine, 1.28 GB of witnesses written inside it held every result write (and so the
 //! device stage behind the tail) for 4–5 s per job
@@ -70,28 +70,35 @@ impl SqliteStore {
             let mut f = private::new_file(&self.spill_dir.join(name))?;
             f.write_all(w)
         };
-        // A few writers at once: one stream rarely fills a fast disk.
+        // A few writers at once: one stream rarely fills a fast disk. One file (a job of
+        // one partition) is written on the calling thread.
         let todo: Vec<_> = names.iter().zip(witnesses).collect();
-        let results: Vec<std::io::Result<()>> = std::thread::scope(|s| {
-            let handles: Vec<_> = todo
-                .chunks(todo.len().div_ceil(4))
-                .map(|chunk| {
-                    s.spawn(move || {
-                        chunk
-                            .iter()
-                            .filter_map(|(n, w)| n.as_ref().map(|n| write(n, w)))
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| vec![Err(std::io::Error::other("writer panicked"))])
-                })
+        let results: Vec<std::io::Result<()>> = if todo.len() == 1 {
+            todo.iter()
+                .filter_map(|(n, w)| n.as_ref().map(|n| write(n, w)))
                 .collect()
-        });
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = todo
+                    .chunks(todo.len().div_ceil(4))
+                    .map(|chunk| {
+                        s.spawn(move || {
+                            chunk
+                                .iter()
+                                .filter_map(|(n, w)| n.as_ref().map(|n| write(n, w)))
+                                .collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .flat_map(|h| {
+                        h.join()
+                            .unwrap_or_else(|_| vec![Err(std::io::Error::other("writer panicked"))])
+                    })
+                    .collect()
+            })
+        };
         let written = results.into_iter().collect::<std::io::Result<()>>();
         if let Err(e) = written {
             self.remove_files(names.iter().flatten());
@@ -105,22 +112,33 @@ impl SqliteStore {
 
     /// Syncs spilled files (a few at once: each sync waits for the disk, and concurrent
     /// ones share the filesystem's journal commits), then their folder's entries once.
+    /// One file (a job of one partition) is synced on the calling thread.
     pub(super) fn sync_files(&self, names: &[&String]) -> std::io::Result<()> {
         if names.is_empty() {
             return Ok(());
         }
+        #[cfg(test)]
+        if self.fail_file_sync.load(Ordering::SeqCst) {
+            return Err(std::io::Error::other("injected failure"));
+        }
         let sync = |n: &String| std::fs::File::open(self.spill_dir.join(n))?.sync_data();
-        std::thread::scope(|s| {
-            let handles: Vec<_> = names
-                .chunks(names.len().div_ceil(SYNC_THREADS))
-                .map(|chunk| s.spawn(move || chunk.iter().try_for_each(|&n| sync(n))))
-                .collect();
-            handles.into_iter().try_for_each(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(std::io::Error::other("a sync panicked")))
-            })
-        })?;
-        std::fs::File::open(&self.spill_dir)?.sync_all()
+        if let [one] = names {
+            sync(one)?;
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = names
+                    .chunks(names.len().div_ceil(SYNC_THREADS))
+                    .map(|chunk| s.spawn(move || chunk.iter().try_for_each(|&n| sync(n))))
+                    .collect();
+                handles.into_iter().try_for_each(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(std::io::Error::other("a sync panicked")))
+                })
+            })?;
+        }
+        std::fs::File::open(&self.spill_dir)?.sync_all()?;
+        self.file_syncs.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Removes spilled files (best effort: a leftover is removed at the next open).

@@ -2,7 +2,7 @@
 //! transaction, `commit.rs`), a partition's proof, a job's end, reading everything back at start, and
 //! forgetting what ended long ago.
 
-use super::commit::{GroupError, Pending, GROUP_SYNC_MAX};
+use super::commit::{GroupError, Pending};
 use super::retention::{bytes_of, Ended};
 use super::SqliteStore;
 use crate::columns::{self, from_unix_ms, timings_from, timings_text, unix_ms};
@@ -128,26 +128,16 @@ impl JobStore for SqliteStore {
     }
 
     fn accept_unsynced(&self, job: &NewJob<'_>) -> Result<(Accepted, u64), StoreError> {
-        // Big witnesses are written before the lock is taken, in parallel with other
-        // accepts, so that result writes (other jobs' partitions) never wait behind them;
-        // their group syncs them (`commit.rs`), unless they are big enough to sync alone.
+        // Big witnesses are written and synced before the job queues, in parallel with
+        // other accepts, so that result writes (other jobs' partitions) never wait
+        // behind them and a group's leader has only rows to record (`commit.rs`).
         let files = self.spill(&job.witnesses)?;
-        let spilled: u64 = job
-            .witnesses
-            .iter()
-            .zip(&files)
-            .filter(|(_, f)| f.is_some())
-            .map(|(w, _)| w.len() as u64)
-            .sum();
-        let alone = spilled > GROUP_SYNC_MAX;
-        if alone {
-            let names: Vec<&String> = files.iter().flatten().collect();
-            if let Err(e) = self.sync_files(&names) {
-                self.remove_files(names);
-                return Err(self.err(format!("syncing witness files: {e}")));
-            }
+        let names: Vec<&String> = files.iter().flatten().collect();
+        if let Err(e) = self.sync_files(&names) {
+            self.remove_files(names);
+            return Err(self.err(format!("syncing witness files: {e}")));
         }
-        let pending = Arc::new(Pending::new(job, files, spilled > 0 && !alone));
+        let pending = Arc::new(Pending::new(job, files));
         match self.join_group(Arc::clone(&pending)) {
             Ok(recorded @ (Accepted::New(_), _)) => Ok(recorded),
             Ok(existing) => {

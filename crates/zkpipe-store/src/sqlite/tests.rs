@@ -303,8 +303,8 @@ fn the_checkpoint_interval_is_an_option() {
 
 /// Accepts that queue while a group is being recorded are the next group: eight accepts
 /// of spilled witnesses made while the test holds the group lock (as a leader recording
-/// would) are recorded in one transaction after one sync round of their files, covered by
-/// one WAL sync, and every one is there, witness and all, after reopening.
+/// would) each sync their own files before they queue, are recorded in one transaction,
+/// covered by one WAL sync, and every one is there, witness and all, after reopening.
 #[test]
 fn accepts_queued_behind_a_group_are_recorded_and_synced_together() {
     let dir = tempfile::tempdir().unwrap();
@@ -334,8 +334,8 @@ fn accepts_queued_behind_a_group_are_recorded_and_synced_together() {
     );
     assert_eq!(
         count(&s.file_syncs),
-        file_syncs + 1,
-        "one sync round of their files"
+        file_syncs + 8,
+        "each job synced its own files"
     );
     assert_eq!(count(&s.syncs), syncs + 1, "one WAL sync for the eight");
     ids.sort_by_key(|a| match a {
@@ -496,8 +496,8 @@ fn a_group_whose_leader_stops_acknowledges_none_of_its_jobs() {
     assert_eq!(found, big);
 }
 
-/// A group's witness files are synced before the commit that names them: when their
-/// sync fails, the jobs are not recorded and their files are removed.
+/// A job's witness files are synced before the commit that names them: when their sync
+/// fails, the job is not recorded and its files are removed.
 #[test]
 fn witness_files_that_cannot_be_synced_leave_no_record() {
     let dir = tempfile::tempdir().unwrap();
