@@ -5,7 +5,7 @@ use crate::error::Error;
 use crate::key::CompiledKey;
 use ark_ff::PrimeField;
 use rayon::prelude::*;
-use zkpipe_formats::wtns::Wtns;
+use zkpipe_formats::wtns::{Wtns, WtnsView};
 
 /// Witnesses from this size on raise the bandwidth throttle while they are converted.
 const LARGE_WITNESS_BYTES: usize = 16 << 20;
@@ -35,6 +35,11 @@ impl<F: PrimeField> Witness<F> {
     /// that convert many witnesses at once (the daemon's request threads): a witness of
     /// fewer than two tasks' worth is converted on the calling thread.
     pub fn from_wtns(wtns: &Wtns) -> Result<Self, Error> {
+        Self::convert(wtns.as_view(), VALUES_PER_TASK)
+    }
+
+    /// Converts as [`Self::from_wtns`] does, from a witness that borrows its values.
+    pub fn from_view(wtns: WtnsView<'_>) -> Result<Self, Error> {
         Self::convert(wtns, VALUES_PER_TASK)
     }
 
@@ -44,7 +49,7 @@ impl<F: PrimeField> Witness<F> {
     /// other curve is named as such, not as out-of-range values.
     pub fn for_curve<E: Curve<ScalarField = F>>(wtns: &Wtns) -> Result<Self, Error> {
         check_curve::<E>(wtns)?;
-        Self::convert(wtns, ONE_SHOT_VALUES_PER_TASK)
+        Self::convert(wtns.as_view(), ONE_SHOT_VALUES_PER_TASK)
     }
 
     /// Checks that this witness has a value for each of `key`'s nVars signals.
@@ -60,12 +65,12 @@ impl<F: PrimeField> Witness<F> {
     ) -> Result<Self, Error> {
         check_curve::<E>(wtns)?;
         check_len(wtns.n_witness as usize, key)?;
-        Self::convert(wtns, ONE_SHOT_VALUES_PER_TASK)
+        Self::convert(wtns.as_view(), ONE_SHOT_VALUES_PER_TASK)
     }
 
     /// The values of `wtns`, in tasks of `per_task` values (on the calling thread when
     /// there are fewer than two tasks' worth).
-    fn convert(wtns: &Wtns, per_task: usize) -> Result<Self, Error> {
+    fn convert(wtns: WtnsView<'_>, per_task: usize) -> Result<Self, Error> {
         // A large witness's conversion is a bandwidth burst of its own.
         let _burst = (wtns.values.len() >= LARGE_WITNESS_BYTES).then(crate::throttle::burst);
         let n8 = wtns.curve.n8r();

@@ -12,7 +12,7 @@ use zkpipe_core::device::{bind, BindCurve, BindOptions, BoundKey, Caps, Devices}
 use zkpipe_core::key_cache::{compile_checked, CheckedKeys};
 use zkpipe_core::stages::ReduceOn;
 use zkpipe_core::{Bls12_381, Bn254, CompiledKey, Error as CoreError, PointChecks, Witness};
-use zkpipe_formats::wtns::Wtns;
+use zkpipe_formats::wtns::WtnsView;
 use zkpipe_formats::zkey::ZkeyFile;
 use zkpipe_formats::CurveId;
 
@@ -162,7 +162,7 @@ pub(crate) trait CurveKind: Send + Sync {
     /// A partition from a parsed witness (its curve checked by the caller).
     fn partition(
         &self,
-        wtns: &Wtns,
+        wtns: WtnsView<'_>,
         buffers: &PartitionBuffers,
     ) -> Result<Partition<AtReduce>, CoreError>;
 
@@ -198,10 +198,10 @@ impl<E: EngineCurve> CurveKind for Kind<E> {
 
     fn partition(
         &self,
-        wtns: &Wtns,
+        wtns: WtnsView<'_>,
         buffers: &PartitionBuffers,
     ) -> Result<Partition<AtReduce>, CoreError> {
-        let witness = Witness::from_wtns(wtns)?;
+        let witness = Witness::from_view(wtns)?;
         let buffers = Arc::clone(E::buffers(buffers));
         Ok(E::wrap::<AtReduce>(WitnessPart::new(witness, buffers)))
     }

@@ -9,6 +9,20 @@ use std::path::Path;
 const HEADER: u32 = 1;
 const VALUES: u32 = 2;
 
+/// A parsed witness that borrows its values from the bytes it was parsed from
+/// ([`Wtns::view`]): the daemon converts a 2^22 job's 1.28 GB of witnesses from the
+/// request's buffers without first copying them into a [`Wtns`] each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WtnsView<'a> {
+    /// The curve whose scalar field the values live in.
+    pub curve: CurveId,
+    /// Number of values.
+    pub n_witness: u32,
+    /// nWitness values of n8r bytes each, little-endian, standard form, each below the
+    /// field's modulus.
+    pub values: &'a [u8],
+}
+
 /// A witness: the values of every signal, in signal order (index 0 is the constant 1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wtns {
@@ -68,6 +82,16 @@ impl Wtns {
 
     /// Parses a witness from bytes.
     pub fn parse(bytes: &[u8]) -> Result<Self, ErrorKind> {
+        let v = Self::view(bytes)?;
+        Ok(Self {
+            curve: v.curve,
+            n_witness: v.n_witness,
+            values: v.values.to_vec(),
+        })
+    }
+
+    /// Parses and checks a `.wtns` as [`Self::parse`] does, without copying its values.
+    pub fn view(bytes: &[u8]) -> Result<WtnsView<'_>, ErrorKind> {
         let c = Container::parse(bytes, "wtns", 2..=2, "2")?;
         let header = c.unique(HEADER, "header")?;
         let mut r = Reader::new(&bytes[..header.end], header.start, "wtns header");
@@ -100,11 +124,20 @@ impl Wtns {
                 });
             }
         }
-        Ok(Self {
+        Ok(WtnsView {
             curve,
             n_witness,
-            values: bytes[values].to_vec(),
+            values: &bytes[values],
         })
+    }
+
+    /// This witness as a [`WtnsView`].
+    pub fn as_view(&self) -> WtnsView<'_> {
+        WtnsView {
+            curve: self.curve,
+            n_witness: self.n_witness,
+            values: &self.values,
+        }
     }
 
     /// How many values are 0, 1, small, small negatives (r − x) or full-width: what the
@@ -177,6 +210,9 @@ mod tests {
         for c in CurveId::ALL {
             let w = sample(c);
             assert_eq!(Wtns::parse(&w.to_bytes()).unwrap(), w);
+            // The view borrows the same values the parse copies.
+            let bytes = w.to_bytes();
+            assert_eq!(Wtns::view(&bytes).unwrap(), w.as_view());
         }
     }
 
@@ -186,6 +222,10 @@ mod tests {
         w.values[64..96].copy_from_slice(&CurveId::Bn254.r_le());
         assert!(matches!(
             Wtns::parse(&w.to_bytes()),
+            Err(ErrorKind::InvalidRecord { index: 2, .. })
+        ));
+        assert!(matches!(
+            Wtns::view(&w.to_bytes()),
             Err(ErrorKind::InvalidRecord { index: 2, .. })
         ));
         let mut w = sample(CurveId::Bn254);

@@ -56,7 +56,7 @@ impl Synthesize {
             let data = made.and_then(|wtns| {
                 let (meta, buffers) = (lease.meta(), &self.buffers);
                 self.pool
-                    .install(|| witness_partition(meta, ticket.index, &wtns, buffers))
+                    .install(|| witness_partition(meta, ticket.index, wtns.as_view(), buffers))
             });
             let end = Instant::now();
             ticket.trace.span(Stage::Synthesize, start, end);

@@ -268,6 +268,15 @@ fn cancel_idempotency_and_bad_input() {
     let mut r = request("bn254-poseidon", 1, Priority::Normal);
     r.witnesses = vec![b"wtns but not really".to_vec()];
     assert!(matches!(err(r), EngineError::MalformedWitness { .. }));
+    // A job's partitions are parsed side by side; the first bad one in partition order
+    // is named, whichever finished first.
+    let mut r = request("bn254-poseidon", 4, Priority::Normal);
+    r.witnesses[1] = b"wtns but not really".to_vec();
+    r.witnesses[3] = witness("bls-poseidon");
+    assert!(matches!(
+        err(r),
+        EngineError::MalformedWitness { partition: 1, .. }
+    ));
     let mut r = request("bn254-poseidon", 1, Priority::Normal);
     r.witnesses = vec![witness("bls-poseidon")];
     assert!(matches!(err(r), EngineError::WrongCurve { .. }));
