@@ -27,7 +27,8 @@ pub const STREAM_CHUNK_BYTES: usize = 4 << 20;
 /// Messages the reader may run ahead of the connection.
 const CHUNKS_AHEAD: usize = 2;
 /// A job whose witnesses together exceed this goes by `SubmitProofStream` in
-/// `zkpipe submit`: below it one message costs less than a stream.
+/// `zkpipe submit` and the lab's load tools ([`StreamMode::Auto`]): below it one message
+/// costs less than a stream.
 pub const STREAM_ABOVE_BYTES: u64 = 4 << 20;
 
 /// One partition's witness (or circuit inputs) to stream: its size, declared in the
@@ -97,15 +98,52 @@ impl From<tonic::Status> for UploadError {
     }
 }
 
+/// How a job's witnesses travel: `--stream` of `zkpipe submit` and of the lab's load tools.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StreamMode {
+    /// By stream above [`STREAM_ABOVE_BYTES`] in total, else as one message.
+    #[default]
+    Auto,
+    /// By stream, whatever their size.
+    Always,
+    /// As one message, which the daemon's `server.max_request_bytes` bounds.
+    Never,
+}
+
+impl StreamMode {
+    /// Whether a job whose witnesses have these sizes goes by stream. One with an empty
+    /// witness goes as one message, whose reading names the problem.
+    pub fn streams(self, sizes: &[u64]) -> bool {
+        let large = sizes.iter().sum::<u64>() > STREAM_ABOVE_BYTES;
+        !sizes.contains(&0)
+            && match self {
+                Self::Auto => large,
+                Self::Always => true,
+                Self::Never => false,
+            }
+    }
+}
+
 /// Submits a job through `SubmitProofStream`: `header` with each source's size in
 /// `witness_sizes` (what the caller put there is replaced), then every source's bytes in
 /// order. A source that fails or ends early breaks the stream, so the daemon keeps nothing
 /// of the job; that read error is what this returns.
 pub async fn submit_streamed(
     client: &mut Client,
-    mut header: pb::SubmitProofHeader,
+    header: pb::SubmitProofHeader,
     sources: Vec<WitnessSource>,
 ) -> Result<pb::SubmitProofResponse, UploadError> {
+    submit_streamed_response(client, header, sources)
+        .await
+        .map(tonic::Response::into_inner)
+}
+
+/// [`submit_streamed`], with the reply's metadata (the daemon's `server-timing`).
+pub async fn submit_streamed_response(
+    client: &mut Client,
+    mut header: pb::SubmitProofHeader,
+    sources: Vec<WitnessSource>,
+) -> Result<tonic::Response<pb::SubmitProofResponse>, UploadError> {
     header.witness_sizes = sources.iter().map(|s| s.size).collect();
     let (tx, rx) = mpsc::channel(CHUNKS_AHEAD);
     let first = pb::SubmitProofChunk {
@@ -130,10 +168,7 @@ pub async fn submit_streamed(
             }
         }
     });
-    let call = client
-        .submit_proof_stream(ReceiverStream::new(rx))
-        .await
-        .map(tonic::Response::into_inner);
+    let call = client.submit_proof_stream(ReceiverStream::new(rx)).await;
     // Accepted: every byte was sent and the reader is done. Refused: the reader may still
     // wait to send, until the call's end drops the stream; it is not waited for.
     if call.is_ok() {
@@ -206,6 +241,17 @@ pub fn file_sizes(paths: &[PathBuf]) -> Option<Vec<u64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auto_streams_above_the_threshold_and_no_mode_streams_an_empty_witness() {
+        let big = STREAM_ABOVE_BYTES;
+        assert!(!StreamMode::Auto.streams(&[big]));
+        assert!(StreamMode::Auto.streams(&[big, 1]));
+        assert!(StreamMode::Always.streams(&[1]));
+        assert!(!StreamMode::Never.streams(&[big, big]));
+        assert!(!StreamMode::Always.streams(&[big, 0]));
+        assert!(!StreamMode::Auto.streams(&[big, big, 0]));
+    }
 
     #[test]
     fn a_source_is_sent_in_chunks_and_a_short_one_is_an_error() {

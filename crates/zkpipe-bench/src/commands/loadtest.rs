@@ -3,16 +3,22 @@
 //! as a fleet's users spread over its daemons). Reports seconds per proof, proofs per
 //! second, job latency percentiles, device busy fraction over the run (from each daemon's
 //! lock-held time) and the daemons' peak RSS, in total and per address. The run itself is
-//! [`run_load`], which `sweep` runs once per cell.
+//! [`run_load`], which `sweep` runs once per cell. Jobs above 4 MiB of witnesses are
+//! streamed (`--stream`, as `zkpipe submit` does; [`send`]).
+
+mod send;
 
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use zkpipe_cli::client::{connect, duration, rpc, runtime, state_name, Client, ServerArg};
 use zkpipe_engine::Priority;
-use zkpipe_server::{pb, server_timing};
+use zkpipe_server::pb;
+
+pub use send::Stream;
 
 /// Arguments of `loadtest`.
 #[derive(clap::Args)]
@@ -51,6 +57,11 @@ pub struct Args {
     /// shared by all.
     #[arg(long, value_enum, default_value_t = Connections::PerClient)]
     connections: Connections,
+    /// How each job travels: auto streams jobs above 4 MiB of witnesses in chunks
+    /// (SubmitProofStream, then AwaitProof), always streams every job, never sends each
+    /// as one Prove message (the daemon's server.max_request_bytes bounds it).
+    #[arg(long, value_enum, default_value_t = Stream::Auto)]
+    stream: Stream,
     /// Write the daemon's waterfall of this run (Chrome-trace JSON) here (`-`: stdout;
     /// one daemon only).
     #[arg(long)]
@@ -84,8 +95,9 @@ pub struct Summary {
     /// Latency of the completed jobs (Prove call to reply).
     pub job_latency_ms: Percentiles,
     /// The daemon's parts of that latency (its `server-timing` reply metadata: receive,
-    /// accept, prove, wake), and `outside`: the latency less those parts (the request's
-    /// send before its headers arrived, the reply's return, this client's scheduling).
+    /// accept, prove, wake; a streamed job's: receive of both its calls, upload, accept,
+    /// wait, wake), and `outside`: the latency less those parts (the request's send before
+    /// its headers arrived, the reply's return, this client's scheduling).
     pub server_timing_ms: BTreeMap<String, Percentiles>,
     /// Partitions per device pass over the run, all devices (the daemon's
     /// `zkpipe_device_batch_size` histogram); none if no pass ran.
@@ -200,8 +212,9 @@ fn metric(text: &str, name: &str) -> Vec<(String, f64)> {
 pub struct Load {
     /// The key id.
     pub key: String,
-    /// A witness (.wtns) or circuit inputs (input.json), as the daemon takes them.
-    pub witness: Vec<u8>,
+    /// A witness (.wtns) or circuit inputs (input.json), as the daemon takes them; one
+    /// copy that every client reads.
+    pub witness: Arc<[u8]>,
     /// Concurrent clients.
     pub clients: usize,
     /// Jobs per client.
@@ -215,6 +228,8 @@ pub struct Load {
     /// Whether each client opens its own connection to its daemon, or all the clients of
     /// a daemon share the caller's connection to it.
     pub own_connections: bool,
+    /// How each job travels.
+    pub stream: Stream,
 }
 
 /// A daemon a load run's clients reach: its address (with the token) and the caller's
@@ -276,46 +291,43 @@ async fn metrics_text(c: &Client) -> Result<String> {
 /// line per failure.
 async fn client_jobs(mut c: Client, address: usize, load: Load) -> (Vec<JobRecord>, Vec<String>) {
     let prio = zkpipe_server::protocol::priority_to_wire(load.priority) as i32;
-    let timeout_ms = load.timeout.as_millis() as u64;
     let mut done = Vec::new();
     let mut failed = Vec::new();
     for _ in 0..load.jobs {
         let t0 = Instant::now();
-        let r = c
-            .prove(pb::ProveRequest {
-                submit: Some(pb::SubmitProofRequest {
-                    key_id: load.key.clone(),
-                    witnesses: vec![load.witness.clone(); load.partitions],
-                    priority: prio,
-                    request_id: String::new(),
-                }),
-                timeout_ms,
-            })
-            .await;
+        let r = send::prove(
+            &mut c,
+            &load.key,
+            &load.witness,
+            load.partitions,
+            prio,
+            load.timeout,
+            load.stream,
+        )
+        .await;
         match r {
-            Ok(r) if r.get_ref().state == pb::JobState::Done as i32 => {
+            Ok(r) if r.result.state == pb::JobState::Done as i32 => {
                 let latency_s = t0.elapsed().as_secs_f64();
-                let server_timing = server_timing::of_response(&r);
-                let r = r.into_inner();
                 done.push(JobRecord {
                     address,
-                    job_id: r.job_id,
+                    job_id: r.result.job_id,
                     latency_s,
                     device_ms: r
+                        .result
                         .proofs
                         .iter()
                         .map(|p| p.timings.map_or(0.0, |t| t.device_ms))
                         .collect(),
-                    server_timing,
+                    server_timing: r.server_timing,
                 });
             }
             Ok(r) => failed.push(format!(
                 "job {} {}: {}",
-                r.get_ref().job_id,
-                state_name(r.get_ref().state),
-                r.get_ref().error
+                r.result.job_id,
+                state_name(r.result.state),
+                r.result.error
             )),
-            Err(s) => failed.push(format!("{:?}: {}", s.code(), s.message())),
+            Err(line) => failed.push(line),
         }
     }
     (done, failed)
@@ -474,13 +486,14 @@ pub fn run(a: Args) -> Result<()> {
     let plan = zkpipe_cli::replace_outputs(&outputs, &[source])?;
     let load = Load {
         key: a.key.clone(),
-        witness: zkpipe_formats::files::read_input(source)?,
+        witness: zkpipe_formats::files::read_input(source)?.into(),
         clients: a.clients,
         jobs: a.jobs,
         partitions: a.partitions,
         priority: a.priority,
         timeout: a.timeout,
         own_connections: a.connections == Connections::PerClient,
+        stream: a.stream,
     };
     runtime()?.block_on(async {
         let mut endpoints = Vec::with_capacity(servers.len());

@@ -20,7 +20,7 @@ mod daemon;
 mod report;
 mod variant;
 
-use super::loadtest::{run_load, Connections, Endpoint, Load, LoadRun};
+use super::loadtest::{run_load, Connections, Endpoint, Load, LoadRun, Stream};
 use crate::instruments::kernel;
 use crate::instruments::waterfall::{analyse, filter_jobs};
 use anyhow::{anyhow, bail, Context, Result};
@@ -30,6 +30,7 @@ use report::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 use variant::{parse_concurrency, schedule, Concurrency, Variant};
 use zkpipe_cli::backend::BackendChoice;
@@ -107,6 +108,10 @@ pub struct Args {
     /// shared by all.
     #[arg(long, value_enum, default_value_t = Connections::PerClient)]
     connections: Connections,
+    /// How each job travels: auto streams jobs above 4 MiB of witnesses in chunks, always
+    /// streams every job, never sends each as one message (see loadtest --stream).
+    #[arg(long, value_enum, default_value_t = Stream::Auto)]
+    stream: Stream,
     /// Longest wait for one job (and for the key's preload).
     #[arg(long, default_value = "10m", value_parser = duration)]
     timeout: Duration,
@@ -165,13 +170,14 @@ impl OutDir {
 /// What every cell shares.
 struct Plan {
     key: String,
-    witness: Vec<u8>,
+    witness: Arc<[u8]>,
     clients: Vec<usize>,
     jobs: usize,
     partitions: usize,
     rounds: usize,
     timeout: Duration,
     connections: Connections,
+    stream: Stream,
 }
 
 impl Plan {
@@ -179,13 +185,14 @@ impl Plan {
     fn load(&self, clients: usize, jobs: usize) -> Load {
         Load {
             key: self.key.clone(),
-            witness: self.witness.clone(),
+            witness: Arc::clone(&self.witness),
             clients,
             jobs,
             partitions: self.partitions,
             priority: Priority::Normal,
             timeout: self.timeout,
             own_connections: self.connections == Connections::PerClient,
+            stream: self.stream,
         }
     }
 }
@@ -220,13 +227,14 @@ pub fn run(a: Args) -> Result<()> {
     };
     let plan = Plan {
         key: a.key.clone(),
-        witness: zkpipe_formats::files::read_input(source)?,
+        witness: zkpipe_formats::files::read_input(source)?.into(),
         clients: a.clients.0.clone(),
         jobs: a.jobs,
         partitions: a.partitions,
         rounds: a.rounds,
         timeout: a.timeout,
         connections: a.connections,
+        stream: a.stream,
     };
     let out = OutDir::prepare(&a.out)?;
     let serve = ServeCommand {
@@ -489,6 +497,7 @@ fn write_results(
         "rounds": plan.rounds,
         "gpus": a.gpus.as_ref().map(|g| &g.0),
         "connections": format!("{:?}", plan.connections),
+        "stream": plan.stream.to_possible_value().map(|v| v.get_name().to_string()),
         "variants": variants.iter().map(|v| serde_json::json!({
             "name": v.name,
             "settings": v.settings.iter().map(ToString::to_string).collect::<Vec<_>>(),

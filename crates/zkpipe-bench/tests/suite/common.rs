@@ -2,8 +2,9 @@
 //! one-line error checks.
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 
 /// The repository's `tests/fixtures` folder.
 pub fn fixtures() -> PathBuf {
@@ -99,4 +100,49 @@ pub fn serving_folder(config: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
     )
     .unwrap();
     (dir, cfg, from.join("witness.wtns"))
+}
+
+/// A `zkpipe serve` on loopback ports, killed on drop.
+pub struct Serve {
+    child: Child,
+    /// Its gRPC address, `http://127.0.0.1:PORT`.
+    pub grpc: String,
+}
+
+impl Serve {
+    /// Starts `zkpipe serve --backend cpu` from `cfg` with its state in `state`; returns
+    /// once it prints its addresses.
+    pub fn start(cfg: &Path, state: &Path) -> Self {
+        let mut child = Command::new(zkpipe_beside())
+            .args(["serve", "--backend", "cpu", "--grpc-listen", "127.0.0.1:0"])
+            .args(["--http-listen", "127.0.0.1:0", "--config"])
+            .arg(cfg)
+            .arg("--state-dir")
+            .arg(state)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let grpc = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("grpc="))
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_string();
+        Self {
+            child,
+            grpc: format!("http://{grpc}"),
+        }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

@@ -5,9 +5,8 @@
 //! the daemon's process, through a wrapper that records it).
 
 use crate::common::*;
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::Command;
 
 /// A folder with `keys/bn254-multi.zkey` and a small CPU config serving it.
 fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
@@ -15,48 +14,6 @@ fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
         "[reduce]\nworkers = 1\nthreads = 1\n[device]\nworkers = 1\nthreads = 1\n\
          [tail]\nworkers = 1\nthreads = 1\n",
     )
-}
-
-/// A `zkpipe serve` on loopback ports, killed on drop.
-struct Serve {
-    child: Child,
-    grpc: String,
-}
-
-impl Serve {
-    fn start(cfg: &Path, state: &Path) -> Self {
-        let mut child = Command::new(zkpipe_beside())
-            .args(["serve", "--backend", "cpu", "--grpc-listen", "127.0.0.1:0"])
-            .args(["--http-listen", "127.0.0.1:0", "--config"])
-            .arg(cfg)
-            .arg("--state-dir")
-            .arg(state)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let grpc = line
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("grpc="))
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_string();
-        Self {
-            child,
-            grpc: format!("http://{grpc}"),
-        }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[test]

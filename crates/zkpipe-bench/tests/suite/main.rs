@@ -6,4 +6,5 @@ mod bench;
 mod cli;
 mod common;
 mod fleet;
+mod stream;
 mod sweep;

@@ -1,13 +1,14 @@
 //! `zkpipe submit <key-id> <witness.wtns>... [--input input.json]...`: queue a job (one
 //! partition per witness or per set of circuit inputs) and print its id. Above
-//! [`STREAM_ABOVE_BYTES`] of files the job goes as a stream of chunks read from the files as
-//! they are sent (`SubmitProofStream`), so that neither end holds a whole message.
+//! [`STREAM_ABOVE_BYTES`](zkpipe_proto::upload::STREAM_ABOVE_BYTES) of files the job goes
+//! as a stream of chunks read from the files as they are sent (`SubmitProofStream`), so
+//! that neither end holds a whole message.
 
 use super::client::{connect, rpc, runtime, ServerArg};
 use anyhow::Result;
 use std::path::PathBuf;
 use zkpipe_proto::pb;
-use zkpipe_proto::upload::{file_sizes, STREAM_ABOVE_BYTES};
+use zkpipe_proto::upload::{file_sizes, StreamMode};
 use zkpipe_proto::{submit_streamed, UploadError, WitnessSource};
 
 /// Arguments of `submit`.
@@ -46,13 +47,22 @@ enum Stream {
     Never,
 }
 
+impl From<Stream> for StreamMode {
+    fn from(s: Stream) -> Self {
+        match s {
+            Stream::Auto => Self::Auto,
+            Stream::Always => Self::Always,
+            Stream::Never => Self::Never,
+        }
+    }
+}
+
 /// Runs `submit`.
 pub fn run(a: Args) -> Result<()> {
     let paths: Vec<PathBuf> = a.wtns.iter().chain(&a.input).cloned().collect();
-    if let Some(sizes) = file_sizes(&paths).filter(|_| a.stream != Stream::Never) {
-        // An empty file goes the unary way, whose reading names the problem.
-        let large = sizes.iter().sum::<u64>() > STREAM_ABOVE_BYTES;
-        if !sizes.contains(&0) && (large || a.stream == Stream::Always) {
+    // Files only: stdin and pipes are read whole.
+    if let Some(sizes) = file_sizes(&paths) {
+        if StreamMode::from(a.stream).streams(&sizes) {
             return streamed(&a, &paths);
         }
     }
