@@ -12,7 +12,7 @@
 #   small: 2^14, 1 partition, C clients (SMALL_C, default 64 per GPU) x SMALL_J jobs (default 40)
 #   big:   2^22, 10 partitions, BIG_C clients (default 16) x 2 jobs   (BIG=1 only)
 # Writes OUT_DIR/<label>-g<G>-<cell>-r<R>.{txt,json}, serve logs, and summary.txt (one
-# line per cell: proofs/s and the loadtest's first line).
+# line per cell: proofs/s and the loadtest's first line). SMALL=0 skips the small cells.
 set -euo pipefail
 out=${1:?output dir}
 bins=("$(realpath "${2:?bin A}")"); [ -n "${3:-}" ] && bins+=("$(realpath "$3")")
@@ -20,8 +20,14 @@ rounds=${4:-3}
 read -r -a gpus <<< "${5:-1 2}"
 read -r -a labels <<< "${6:-before after}"
 mkdir -p "$out"
-work=$(mktemp -d)
-trap 'pkill -f "zkpipe serve" 2>/dev/null || true; rm -rf "$work"' EXIT
+# WORK=DIR keeps the keys (and the rest) for the next call on the same machine.
+if [ -n "${WORK:-}" ]; then
+  work=$WORK; mkdir -p "$work"
+  trap 'pkill -f "zkpipe serve" 2>/dev/null || true' EXIT
+else
+  work=$(mktemp -d)
+  trap 'pkill -f "zkpipe serve" 2>/dev/null || true; rm -rf "$work"' EXIT
+fi
 # shellcheck source=../lib/harness.sh
 . "$(dirname "$0")/../lib/harness.sh"
 machine_info "$out/device.txt"
@@ -42,11 +48,13 @@ for r in $(seq "$rounds"); do
       pid=$!
       for _ in $(seq 300); do grep -q serving "$out/$label-g$g-r$r-serve.log" && break; sleep 0.2; done
       for k in "${sizes[@]}"; do "$bin/zkpipe" preload "k$k" > /dev/null; done
-      cell=$label-g$g-small-r$r
-      c=$(( ${SMALL_C:-64} * g ))
-      timeout 300 "$bin/zkpipe-bench" loadtest k14 "$work/w14.wtns" -c "$c" -j "${SMALL_J:-40}" -p 1 \
-        --json "$out/$cell.json" > "$out/$cell.txt" 2>&1 || echo "$cell: FAILED" >> "$summary"
-      echo "$cell c=$c: $(head -1 "$out/$cell.txt")" | tee -a "$summary"
+      if [ "${SMALL:-1}" = 1 ]; then
+        cell=$label-g$g-small-r$r
+        c=$(( ${SMALL_C:-64} * g ))
+        timeout 300 "$bin/zkpipe-bench" loadtest k14 "$work/w14.wtns" -c "$c" -j "${SMALL_J:-40}" -p 1 \
+          --json "$out/$cell.json" > "$out/$cell.txt" 2>&1 || echo "$cell: FAILED" >> "$summary"
+        echo "$cell c=$c: $(head -1 "$out/$cell.txt")" | tee -a "$summary"
+      fi
       if [ "${BIG:-0}" = 1 ]; then
         cell=$label-g$g-big-r$r
         timeout 300 "$bin/zkpipe-bench" loadtest k22 "$work/w22.wtns" -c "${BIG_C:-16}" -j 2 -p 10 \

@@ -19,6 +19,8 @@ dev_keys() { # ZKPIPE K...: BN254 dev keys of 2^K constraints, $work/keys/kK.zke
   local zkpipe=$1 k; shift
   mkdir -p "$work/keys"
   for k in "$@"; do
+    # Kept from an earlier call in the same work folder (WORK=...): the same seed.
+    [ -e "$work/keys/k$k.zkey" ] && [ -e "$work/w$k.wtns" ] && continue
     "$zkpipe" synth --domain "2^$k" --public 4 --seed 1 "$work/c$k.r1cs" "$work/w$k.wtns" 2>/dev/null
     "$zkpipe" setup --dev --seed 1 "$work/c$k.r1cs" "$work/keys/k$k.zkey" 2>/dev/null
   done

@@ -77,18 +77,23 @@ pub struct Tracer {
     epoch: Instant,
     capacity: usize,
     partitions: Mutex<VecDeque<PartitionTrace>>,
-    devices: Mutex<VecDeque<DeviceSpan>>,
+    /// One ring per device: a device records its spans with its gate held, and no
+    /// device waits for another's record.
+    devices: Vec<Mutex<VecDeque<DeviceSpan>>>,
     device_names: Vec<String>,
 }
 
 impl Tracer {
-    /// Keeps the last `capacity` partitions (and as many device spans).
+    /// Keeps the last `capacity` partitions (and as many spans of each device).
     pub fn new(capacity: usize, device_names: Vec<String>) -> Self {
         Self {
             epoch: Instant::now(),
             capacity,
             partitions: Mutex::new(VecDeque::new()),
-            devices: Mutex::new(VecDeque::new()),
+            devices: device_names
+                .iter()
+                .map(|_| Mutex::new(VecDeque::new()))
+                .collect(),
             device_names,
         }
     }
@@ -114,10 +119,11 @@ impl Tracer {
         start: Instant,
         end: Instant,
     ) {
-        if self.capacity == 0 {
+        // A device the tracer was not told of (none is) has no track to draw on.
+        let Some(ring) = self.devices.get(device).filter(|_| self.capacity > 0) else {
             return;
-        }
-        let mut q = self.devices.lock().unwrap_or_else(|e| e.into_inner());
+        };
+        let mut q = ring.lock().unwrap_or_else(|e| e.into_inner());
         if q.len() == self.capacity {
             q.pop_front();
         }
@@ -136,10 +142,9 @@ impl Tracer {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
-        self.devices
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        for ring in &self.devices {
+            ring.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        }
     }
 
     fn us(&self, t: Instant) -> f64 {
@@ -166,11 +171,11 @@ impl Tracer {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let devs = self
+        let devs: Vec<DeviceSpan> = self
             .devices
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+            .iter()
+            .flat_map(|ring| ring.lock().unwrap_or_else(|e| e.into_inner()).clone())
+            .collect();
         let mut events = Events::new(&mut out)?;
         events.put(
             json!({"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "partitions"}}),
@@ -311,7 +316,7 @@ mod tests {
                 );
             }
         }
-        for d in tr.devices.lock().unwrap().iter() {
+        for d in tr.devices.iter().flat_map(|r| r.lock().unwrap().clone()) {
             ev.push(json!({"ph": "X", "pid": 2, "tid": d.device, "name": format!("job {} part {}", d.job, d.index),
                 "cat": "device", "ts": tr.us(d.start), "dur": tr.us(d.end) - tr.us(d.start)}));
         }
