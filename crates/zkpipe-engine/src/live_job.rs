@@ -4,7 +4,7 @@
 
 use crate::job::{JobId, JobSnapshot, JobState, PartitionProof, Priority};
 use crate::job_store::retention::{result_bytes, Ledger};
-use crate::job_store::{Claim, JobStore, StoreError, StoredJob, StoredPartition};
+use crate::job_store::{Claim, DonePartition, JobStore, StoreError, StoredJob, StoredPartition};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
@@ -197,20 +197,105 @@ impl Job {
 
     /// Records a proved partition, in the store first; returns true when it was the
     /// last one (the job is done). A store failure is returned and nothing changes.
+    #[cfg(test)]
     pub fn partition_done(&self, index: usize, proof: PartitionProof) -> Result<bool, StoreError> {
-        let mut i = self.lock();
-        if i.state.is_final() || i.proofs.get(index).is_none_or(|p| p.is_some()) {
-            return Ok(false);
+        let mut out = Self::partitions_done(vec![(self, index, proof)]);
+        out.pop().unwrap_or(Ok(false))
+    }
+
+    /// Records proved partitions of any jobs (a tail batch's), each as one would alone:
+    /// in the store first, under its job's lock; each returns true when it was its job's
+    /// last. Those whose jobs share a store are recorded with one
+    /// [`JobStore::partitions_done`] (one transaction, one sync), one partition per job a
+    /// call so that a call knows which is a job's last. Outcomes in order.
+    pub fn partitions_done(
+        done: Vec<(&Job, usize, PartitionProof)>,
+    ) -> Vec<Result<bool, StoreError>> {
+        let mut out: Vec<Option<Result<bool, StoreError>>> = done.iter().map(|_| None).collect();
+        let (jobs, mut proofs): (Vec<(&Job, usize)>, Vec<Option<PartitionProof>>) = done
+            .into_iter()
+            .map(|(job, index, proof)| ((job, index), Some(proof)))
+            .unzip();
+        let mut left: Vec<usize> = (0..jobs.len()).collect();
+        while let Some(&first) = left.first() {
+            let store = &jobs[first].0.store;
+            let (mut call, mut rest) = (Vec::new(), Vec::new());
+            for i in left {
+                let job = jobs[i].0;
+                let taken = call.iter().any(|&c: &usize| std::ptr::eq(jobs[c].0, job));
+                if Arc::ptr_eq(&job.store, store) && !taken {
+                    call.push(i);
+                } else {
+                    rest.push(i);
+                }
+            }
+            Self::record_together(&jobs, &call, &mut proofs, &mut out);
+            left = rest;
         }
-        // Every change of `remaining` happens under the lock, so this is the last one.
-        let last = self.remaining.load(Ordering::Acquire) == 1;
-        self.store.partition_done(self.id, index, &proof, last)?;
-        i.proofs[index] = Some(proof);
-        self.remaining.fetch_sub(1, Ordering::AcqRel);
-        if last {
-            self.set(&mut i, JobState::Done);
+        out.into_iter().map(|o| o.unwrap_or(Ok(false))).collect()
+    }
+
+    /// One store call for partitions `call` of `jobs` (distinct jobs of one store), every
+    /// job's lock held across it (taken in address order, so two batches never wait on
+    /// each other); fills their `out`.
+    fn record_together(
+        jobs: &[(&Job, usize)],
+        call: &[usize],
+        proofs: &mut [Option<PartitionProof>],
+        out: &mut [Option<Result<bool, StoreError>>],
+    ) {
+        let Some(store) = call.first().map(|&i| Arc::clone(&jobs[i].0.store)) else {
+            return;
+        };
+        let mut order = call.to_vec();
+        order.sort_by_key(|&i| jobs[i].0 as *const Job as usize);
+        let mut guards: Vec<(usize, std::sync::MutexGuard<'_, Inner>)> =
+            order.iter().map(|&i| (i, jobs[i].0.lock())).collect();
+        // (guard, whether the job's last) of each partition to record.
+        let mut todo = Vec::new();
+        let mut items = Vec::new();
+        for (g, (i, inner)) in guards.iter().enumerate() {
+            let (job, index) = jobs[*i];
+            let proof = match &proofs[*i] {
+                Some(p)
+                    if !inner.state.is_final() && matches!(inner.proofs.get(index), Some(None)) =>
+                {
+                    p
+                }
+                _ => {
+                    out[*i] = Some(Ok(false));
+                    continue;
+                }
+            };
+            // Every change of `remaining` happens under the lock, so this is the last one.
+            let last = job.remaining.load(Ordering::Acquire) == 1;
+            todo.push((g, last));
+            items.push(DonePartition {
+                job: job.id,
+                index,
+                proof,
+                last,
+            });
         }
-        Ok(last)
+        let mut results = store.partitions_done(&items).into_iter();
+        drop(items);
+        for (g, last) in todo {
+            let (i, inner) = &mut guards[g];
+            let (job, index) = jobs[*i];
+            let r = results.next().unwrap_or_else(|| {
+                Err(StoreError::Config(
+                    "the store returned fewer outcomes than records".into(),
+                ))
+            });
+            out[*i] = Some(r.map(|()| {
+                inner.proofs[index] = proofs[*i].take();
+                job.remaining.fetch_sub(1, Ordering::AcqRel);
+                if last {
+                    job.set(inner, JobState::Done);
+                }
+                last
+            }));
+        }
     }
 
     /// Ends the job as `state` in the store, then here. A store failure is logged: the
