@@ -251,6 +251,8 @@ impl Job {
         order.sort_by_key(|&i| jobs[i].0 as *const Job as usize);
         let mut guards: Vec<(usize, std::sync::MutexGuard<'_, Inner>)> =
             order.iter().map(|&i| (i, jobs[i].0.lock())).collect();
+        // Recorded in the batch's order.
+        guards.sort_by_key(|(i, _)| *i);
         // (guard, whether the job's last) of each partition to record.
         let mut todo = Vec::new();
         let mut items = Vec::new();
@@ -409,5 +411,106 @@ impl Job {
         )
         .await;
         self.snapshot()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::ProofTimings;
+    use crate::job_store::{Accepted, Fingerprint, NewJob, Retention};
+
+    /// Records each batch it is given; refuses job 2's proofs.
+    #[derive(Default)]
+    struct Batches(Mutex<Vec<Vec<(JobId, usize, bool)>>>);
+
+    impl JobStore for Batches {
+        fn durable(&self) -> bool {
+            true
+        }
+        fn accept(&self, _job: &NewJob<'_>) -> Result<Accepted, StoreError> {
+            Ok(Accepted::New(1))
+        }
+        fn find_request(&self, _r: &str) -> Result<Option<(JobId, Fingerprint)>, StoreError> {
+            Ok(None)
+        }
+        fn partition_done(
+            &self,
+            job: JobId,
+            _index: usize,
+            _proof: &PartitionProof,
+            _last: bool,
+        ) -> Result<(), StoreError> {
+            match job {
+                2 => Err(StoreError::Config("refused".into())),
+                _ => Ok(()),
+            }
+        }
+        fn partitions_done(&self, done: &[DonePartition<'_>]) -> Vec<Result<(), StoreError>> {
+            let batch = done.iter().map(|d| (d.job, d.index, d.last)).collect();
+            self.0.lock().unwrap().push(batch);
+            done.iter()
+                .map(|d| self.partition_done(d.job, d.index, d.proof, d.last))
+                .collect()
+        }
+        fn finish(&self, _j: JobId, _s: JobState, _e: Option<&str>) -> Result<(), StoreError> {
+            Ok(())
+        }
+        fn recover(&self) -> Result<Vec<StoredJob>, StoreError> {
+            Ok(Vec::new())
+        }
+        fn forget_finished(&self, _retention: &Retention) -> Result<usize, StoreError> {
+            Ok(0)
+        }
+    }
+
+    fn proof() -> PartitionProof {
+        PartitionProof {
+            proof_json: "p".into(),
+            public_json: "[]".into(),
+            timings: ProofTimings::default(),
+        }
+    }
+
+    /// A batch with both partitions of job 1 records them in two store calls (so the
+    /// second knows it is the last), ends job 1 once; job 2's refused record fails alone,
+    /// at its place, and leaves job 2 as it was; job 3 is done.
+    #[test]
+    fn a_batch_records_each_job_once_per_call_and_a_refused_record_fails_alone() {
+        let store = Arc::new(Batches::default());
+        let dyn_store: Arc<dyn JobStore> = store.clone();
+        let job = |id, parts| {
+            Job::new(
+                id,
+                "k".into(),
+                Priority::Normal,
+                String::new(),
+                parts,
+                Arc::clone(&dyn_store),
+            )
+        };
+        let (a, b, c) = (job(1, 2), job(2, 1), job(3, 1));
+        let out = Job::partitions_done(vec![
+            (&a, 0, proof()),
+            (&b, 0, proof()),
+            (&a, 1, proof()),
+            (&c, 0, proof()),
+            (&c, 0, proof()),
+        ]);
+        let ok: Vec<Option<bool>> = out.iter().map(|r| r.as_ref().ok().copied()).collect();
+        assert_eq!(ok, [Some(false), None, Some(true), Some(true), Some(false)]);
+        assert!(matches!(&out[1], Err(StoreError::Config(m)) if m == "refused"));
+        let batches = store.0.lock().unwrap().clone();
+        assert_eq!(
+            batches,
+            [
+                vec![(1, 0, false), (2, 0, true), (3, 0, true)],
+                vec![(1, 1, true)]
+            ]
+        );
+        let (sa, sb, sc) = (a.snapshot(), b.snapshot(), c.snapshot());
+        assert_eq!((sa.state, sa.partitions_done), (JobState::Done, 2));
+        assert_eq!((sb.state, sb.partitions_done), (JobState::Queued, 0));
+        assert_eq!((sc.state, sc.partitions_done), (JobState::Done, 1));
     }
 }
