@@ -7,4 +7,5 @@ mod permissions;
 mod postgres;
 #[path = "../support/postgres.rs"]
 mod support;
+mod tail_record;
 mod throughput;
