@@ -12,7 +12,8 @@
 #   small: 2^14, 1 partition, C clients (SMALL_C, default 64 per GPU) x SMALL_J jobs (default 40)
 #   big:   2^22, 10 partitions, BIG_C clients (default 16) x 2 jobs   (BIG=1 only)
 # Writes OUT_DIR/<label>-g<G>-<cell>-r<R>.{txt,json}, serve logs, and summary.txt (one
-# line per cell: proofs/s and the loadtest's first line). SMALL=0 skips the small cells.
+# line per cell: proofs/s and the loadtest's first line). SMALL=0 skips the small cells;
+# TRACE=1 keeps each small cell's waterfall (<cell>.trace.json, lab/exp042/waterfall.py).
 set -euo pipefail
 out=${1:?output dir}
 bins=("$(realpath "${2:?bin A}")"); [ -n "${3:-}" ] && bins+=("$(realpath "$3")")
@@ -51,8 +52,9 @@ for r in $(seq "$rounds"); do
       if [ "${SMALL:-1}" = 1 ]; then
         cell=$label-g$g-small-r$r
         c=$(( ${SMALL_C:-64} * g ))
+        trace=(); [ "${TRACE:-0}" = 1 ] && trace=(--trace "$out/$cell.trace.json")
         timeout 300 "$bin/zkpipe-bench" loadtest k14 "$work/w14.wtns" -c "$c" -j "${SMALL_J:-40}" -p 1 \
-          --json "$out/$cell.json" > "$out/$cell.txt" 2>&1 || echo "$cell: FAILED" >> "$summary"
+          --json "$out/$cell.json" "${trace[@]}" > "$out/$cell.txt" 2>&1 || echo "$cell: FAILED" >> "$summary"
         echo "$cell c=$c: $(head -1 "$out/$cell.txt")" | tee -a "$summary"
       fi
       if [ "${BIG:-0}" = 1 ]; then

@@ -15,15 +15,17 @@ use std::time::{Duration, Instant};
 pub(crate) struct JobTable {
     jobs: Mutex<HashMap<JobId, Arc<Job>>>,
     pub store: Arc<dyn JobStore>,
-    /// Held by a registration with a request id, or with witnesses of
-    /// [`EXCLUSIVE_BYTES`] or more, from its request-id check to the job's insertion (not
-    /// through the store's sync, `JobStore::make_durable`, which follows), so that two
-    /// registrations of one request id cannot both pass the check. It also makes big
-    /// submissions first come, first served: each writes its witnesses alone at the disk's full
-    /// speed. Without it (lab/experiments/018h-submission-path.md) 16 jobs of 1.28 GB wrote side by
-    /// side, all were accepted together 16–23 s in, and the GPU waited: 0.307 s per proof against
-    /// 0.246 with the lock, at c = 16 on one H100.
+    /// Held by a registration with a request id from its request-id check to the job's
+    /// insertion (not through the store's sync, `JobStore::make_durable`, which follows),
+    /// so that two registrations of one request id cannot both pass the check.
     registering: Mutex<()>,
+    /// Taken by a registration with witnesses of [`EXCLUSIVE_BYTES`] or more for its
+    /// store write: big submissions are first come, first served, [`BIG_WRITERS`] at a
+    /// time, each writing at nearly the disk's full speed. Without a bound
+    /// (lab/experiments/018h-submission-path.md) 16 jobs of 1.28 GB wrote side by side,
+    /// all were accepted together 16–23 s in, and the GPU waited: 0.307 s per proof
+    /// against 0.246 one at a time, at c = 16 on one H100.
+    big_writers: WriterSlots,
     /// Partitions accepted and not finished (each message's ticket holds one).
     pub pending: Arc<AtomicUsize>,
     /// The finished jobs in the table, in the order they ended: each job enters it as it
@@ -35,9 +37,52 @@ pub(crate) struct JobTable {
     pub shared: bool,
 }
 
-/// Witness bytes from which a registration takes the registration lock (see
-/// `JobTable::registering`); smaller anonymous jobs register side by side.
+/// Witness bytes from which a registration takes one of the [`BIG_WRITERS`] slots (see
+/// `JobTable::big_writers`); smaller jobs register side by side.
 const EXCLUSIVE_BYTES: usize = 16 << 20;
+
+/// Big registrations that write at once. One at a time held 10-partition 2^22 jobs
+/// (1.28 GB, ~1 s to write and sync each) to one job a second whatever the GPU count: on
+/// 4 × H200 the registrations waited 5 s (2 GPUs) and 10 s (4 GPUs) for the lock and 2 and
+/// 4 GPUs proved 7.7 proofs/s alike (lab/experiments/042e-accept-path.md); that host's
+/// disk wrote 1.2 GB/s with one writer and 1.8 GB/s with four.
+const BIG_WRITERS: usize = 2;
+
+/// A counting semaphore: at most `max` holders at once, the others wait their turn.
+struct WriterSlots {
+    taken: Mutex<usize>,
+    freed: std::sync::Condvar,
+    max: usize,
+}
+
+/// A slot of [`WriterSlots`], given back when dropped.
+struct WriterSlot<'a>(&'a WriterSlots);
+
+impl WriterSlots {
+    fn new(max: usize) -> Self {
+        Self {
+            taken: Mutex::new(0),
+            freed: std::sync::Condvar::new(),
+            max: max.max(1),
+        }
+    }
+
+    fn take(&self) -> WriterSlot<'_> {
+        let mut taken = lock(&self.taken);
+        while *taken >= self.max {
+            taken = self.freed.wait(taken).unwrap_or_else(|e| e.into_inner());
+        }
+        *taken += 1;
+        WriterSlot(self)
+    }
+}
+
+impl Drop for WriterSlot<'_> {
+    fn drop(&mut self) {
+        *lock(&self.0.taken) -= 1;
+        self.0.freed.notify_one();
+    }
+}
 
 /// How often a shared store is asked to forget finished jobs: every daemon of the fleet
 /// asks.
@@ -70,6 +115,7 @@ impl JobTable {
         Self {
             jobs: Mutex::new(HashMap::new()),
             registering: Mutex::new(()),
+            big_writers: WriterSlots::new(BIG_WRITERS),
             pending: Arc::new(AtomicUsize::new(0)),
             finished: Arc::default(),
             store_forgot: Mutex::new(None),
@@ -122,8 +168,8 @@ impl JobTable {
             // 16–40 ms behind each other's ~1 ms store writes
             // (lab/experiments/025-daemon-host-path.md).
             let witness_bytes: usize = new.witnesses.iter().map(|w| w.len()).sum();
-            let exclusive = !new.request_id.is_empty() || witness_bytes >= EXCLUSIVE_BYTES;
-            let _registering = exclusive.then(|| lock(&self.registering));
+            let _writing = (witness_bytes >= EXCLUSIVE_BYTES).then(|| self.big_writers.take());
+            let _registering = (!new.request_id.is_empty()).then(|| lock(&self.registering));
             let locked = Instant::now();
             if let Some(id) = self.by_request(new.request_id, &new.fingerprint)? {
                 return Ok(Registered::Existing(id));
@@ -258,6 +304,28 @@ mod tests {
     use crate::job::{PartitionProof, Priority};
     use crate::job_store::{StoreError, StoredJob};
     use std::time::SystemTime;
+
+    /// Big registrations write [`BIG_WRITERS`] at a time: a third waits until one of two
+    /// holders gives its slot back, then goes on.
+    #[test]
+    fn big_writers_take_turns_two_at_a_time() {
+        let slots = WriterSlots::new(2);
+        let (a, b) = (slots.take(), slots.take());
+        std::thread::scope(|s| {
+            let third = s.spawn(|| {
+                let c = slots.take();
+                let taken = *lock(&slots.taken);
+                drop(c);
+                taken
+            });
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(!third.is_finished(), "a third writer got in beside two");
+            drop(a);
+            assert_eq!(third.join().unwrap(), 2, "the freed slot went to the third");
+        });
+        drop(b);
+        assert_eq!(*lock(&slots.taken), 0);
+    }
 
     /// A store that records what a durable store would (each job's id and state) and
     /// reads it back, so that the table's records can be checked without a database.

@@ -4,7 +4,7 @@
 
 use crate::job::{JobId, JobSnapshot, JobState, PartitionProof, Priority};
 use crate::job_store::retention::{result_bytes, Ledger};
-use crate::job_store::{Claim, DonePartition, JobStore, StoreError, StoredJob, StoredPartition};
+use crate::job_store::{Claim, JobStore, StoreError, StoredJob, StoredPartition};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
@@ -197,107 +197,20 @@ impl Job {
 
     /// Records a proved partition, in the store first; returns true when it was the
     /// last one (the job is done). A store failure is returned and nothing changes.
-    #[cfg(test)]
     pub fn partition_done(&self, index: usize, proof: PartitionProof) -> Result<bool, StoreError> {
-        let mut out = Self::partitions_done(vec![(self, index, proof)]);
-        out.pop().unwrap_or(Ok(false))
-    }
-
-    /// Records proved partitions of any jobs (a tail batch's), each as one would alone:
-    /// in the store first, under its job's lock; each returns true when it was its job's
-    /// last. Those whose jobs share a store are recorded with one
-    /// [`JobStore::partitions_done`] (one transaction, one sync), one partition per job a
-    /// call so that a call knows which is a job's last. Outcomes in order.
-    pub fn partitions_done(
-        done: Vec<(&Job, usize, PartitionProof)>,
-    ) -> Vec<Result<bool, StoreError>> {
-        let mut out: Vec<Option<Result<bool, StoreError>>> = done.iter().map(|_| None).collect();
-        let (jobs, mut proofs): (Vec<(&Job, usize)>, Vec<Option<PartitionProof>>) = done
-            .into_iter()
-            .map(|(job, index, proof)| ((job, index), Some(proof)))
-            .unzip();
-        let mut left: Vec<usize> = (0..jobs.len()).collect();
-        while let Some(&first) = left.first() {
-            let store = &jobs[first].0.store;
-            let (mut call, mut rest) = (Vec::new(), Vec::new());
-            for i in left {
-                let job = jobs[i].0;
-                let taken = call.iter().any(|&c: &usize| std::ptr::eq(jobs[c].0, job));
-                if Arc::ptr_eq(&job.store, store) && !taken {
-                    call.push(i);
-                } else {
-                    rest.push(i);
-                }
-            }
-            Self::record_together(&jobs, &call, &mut proofs, &mut out);
-            left = rest;
+        let mut i = self.lock();
+        if i.state.is_final() || i.proofs.get(index).is_none_or(|p| p.is_some()) {
+            return Ok(false);
         }
-        out.into_iter().map(|o| o.unwrap_or(Ok(false))).collect()
-    }
-
-    /// One store call for partitions `call` of `jobs` (distinct jobs of one store), every
-    /// job's lock held across it (taken in address order, so two batches never wait on
-    /// each other); fills their `out`.
-    fn record_together(
-        jobs: &[(&Job, usize)],
-        call: &[usize],
-        proofs: &mut [Option<PartitionProof>],
-        out: &mut [Option<Result<bool, StoreError>>],
-    ) {
-        let Some(store) = call.first().map(|&i| Arc::clone(&jobs[i].0.store)) else {
-            return;
-        };
-        let mut order = call.to_vec();
-        order.sort_by_key(|&i| jobs[i].0 as *const Job as usize);
-        let mut guards: Vec<(usize, std::sync::MutexGuard<'_, Inner>)> =
-            order.iter().map(|&i| (i, jobs[i].0.lock())).collect();
-        // Recorded in the batch's order.
-        guards.sort_by_key(|(i, _)| *i);
-        // (guard, whether the job's last) of each partition to record.
-        let mut todo = Vec::new();
-        let mut items = Vec::new();
-        for (g, (i, inner)) in guards.iter().enumerate() {
-            let (job, index) = jobs[*i];
-            let proof = match &proofs[*i] {
-                Some(p)
-                    if !inner.state.is_final() && matches!(inner.proofs.get(index), Some(None)) =>
-                {
-                    p
-                }
-                _ => {
-                    out[*i] = Some(Ok(false));
-                    continue;
-                }
-            };
-            // Every change of `remaining` happens under the lock, so this is the last one.
-            let last = job.remaining.load(Ordering::Acquire) == 1;
-            todo.push((g, last));
-            items.push(DonePartition {
-                job: job.id,
-                index,
-                proof,
-                last,
-            });
+        // Every change of `remaining` happens under the lock, so this is the last one.
+        let last = self.remaining.load(Ordering::Acquire) == 1;
+        self.store.partition_done(self.id, index, &proof, last)?;
+        i.proofs[index] = Some(proof);
+        self.remaining.fetch_sub(1, Ordering::AcqRel);
+        if last {
+            self.set(&mut i, JobState::Done);
         }
-        let mut results = store.partitions_done(&items).into_iter();
-        drop(items);
-        for (g, last) in todo {
-            let (i, inner) = &mut guards[g];
-            let (job, index) = jobs[*i];
-            let r = results.next().unwrap_or_else(|| {
-                Err(StoreError::Config(
-                    "the store returned fewer outcomes than records".into(),
-                ))
-            });
-            out[*i] = Some(r.map(|()| {
-                inner.proofs[index] = proofs[*i].take();
-                job.remaining.fetch_sub(1, Ordering::AcqRel);
-                if last {
-                    job.set(inner, JobState::Done);
-                }
-                last
-            }));
-        }
+        Ok(last)
     }
 
     /// Ends the job as `state` in the store, then here. A store failure is logged: the
@@ -411,106 +324,5 @@ impl Job {
         )
         .await;
         self.snapshot()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::job::ProofTimings;
-    use crate::job_store::{Accepted, Fingerprint, NewJob, Retention};
-
-    /// Records each batch it is given; refuses job 2's proofs.
-    #[derive(Default)]
-    struct Batches(Mutex<Vec<Vec<(JobId, usize, bool)>>>);
-
-    impl JobStore for Batches {
-        fn durable(&self) -> bool {
-            true
-        }
-        fn accept(&self, _job: &NewJob<'_>) -> Result<Accepted, StoreError> {
-            Ok(Accepted::New(1))
-        }
-        fn find_request(&self, _r: &str) -> Result<Option<(JobId, Fingerprint)>, StoreError> {
-            Ok(None)
-        }
-        fn partition_done(
-            &self,
-            job: JobId,
-            _index: usize,
-            _proof: &PartitionProof,
-            _last: bool,
-        ) -> Result<(), StoreError> {
-            match job {
-                2 => Err(StoreError::Config("refused".into())),
-                _ => Ok(()),
-            }
-        }
-        fn partitions_done(&self, done: &[DonePartition<'_>]) -> Vec<Result<(), StoreError>> {
-            let batch = done.iter().map(|d| (d.job, d.index, d.last)).collect();
-            self.0.lock().unwrap().push(batch);
-            done.iter()
-                .map(|d| self.partition_done(d.job, d.index, d.proof, d.last))
-                .collect()
-        }
-        fn finish(&self, _j: JobId, _s: JobState, _e: Option<&str>) -> Result<(), StoreError> {
-            Ok(())
-        }
-        fn recover(&self) -> Result<Vec<StoredJob>, StoreError> {
-            Ok(Vec::new())
-        }
-        fn forget_finished(&self, _retention: &Retention) -> Result<usize, StoreError> {
-            Ok(0)
-        }
-    }
-
-    fn proof() -> PartitionProof {
-        PartitionProof {
-            proof_json: "p".into(),
-            public_json: "[]".into(),
-            timings: ProofTimings::default(),
-        }
-    }
-
-    /// A batch with both partitions of job 1 records them in two store calls (so the
-    /// second knows it is the last), ends job 1 once; job 2's refused record fails alone,
-    /// at its place, and leaves job 2 as it was; job 3 is done.
-    #[test]
-    fn a_batch_records_each_job_once_per_call_and_a_refused_record_fails_alone() {
-        let store = Arc::new(Batches::default());
-        let dyn_store: Arc<dyn JobStore> = store.clone();
-        let job = |id, parts| {
-            Job::new(
-                id,
-                "k".into(),
-                Priority::Normal,
-                String::new(),
-                parts,
-                Arc::clone(&dyn_store),
-            )
-        };
-        let (a, b, c) = (job(1, 2), job(2, 1), job(3, 1));
-        let out = Job::partitions_done(vec![
-            (&a, 0, proof()),
-            (&b, 0, proof()),
-            (&a, 1, proof()),
-            (&c, 0, proof()),
-            (&c, 0, proof()),
-        ]);
-        let ok: Vec<Option<bool>> = out.iter().map(|r| r.as_ref().ok().copied()).collect();
-        assert_eq!(ok, [Some(false), None, Some(true), Some(true), Some(false)]);
-        assert!(matches!(&out[1], Err(StoreError::Config(m)) if m == "refused"));
-        let batches = store.0.lock().unwrap().clone();
-        assert_eq!(
-            batches,
-            [
-                vec![(1, 0, false), (2, 0, true), (3, 0, true)],
-                vec![(1, 1, true)]
-            ]
-        );
-        let (sa, sb, sc) = (a.snapshot(), b.snapshot(), c.snapshot());
-        assert_eq!((sa.state, sa.partitions_done), (JobState::Done, 2));
-        assert_eq!((sb.state, sb.partitions_done), (JobState::Queued, 0));
-        assert_eq!((sc.state, sc.partitions_done), (JobState::Done, 1));
     }
 }

@@ -4,13 +4,11 @@
 
 use crate::error::EngineError;
 use crate::job::PartitionProof;
-use crate::job_store::StoreError;
-use crate::live_job::Job;
 use crate::messages::Ticket;
 use crate::metrics::Metrics;
 use crate::trace::{log_ms, Tracer};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use zkpipe_core::{Error as CoreError, Stage};
 
 /// Where outcomes are reported; shared by every stage.
@@ -48,44 +46,28 @@ impl Outcomes {
         );
     }
 
-    /// Delivers partitions' proofs (a tail batch's), finished at `end`: recorded in their
-    /// jobs' store together (one transaction and one sync where they share a store,
-    /// [`Job::partitions_done`]), then each counted and logged.
-    pub fn deliver_all(&self, done: Vec<(&mut Ticket, String, String)>, end: Instant) {
-        let mut tickets = Vec::with_capacity(done.len());
-        let mut proofs = Vec::with_capacity(done.len());
-        for (ticket, proof_json, public_json) in done {
-            ticket.settle();
-            let timings = ticket.trace.timings(end);
-            self.metrics.observe(&timings);
-            self.metrics.proofs_completed.inc();
-            let total = timings.total;
-            proofs.push(PartitionProof {
-                proof_json,
-                public_json,
-                timings,
-            });
-            tickets.push((ticket, total));
-        }
-        let jobs: Vec<Arc<Job>> = tickets.iter().map(|(t, _)| Arc::clone(&t.job)).collect();
-        let recorded = Job::partitions_done(
-            jobs.iter()
-                .zip(&tickets)
-                .zip(proofs)
-                .map(|((job, (t, _)), proof)| (&**job, t.index, proof))
-                .collect(),
-        );
-        // The proofs' store writes and their sync, after the tail: part of the jobs' latency.
-        let recorded_at = Instant::now();
-        for ((ticket, total), r) in tickets.into_iter().zip(recorded) {
-            ticket.trace.span(Stage::Record, end, recorded_at);
-            self.tracer.record(ticket.trace.clone());
-            Self::recorded(ticket, total, r);
-        }
-    }
-
-    /// Logs how recording `ticket`'s proof went; a store failure fails its job.
-    fn recorded(ticket: &Ticket, total: Duration, recorded: Result<bool, StoreError>) {
+    /// Delivers the partition's proof, finished at `end`.
+    pub fn deliver(
+        &self,
+        ticket: &mut Ticket,
+        proof_json: String,
+        public_json: String,
+        end: Instant,
+    ) {
+        ticket.settle();
+        let timings = ticket.trace.timings(end);
+        self.metrics.observe(&timings);
+        self.metrics.proofs_completed.inc();
+        let total = timings.total;
+        let proof = PartitionProof {
+            proof_json,
+            public_json,
+            timings,
+        };
+        let recorded = ticket.job.partition_done(ticket.index, proof);
+        // The proof's store write and its sync, after the tail: part of the job's latency.
+        ticket.trace.span(Stage::Record, end, Instant::now());
+        self.tracer.record(ticket.trace.clone());
         let job = &ticket.job;
         match recorded {
             // A fleet's claimed partition: the shared store logs its job's end.

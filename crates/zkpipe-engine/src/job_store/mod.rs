@@ -74,19 +74,6 @@ pub fn shape_tag(shape: &zkpipe_core::KeyShape) -> String {
     )
 }
 
-/// One proved partition for [`JobStore::partitions_done`].
-#[derive(Debug, Clone, Copy)]
-pub struct DonePartition<'a> {
-    /// Its job.
-    pub job: JobId,
-    /// Its index in the job.
-    pub index: usize,
-    /// Its proof.
-    pub proof: &'a PartitionProof,
-    /// Whether it is the job's last: recording it also ends the job as done.
-    pub last: bool,
-}
-
 /// How [`JobStore::accept`] went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Accepted {
@@ -208,15 +195,6 @@ pub trait JobStore: Send + Sync {
         proof: &PartitionProof,
         last: bool,
     ) -> Result<(), StoreError>;
-
-    /// Records several partitions' proofs (of any jobs), each as [`Self::partition_done`]
-    /// would; each outcome in order, a write that fails failing alone. The default records
-    /// them one by one; a store may record them together (one transaction, one sync).
-    fn partitions_done(&self, done: &[DonePartition<'_>]) -> Vec<Result<(), StoreError>> {
-        done.iter()
-            .map(|d| self.partition_done(d.job, d.index, d.proof, d.last))
-            .collect()
-    }
 
     /// Ends the job as failed or cancelled (its witnesses are dropped).
     fn finish(&self, job: JobId, state: JobState, error: Option<&str>) -> Result<(), StoreError>;

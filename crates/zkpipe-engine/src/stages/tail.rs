@@ -1,7 +1,7 @@
 //! The tail stage, on its own pool: the G2 MSM when the device leaves it to the CPU,
 //! assembly with fresh randomness, the self-check (several proofs of one key checked
-//! together), and snarkjs JSON. Delivers the batch's proofs to their jobs (recorded in
-//! the store together) and records each partition's waterfall.
+//! together), and snarkjs JSON. Delivers the proof
+//! to its job and records the partition's waterfall.
 
 use crate::curves::{AtTail, Partition};
 use crate::messages::Proved;
@@ -80,45 +80,47 @@ impl Tail {
                 })
                 .collect()
         });
-        // Every proof of the batch recorded together (one store transaction and one sync)
-        // on this thread; a failed one fails its job now.
-        let mut tickets = Vec::with_capacity(batch.len());
-        let mut held = Vec::with_capacity(batch.len());
-        let mut proved = Vec::with_capacity(batch.len());
-        for ((p, start), r) in batch.into_iter().zip(starts).zip(results) {
-            let Proved {
-                data,
-                key: _,
-                lease,
-                host,
-                mut ticket,
-            } = p;
-            ticket.trace.span(Stage::Tail, start, end);
-            match r {
-                Ok(out) => {
-                    ticket.log_stage_done("tail", start, end);
-                    proved.push(Some(out));
-                }
-                Err(e) => {
-                    self.outcomes.fail_proving(&mut ticket, "tail", e);
-                    proved.push(None);
-                }
+        // Side by side, each on a thread of its own (they wait on the disk, not the CPU,
+        // so not on the pool): a delivery records its proof in the job store and waits
+        // for the sync, which the store's group commit shares among writers at once. One
+        // by one, a batch would wait for a sync per proof.
+        let mut done = batch.into_iter().zip(starts).zip(results);
+        let first = done.next();
+        std::thread::scope(|s| {
+            for ((p, start), r) in done {
+                s.spawn(move || self.finish(p, start, end, r));
             }
-            tickets.push(ticket);
-            held.push((data, lease, host));
+            if let Some(((p, start), r)) = first {
+                self.finish(p, start, end, r);
+            }
+        });
+    }
+
+    /// Delivers one partition's outcome of a tail that ran from `start` to `end`.
+    fn finish(
+        &self,
+        p: Proved,
+        start: Instant,
+        end: Instant,
+        r: Result<(String, String), CoreError>,
+    ) {
+        let Proved {
+            data,
+            key: _,
+            lease,
+            host,
+            mut ticket,
+        } = p;
+        ticket.trace.span(Stage::Tail, start, end);
+        match r {
+            Ok((proof, public)) => {
+                ticket.log_stage_done("tail", start, end);
+                self.outcomes.deliver(&mut ticket, proof, public, end);
+            }
+            Err(e) => self.outcomes.fail_proving(&mut ticket, "tail", e),
         }
-        let done = tickets
-            .iter_mut()
-            .zip(proved)
-            .filter_map(|(t, out)| out.map(|(proof, public)| (t, proof, public)))
-            .collect();
-        self.outcomes.deliver_all(done, end);
-        // The buffers go back before the memory and the key are released, and those
-        // before the tickets.
-        for (data, lease, host) in held {
-            drop(data);
-            drop((lease, host));
-        }
-        drop(tickets);
+        // The buffers go back before the memory and the key are released.
+        drop(data);
+        drop((lease, host));
     }
 }

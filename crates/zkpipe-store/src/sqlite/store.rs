@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 use zkpipe_engine::job::PartitionProof;
 use zkpipe_engine::job_store::{
-    Accepted, DonePartition, Fingerprint, JobStore, NewJob, Retention, StoredJob, StoredPartition,
+    Accepted, Fingerprint, JobStore, NewJob, Retention, StoredJob, StoredPartition,
 };
 use zkpipe_engine::{JobId, JobState, StoreError};
 
@@ -169,68 +169,37 @@ impl JobStore for SqliteStore {
         last: bool,
     ) -> Result<(), StoreError> {
         let (files, ended) = self.write(|tx| {
-            let d = DonePartition {
-                job,
-                index,
-                proof,
-                last,
-            };
-            record_done(tx, &d).map_err(|e| self.err(e))
+            let mut files = spilled(
+                tx,
+                "job_id = ?1 AND idx = ?2",
+                params![job as i64, index as i64],
+            )
+            .map_err(|e| self.err(e))?;
+            tx.execute(
+                "UPDATE partitions SET witness = NULL, witness_file = NULL, proof_json = ?3,
+                     public_json = ?4, timings = ?5
+                 WHERE job_id = ?1 AND idx = ?2",
+                params![
+                    job as i64,
+                    index as i64,
+                    proof.proof_json,
+                    proof.public_json,
+                    timings_text(&proof.timings),
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+            let mut ended = None;
+            if last {
+                let (f, e) = end(tx, job, JobState::Done, None).map_err(|e| self.err(e))?;
+                files.extend(f);
+                ended = e;
+            }
+            Ok((files, ended))
         })?;
         // Only once the commit no longer names them.
         self.remove_files(&files);
         self.entered(ended);
         Ok(())
-    }
-
-    /// One transaction and one sync for the lot (a tail batch's proofs), each record in a
-    /// savepoint of its own so that one that fails leaves the others'.
-    fn partitions_done(&self, done: &[DonePartition<'_>]) -> Vec<Result<(), StoreError>> {
-        if done.is_empty() {
-            return Vec::new();
-        }
-        let written = self.write(|tx| {
-            let mut out = Vec::with_capacity(done.len());
-            for d in done {
-                tx.execute_batch("SAVEPOINT done")
-                    .map_err(|e| self.err(e))?;
-                let r = record_done(tx, d);
-                let undo = if r.is_ok() {
-                    "RELEASE done"
-                } else {
-                    "ROLLBACK TO done; RELEASE done"
-                };
-                tx.execute_batch(undo).map_err(|e| self.err(e))?;
-                out.push(r.map_err(|e| self.err(e)));
-            }
-            Ok(out)
-        });
-        match written {
-            Ok(out) => {
-                let mut files = Vec::new();
-                let out = out
-                    .into_iter()
-                    .map(|r| {
-                        let (f, ended) = r?;
-                        files.extend(f);
-                        self.entered(ended);
-                        Ok(())
-                    })
-                    .collect();
-                // Only once the commit no longer names them; a few at a time, as one
-                // removal can wait ~3 ms on the filesystem's journal
-                // (lab/experiments/042d-tail-cpu.md).
-                let each = files.len().div_ceil(REMOVERS).max(1);
-                std::thread::scope(|s| {
-                    for part in files.chunks(each) {
-                        s.spawn(move || self.remove_files(part));
-                    }
-                });
-                out
-            }
-            // Nothing of the transaction is known to be on disk: every record failed.
-            Err(e) => done.iter().map(|_| Err(self.err(&e))).collect(),
-        }
     }
 
     fn finish(&self, job: JobId, state: JobState, error: Option<&str>) -> Result<(), StoreError> {
@@ -345,38 +314,6 @@ fn named_by(conn: &Connection, request_id: &str) -> rusqlite::Result<Option<(i64
 enum Stored {
     Ready(StoredPartition),
     Spilled(String),
-}
-
-/// Threads removing a batch's spilled witness files side by side.
-const REMOVERS: usize = 4;
-
-/// A proved partition's row (its witness dropped) and, for a job's last, the job's end;
-/// the spilled files to remove once the transaction commits, and the end for the ledger.
-fn record_done(
-    tx: &rusqlite::Transaction<'_>,
-    d: &DonePartition<'_>,
-) -> rusqlite::Result<(Vec<String>, Option<Ended>)> {
-    let (job, index) = (d.job as i64, d.index as i64);
-    let mut files = spilled(tx, "job_id = ?1 AND idx = ?2", params![job, index])?;
-    tx.execute(
-        "UPDATE partitions SET witness = NULL, witness_file = NULL, proof_json = ?3,
-             public_json = ?4, timings = ?5
-         WHERE job_id = ?1 AND idx = ?2",
-        params![
-            job,
-            index,
-            d.proof.proof_json,
-            d.proof.public_json,
-            timings_text(&d.proof.timings),
-        ],
-    )?;
-    let mut ended = None;
-    if d.last {
-        let (f, e) = end(tx, d.job, JobState::Done, None)?;
-        files.extend(f);
-        ended = e;
-    }
-    Ok((files, ended))
 }
 
 /// The spilled witness files of the partitions `filter` selects.

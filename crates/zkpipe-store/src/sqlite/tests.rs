@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use zkpipe_engine::job_store::{
-    fingerprint, Accepted, DonePartition, JobStore, NewJob, Retention, StoredPartition,
+    fingerprint, Accepted, JobStore, NewJob, Retention, StoredPartition,
 };
 use zkpipe_engine::{JobState, PartitionProof, Priority, ProofTimings, StoreError};
 
@@ -513,76 +513,4 @@ fn witness_files_that_cannot_be_synced_leave_no_record() {
         s.accept(&new_job("r", vec![&[5u8; 100]])).unwrap(),
         Accepted::New(1)
     );
-}
-
-/// A batch of proofs is one transaction and one sync, each record in a savepoint: the
-/// write that fails (a trigger refuses job 2's row) fails alone, reported at its place,
-/// and the others are recorded, their jobs ended and their spilled files gone.
-#[test]
-fn a_batch_of_proofs_with_one_failing_write_keeps_the_others() {
-    let dir = tempfile::tempdir().unwrap();
-    let big = vec![3u8; 64];
-    let s = SqliteStore::open(dir.path()).unwrap().with_inline_max(10);
-    for _ in 0..3 {
-        s.accept(&new_job("", vec![&big])).unwrap();
-    }
-    s.accept(&new_job("", vec![&big, &big])).unwrap();
-    assert_eq!(spilled_files(dir.path()).len(), 5);
-    s.lock()
-        .execute_batch(
-            "CREATE TEMP TRIGGER refuse BEFORE UPDATE OF proof_json ON partitions
-             WHEN NEW.job_id = 2 BEGIN SELECT RAISE(ABORT, 'refused'); END",
-        )
-        .unwrap();
-    let proofs: Vec<PartitionProof> = ["a", "b", "c", "d"].map(proof).into();
-    let done = |job, index, last| DonePartition {
-        job,
-        index,
-        proof: &proofs[job as usize - 1],
-        last,
-    };
-    let syncs = s.syncs.load(Ordering::SeqCst);
-    let out = s.partitions_done(&[
-        done(1, 0, true),
-        done(2, 0, true),
-        done(3, 0, true),
-        done(4, 1, false),
-    ]);
-    assert!(
-        out[0].is_ok() && out[2].is_ok() && out[3].is_ok(),
-        "{out:?}"
-    );
-    assert!(
-        matches!(&out[1], Err(StoreError::Database { message, .. }) if message.contains("refused")),
-        "{out:?}"
-    );
-    assert_eq!(s.syncs.load(Ordering::SeqCst), syncs + 1, "one sync");
-    // Job 2's witness file stays with its pending row; job 4's other one too.
-    assert_eq!(spilled_files(dir.path()).len(), 2);
-    drop(s);
-    let s = SqliteStore::open(dir.path()).unwrap();
-    let jobs = s.recover().unwrap();
-    let states: Vec<JobState> = jobs.iter().map(|j| j.state).collect();
-    assert_eq!(
-        states,
-        [
-            JobState::Done,
-            JobState::Queued,
-            JobState::Done,
-            JobState::Queued
-        ]
-    );
-    assert!(
-        matches!(&jobs[0].partitions[0], StoredPartition::Proved(p) if p.proof_json == "proof a")
-    );
-    assert!(matches!(&jobs[1].partitions[0], StoredPartition::Pending(w) if *w == big));
-    assert!(
-        matches!(&jobs[2].partitions[0], StoredPartition::Proved(p) if p.proof_json == "proof c")
-    );
-    assert!(matches!(&jobs[3].partitions[0], StoredPartition::Pending(w) if *w == big));
-    assert!(
-        matches!(&jobs[3].partitions[1], StoredPartition::Proved(p) if p.proof_json == "proof d")
-    );
-    // An empty batch records nothing.
-    assert!(s.partitions_done(&[]).is_empty());
 }

@@ -7,5 +7,4 @@ mod permissions;
 mod postgres;
 #[path = "../support/postgres.rs"]
 mod support;
-mod tail_record;
 mod throughput;
