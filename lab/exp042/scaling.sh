@@ -13,7 +13,8 @@
 #   big:   2^22, 10 partitions, BIG_C clients (default 16) x 2 jobs   (BIG=1 only)
 # Writes OUT_DIR/<label>-g<G>-<cell>-r<R>.{txt,json}, serve logs, and summary.txt (one
 # line per cell: proofs/s and the loadtest's first line). SMALL=0 skips the small cells;
-# TRACE=1 keeps each small cell's waterfall (<cell>.trace.json, lab/exp042/waterfall.py).
+# TRACE=1 keeps each small cell's waterfall (<cell>.trace.json, lab/exp042/waterfall.py);
+# EXTRA_A / EXTRA_B add TOML to each binary's daemon config.
 set -euo pipefail
 out=${1:?output dir}
 bins=("$(realpath "${2:?bin A}")"); [ -n "${3:-}" ] && bins+=("$(realpath "$3")")
@@ -35,7 +36,6 @@ machine_info "$out/device.txt"
 sizes=(14); [ "${BIG:-0}" = 1 ] && sizes+=(22)
 log "dev keys ${sizes[*]}"
 dev_keys "${bins[0]}/zkpipe" "${sizes[@]}"
-daemon_config 50851 9864
 summary=$out/summary.txt
 : > "$summary"
 for r in $(seq "$rounds"); do
@@ -44,6 +44,10 @@ for r in $(seq "$rounds"); do
       bin=${bins[$i]} label=${labels[$i]}
       visible=$(seq -s, 0 $((g - 1)))
       rm -rf "$work/zkpipe-state"
+      # EXTRA_A / EXTRA_B: TOML appended to the config of the first / second binary's
+      # daemons (the same binary twice with two configs is an A/B of a setting).
+      if [ "$i" = 0 ]; then extra=${EXTRA_A:-}; else extra=${EXTRA_B:-}; fi
+      daemon_config 50851 9864 "$extra"
       (cd "$work" && CUDA_VISIBLE_DEVICES=$visible exec "$bin/zkpipe" serve --config zkpipe.toml --backend "${BACKEND:-cuda}") \
         > "$out/$label-g$g-r$r-serve.log" 2>&1 &
       pid=$!
