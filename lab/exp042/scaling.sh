@@ -15,6 +15,7 @@
 # line per cell: proofs/s and the loadtest's first line). SMALL=0 skips the small cells;
 # TRACE=1 keeps each small cell's waterfall (<cell>.trace.json, lab/exp042/waterfall.py);
 # EXTRA_A / EXTRA_B add TOML to each binary's daemon config.
+# WORK=DIR keeps the work folder (the keys) for the next call on the same machine.
 set -euo pipefail
 out=${1:?output dir}
 bins=("$(realpath "${2:?bin A}")"); [ -n "${3:-}" ] && bins+=("$(realpath "$3")")
@@ -22,16 +23,9 @@ rounds=${4:-3}
 read -r -a gpus <<< "${5:-1 2}"
 read -r -a labels <<< "${6:-before after}"
 mkdir -p "$out"
-# WORK=DIR keeps the keys (and the rest) for the next call on the same machine.
-if [ -n "${WORK:-}" ]; then
-  work=$WORK; mkdir -p "$work"
-  trap 'pkill -f "zkpipe serve" 2>/dev/null || true' EXIT
-else
-  work=$(mktemp -d)
-  trap 'pkill -f "zkpipe serve" 2>/dev/null || true; rm -rf "$work"' EXIT
-fi
 # shellcheck source=../lib/harness.sh
 . "$(dirname "$0")/../lib/harness.sh"
+work_dir
 machine_info "$out/device.txt"
 sizes=(14); [ "${BIG:-0}" = 1 ] && sizes+=(22)
 log "dev keys ${sizes[*]}"

@@ -16,15 +16,9 @@ bin=$(realpath "${2:?bin}")
 minutes=${3:-30}
 gpus=${4:-1}
 mkdir -p "$out"
-if [ -n "${WORK:-}" ]; then
-  work=$WORK; mkdir -p "$work"
-  trap 'pkill -f "zkpipe serve" 2>/dev/null || true' EXIT
-else
-  work=$(mktemp -d)
-  trap 'pkill -f "zkpipe serve" 2>/dev/null || true; rm -rf "$work"' EXIT
-fi
 # shellcheck source=../lib/harness.sh
 . "$(dirname "$0")/../lib/harness.sh"
+work_dir
 machine_info "$out/device.txt"
 dev_keys "$bin/zkpipe" 14
 daemon_config 50861 9874

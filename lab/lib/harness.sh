@@ -3,6 +3,17 @@
 # the daemon's config, and a log line. The caller sets $out (results) and $work (scratch);
 # key() also reads $bin (the zkpipe binary).
 
+work_dir() { # sets $work: $WORK, kept for the next call on the same machine (its keys),
+  # or a temporary folder removed on exit; the daemons are stopped on exit either way
+  if [ -n "${WORK:-}" ]; then
+    work=$WORK; mkdir -p "$work"
+    trap 'pkill -f "zkpipe serve" 2>/dev/null || true' EXIT
+  else
+    work=$(mktemp -d)
+    trap 'pkill -f "zkpipe serve" 2>/dev/null || true; rm -rf "$work"' EXIT
+  fi
+}
+
 # log: a time-stamped line on stdout and in $out/steps.log (unless the caller has its own)
 declare -F log >/dev/null || log() {
   echo "[$(date +%T)] $*" | tee -a "$out/steps.log"

@@ -8,6 +8,29 @@ use std::time::Duration;
 pub use zkpipe_proto::{state_name, Client};
 use zkpipe_proto::{ClientOptions, ConnectError};
 
+/// `--stream` of the commands that submit jobs (`zkpipe submit`, `zkpipe-bench loadtest`
+/// and `sweep`): how a job's witnesses travel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Stream {
+    /// Jobs above 4 MiB of witnesses streamed in chunks, smaller ones one message each.
+    #[default]
+    Auto,
+    /// Every job streamed.
+    Always,
+    /// Every job one message (the daemon's server.max_request_bytes bounds it).
+    Never,
+}
+
+impl From<Stream> for zkpipe_proto::upload::StreamMode {
+    fn from(s: Stream) -> Self {
+        match s {
+            Stream::Auto => Self::Auto,
+            Stream::Always => Self::Always,
+            Stream::Never => Self::Never,
+        }
+    }
+}
+
 /// `--server` and credentials for client commands.
 #[derive(clap::Args, Clone)]
 pub struct ServerArg {

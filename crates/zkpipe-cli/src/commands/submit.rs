@@ -4,7 +4,7 @@
 //! as a stream of chunks read from the files as they are sent (`SubmitProofStream`), so
 //! that neither end holds a whole message.
 
-use super::client::{connect, rpc, runtime, ServerArg};
+use super::client::{connect, rpc, runtime, ServerArg, Stream};
 use anyhow::Result;
 use std::path::PathBuf;
 use zkpipe_proto::pb;
@@ -37,24 +37,6 @@ pub struct Args {
     /// server.max_request_bytes bounds it).
     #[arg(long, value_enum, default_value = "auto")]
     stream: Stream,
-}
-
-/// `--stream`.
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Stream {
-    Auto,
-    Always,
-    Never,
-}
-
-impl From<Stream> for StreamMode {
-    fn from(s: Stream) -> Self {
-        match s {
-            Stream::Auto => Self::Auto,
-            Stream::Always => Self::Always,
-            Stream::Never => Self::Never,
-        }
-    }
 }
 
 /// Runs `submit`.

@@ -10,27 +10,7 @@ use std::time::Duration;
 use zkpipe_proto::upload::{submit_streamed_response, StreamMode, UploadError, WitnessSource};
 use zkpipe_server::{pb, server_timing};
 
-/// `--stream` of `loadtest` and `sweep`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Stream {
-    /// Jobs above 4 MiB of witnesses streamed, smaller ones one message each.
-    #[default]
-    Auto,
-    /// Every job streamed.
-    Always,
-    /// Every job one message (the daemon's server.max_request_bytes bounds it).
-    Never,
-}
-
-impl From<Stream> for StreamMode {
-    fn from(s: Stream) -> Self {
-        match s {
-            Stream::Auto => Self::Auto,
-            Stream::Always => Self::Always,
-            Stream::Never => Self::Never,
-        }
-    }
-}
+pub use zkpipe_cli::client::Stream;
 
 /// How the daemon's gRPC layer words a message above its `server.max_request_bytes`.
 const TOO_LARGE: &str = "message length too large";
