@@ -2,14 +2,15 @@
 //! `tests/support/postgres.rs`): claims never overlap, even when daemons race for them; a lapsed
 //! lease returns its partition and the old claim's result is refused, so a partition
 //! finishes once; cancellation, request ids, priorities, hot keys and the object store
-//! for large witnesses work across daemons.
+//! for large witnesses work across daemons; finished jobs are forgotten beyond the count
+//! and byte bounds, oldest first.
 
 use crate::support::TempPostgres;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 use zkpipe_engine::job_store::{
-    Accepted, CancelOutcome, NewJob, ServedKey, SharedQueue, StoreError,
+    Accepted, CancelOutcome, NewJob, Retention, ServedKey, SharedQueue, StoreError,
 };
 use zkpipe_engine::{JobState, JobStore, PartitionProof, Priority};
 use zkpipe_store::{PgOptions, PgStore};
@@ -369,4 +370,53 @@ fn an_unknown_stored_priority_or_state_is_an_error() {
     pg.query("UPDATE zkpipe_jobs SET priority = 2, state = 'paused'");
     unknown(s.job(job).unwrap_err(), "job state \"paused\"");
     unknown(s.cancel(job).unwrap_err(), "job state \"paused\"");
+}
+
+/// `pipeline.retain_jobs` and `pipeline.retain_bytes` hold in the shared store too: the
+/// oldest finished jobs go first (by their end, not their id), an unfinished job never
+/// goes, and a forgotten job's request id is free again.
+#[test]
+fn finished_jobs_beyond_the_count_or_the_bytes_are_forgotten_oldest_first() {
+    let pg = TempPostgres::start();
+    let s = store(&pg, "a");
+    let job = |r: &str| new_id(accept(&s, "k", Priority::Normal, r, &[b"w"]).unwrap());
+    let unfinished = job("r0");
+    let jobs: Vec<u64> = (1..=4).map(|i| job(&format!("r{i}"))).collect();
+    // A daemon fails only jobs whose partitions it holds: it claims all five. Ends,
+    // oldest first: jobs[2], jobs[0], jobs[3], jobs[1]; each failed with a 100-byte
+    // error, which is what it holds.
+    assert_eq!(s.claim(&[key("k", true)], 5, LEASE).unwrap().len(), 5);
+    for &j in &[jobs[2], jobs[0], jobs[3], jobs[1]] {
+        s.finish(j, JobState::Failed, Some(&"e".repeat(100)))
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let bounds = |jobs: usize, bytes: u64| Retention {
+        time: Duration::from_secs(3600),
+        jobs,
+        bytes,
+    };
+    let kept = |s: &PgStore| -> Vec<u64> {
+        [unfinished, jobs[0], jobs[1], jobs[2], jobs[3]]
+            .into_iter()
+            .filter(|&j| s.job(j).unwrap().is_some())
+            .collect()
+    };
+    assert_eq!(s.forget_finished(&bounds(4, u64::MAX)).unwrap(), 0);
+    assert_eq!(s.forget_finished(&bounds(2, u64::MAX)).unwrap(), 2);
+    assert_eq!(kept(&s), [unfinished, jobs[1], jobs[3]]);
+    assert_eq!(
+        s.find_request("r3").unwrap(),
+        None,
+        "forgotten with its job"
+    );
+    // 200 bytes held: a 150-byte bound forgets the older of the two, 1 byte both.
+    assert_eq!(s.forget_finished(&bounds(9, 150)).unwrap(), 1);
+    assert_eq!(kept(&s), [unfinished, jobs[1]]);
+    assert_eq!(s.forget_finished(&bounds(9, 1)).unwrap(), 1);
+    assert_eq!(kept(&s), [unfinished]);
+    assert_eq!(
+        new_id(accept(&s, "k", Priority::Normal, "r3", &[b"v"]).unwrap()),
+        jobs[3] + 1
+    );
 }
