@@ -104,6 +104,18 @@ impl ProverService {
     }
 }
 
+/// The answer to a submission (unary or streamed) that the engine accepted, its phases
+/// up to the acceptance attached.
+fn accepted(s: zkpipe_engine::Submitted, phases: &mut Phases) -> Response<pb::SubmitProofResponse> {
+    phases.end("accept");
+    let mut response = Response::new(pb::SubmitProofResponse {
+        job_id: s.job_id,
+        existing: s.existing,
+    });
+    phases.attach(&mut response);
+    response
+}
+
 #[tonic::async_trait]
 impl Prover for ProverService {
     async fn submit_proof(
@@ -114,13 +126,7 @@ impl Prover for ProverService {
         let submit = decode::submit_request(req.into_inner())?;
         let _held = self.in_flight.take(witness_bytes(&submit.witnesses))?;
         let s = self.submit(submit).await?;
-        phases.end("accept");
-        let mut response = Response::new(pb::SubmitProofResponse {
-            job_id: s.job_id,
-            existing: s.existing,
-        });
-        phases.attach(&mut response);
-        Ok(response)
+        Ok(accepted(s, &mut phases))
     }
 
     async fn submit_proof_stream(
@@ -154,13 +160,7 @@ impl Prover for ProverService {
         phases.end("upload");
         let s = self.submit(upload::request(header, witnesses)?).await?;
         drop(held);
-        phases.end("accept");
-        let mut response = Response::new(pb::SubmitProofResponse {
-            job_id: s.job_id,
-            existing: s.existing,
-        });
-        phases.attach(&mut response);
-        Ok(response)
+        Ok(accepted(s, &mut phases))
     }
 
     async fn await_proof(
