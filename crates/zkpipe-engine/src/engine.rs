@@ -21,7 +21,7 @@ use crate::curves::PartitionBuffers;
 use crate::devices::{build_devices, preload_targets, Device};
 use crate::error::EngineError;
 use crate::janitor::Janitor;
-use crate::job_store::{JobStore, MemoryStore, SharedQueue};
+use crate::job_store::{JobStore, MemoryStore, PartitionBytes, SharedQueue, StagingWitness};
 use crate::jobs::{store_error, JobTable};
 use crate::keys::entry::KeyContext;
 use crate::keys::generators::Generators;
@@ -331,7 +331,10 @@ impl Engine {
 
     /// Validates and queues a job; see [`SubmitRequest`]. Every witness is parsed and
     /// checked against the key here, so a bad request fails now, not later.
-    pub fn submit<W: AsRef<[u8]>>(&self, req: SubmitRequest<W>) -> Result<Submitted, EngineError> {
+    pub fn submit<W: PartitionBytes>(
+        &self,
+        req: SubmitRequest<W>,
+    ) -> Result<Submitted, EngineError> {
         self.inner.submission.submit(req)
     }
 
@@ -409,5 +412,16 @@ impl Engine {
     /// the whole job is submitted with [`Engine::submit`] once every byte arrived.
     pub fn plan_stream(&self, key_id: &str, sizes: &[u64]) -> Result<StreamPlan, EngineError> {
         self.inner.submission.plan(key_id, sizes)
+    }
+
+    /// A file in the job store for one witness of a streamed job, of `bytes`, written as
+    /// its chunks arrive and submitted as a [`Staged::File`](crate::job_store::Staged);
+    /// `None` where the store keeps no witness files (in memory, or a fleet's shared
+    /// store), or none this small: the caller then receives it in memory.
+    pub fn stage_witness(
+        &self,
+        bytes: u64,
+    ) -> Result<Option<Box<dyn StagingWitness>>, EngineError> {
+        self.inner.submission.stage(bytes)
     }
 }

@@ -443,6 +443,7 @@ mod tests {
             fingerprint: Fingerprint::default(),
             key_shape: String::new(),
             witnesses: vec![b"w0", b"w1"],
+            staged: Vec::new(),
         }
     }
 
@@ -450,6 +451,7 @@ mod tests {
     fn one_partition() -> NewJob<'static> {
         NewJob {
             witnesses: vec![&b"w"[..]],
+            staged: Vec::new(),
             ..two_partitions()
         }
     }
@@ -458,6 +460,7 @@ mod tests {
     fn jobs(table: &JobTable, n: usize, partitions: usize) -> Vec<Arc<Job>> {
         let new = NewJob {
             witnesses: vec![&b"w"[..]; partitions],
+            staged: Vec::new(),
             ..two_partitions()
         };
         (0..n)

@@ -16,7 +16,8 @@ use crate::devices::Device;
 use crate::error::EngineError;
 use crate::job::{JobId, Priority};
 use crate::job_store::{
-    fingerprint, shape_tag, Accepted, Fingerprint, NewJob, StoredJob, StoredPartition,
+    fingerprint, shape_tag, Accepted, Fingerprint, NewJob, PartitionBytes, StagingWitness,
+    StoredJob, StoredPartition,
 };
 use crate::jobs::{store_error, JobTable, Registered};
 use crate::keys::entry::KeyEntry;
@@ -123,6 +124,15 @@ impl Submission {
         r
     }
 
+    /// A file in the job store for a streamed witness of `bytes`, written as it arrives
+    /// (`None`: the store keeps none, or a shared store takes the job).
+    pub(crate) fn stage(&self, bytes: u64) -> Result<Option<Box<dyn StagingWitness>>, EngineError> {
+        if self.jobs.shared {
+            return Ok(None);
+        }
+        self.jobs.store.stage(bytes).map_err(store_error)
+    }
+
     fn plan_checked(&self, key_id: &str, sizes: &[u64]) -> Result<StreamPlan, EngineError> {
         if self.admission.is_closed() {
             return Err(EngineError::ShuttingDown);
@@ -155,7 +165,10 @@ impl Submission {
     }
 
     /// Validates and queues a job; counts a refusal in the metrics.
-    pub fn submit<W: AsRef<[u8]>>(&self, req: SubmitRequest<W>) -> Result<Submitted, EngineError> {
+    pub fn submit<W: PartitionBytes>(
+        &self,
+        req: SubmitRequest<W>,
+    ) -> Result<Submitted, EngineError> {
         let r = self.submit_checked(req);
         if let Err(e) = &r {
             self.metrics.rejected.with_label_values(&[e.kind()]).inc();
@@ -163,7 +176,7 @@ impl Submission {
         r
     }
 
-    fn submit_checked<W: AsRef<[u8]>>(
+    fn submit_checked<W: PartitionBytes>(
         &self,
         req: SubmitRequest<W>,
     ) -> Result<Submitted, EngineError> {
@@ -188,7 +201,12 @@ impl Submission {
         let entry = self.keys.resolve(&req.key_id)?;
         self.check_fits(&entry.meta)?;
         let witnesses: Vec<&[u8]> = req.witnesses.iter().map(AsRef::as_ref).collect();
-        let data = self.partitions(&entry, witnesses.iter().copied().enumerate())?;
+        let data = self.partitions(&entry, witnesses.iter().copied().enumerate(), |i| {
+            // A staged witness's pages leave the resident set as soon as it is parsed.
+            if let Some(s) = req.witnesses[i].staged() {
+                s.release();
+            }
+        })?;
         let parsed = t0.elapsed();
         let new = NewJob {
             key_id: &entry.meta.id,
@@ -197,6 +215,7 @@ impl Submission {
             fingerprint,
             key_shape: shape_tag(&entry.meta.shape),
             witnesses,
+            staged: req.witnesses.iter().map(PartitionBytes::staged).collect(),
         };
         // A shared store (a fleet) takes the job instead of this engine's queues.
         if self.jobs.shared {
@@ -249,7 +268,7 @@ impl Submission {
     pub fn claimed(&self, job: &Arc<Job>, index: usize, witness: &[u8]) -> Result<(), EngineError> {
         let entry = self.keys.resolve(&job.key_id)?;
         self.check_fits(&entry.meta)?;
-        let parts = self.partitions(&entry, std::iter::once((index, witness)))?;
+        let parts = self.partitions(&entry, std::iter::once((index, witness)), |_| {})?;
         self.jobs.pending.fetch_add(parts.len(), Ordering::AcqRel);
         self.enqueue(job, &entry, parts);
         Ok(())
@@ -258,10 +277,12 @@ impl Submission {
     /// Parses each `(index, witness or circuit inputs)` and checks it against the key; the
     /// partitions of a job side by side (a 2^22 job's ten 128 MiB witnesses one after
     /// another kept one core busy for seconds while the rest of the host waited).
+    /// `parsed(i)` is called once partition `i`'s bytes are no longer read.
     fn partitions<'a>(
         &self,
         entry: &KeyEntry,
         witnesses: impl Iterator<Item = (usize, &'a [u8])>,
+        parsed: impl Fn(usize) + Sync,
     ) -> Result<Vec<(usize, PartitionInput)>, EngineError> {
         let one = |(i, bytes): (usize, &[u8])| {
             let input = if is_circuit_inputs(bytes) {
@@ -269,6 +290,7 @@ impl Submission {
             } else {
                 PartitionInput::Witness(self.witness(entry, i, bytes)?)
             };
+            parsed(i);
             Ok((i, input))
         };
         let witnesses: Vec<(usize, &[u8])> = witnesses.collect();
@@ -371,7 +393,7 @@ impl Submission {
                 self.check_fits(&entry.meta)?;
                 Ok((
                     Arc::clone(&entry),
-                    self.partitions(&entry, pending.into_iter())?,
+                    self.partitions(&entry, pending.into_iter(), |_| {})?,
                 ))
             }),
         };

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tonic::{Request, Response, Status, Streaming};
+use zkpipe_engine::job_store::PartitionBytes;
 use zkpipe_engine::{Engine, EngineError, SubmitRequest};
 use zkpipe_proto::pb;
 use zkpipe_proto::server::{self as wire, prover_server::Prover};
@@ -72,9 +73,9 @@ pub fn status(e: EngineError) -> Status {
 impl ProverService {
     /// Accepting a job checks every witness and commits it to the job store, which blocks:
     /// that runs off the async threads, so that other requests (awaits, status) go on.
-    async fn submit(
+    async fn submit<W: PartitionBytes + Send + 'static>(
         &self,
-        submit: SubmitRequest<Bytes>,
+        submit: SubmitRequest<W>,
     ) -> Result<zkpipe_engine::Submitted, Status> {
         if !self.accepting.load(Ordering::Acquire) {
             return Err(Status::unavailable(
@@ -156,7 +157,7 @@ impl Prover for ProverService {
             .map_err(|e| Status::internal(e.to_string()))?
             .map_err(status)?;
         let held = self.in_flight.take(total)?;
-        let witnesses = upload::receive(&plan, &mut stream, status).await?;
+        let witnesses = upload::receive(&plan, &self.engine, &mut stream, status).await?;
         phases.end("upload");
         let s = self.submit(upload::request(header, witnesses)?).await?;
         drop(held);

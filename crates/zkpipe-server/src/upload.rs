@@ -1,8 +1,9 @@
 //! A job received as a stream (`SubmitProofStream`): its header first, checked before any
 //! witness byte is read, then its witnesses in chunks, each witness's start checked as it
-//! arrives. Every chunk is copied once, into its witness's buffer of the declared size, and
-//! then dropped: a stream holds the witnesses it declared and a few chunks, no more. The
-//! bytes every job being received holds together are bounded ([`InFlight`]).
+//! arrives. A large witness goes to the job store's file as it arrives (staged): the
+//! stream holds a few chunks of it, and the engine reads it back mapped. A small one, or
+//! any where the store keeps no files, is copied once into a buffer of its declared size.
+//! The bytes every job being received declares together are bounded ([`InFlight`]).
 // tonic's `Status` is the error type of every gRPC method; boxing it here buys nothing.
 #![allow(clippy::result_large_err)]
 
@@ -10,8 +11,11 @@ use crate::protocol::priority_from_wire;
 use prost::bytes::Bytes;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tonic::{Status, Streaming};
-use zkpipe_engine::{EngineError, StreamPlan, SubmitRequest};
+use zkpipe_engine::job_store::{Staged, StagedWitness, StagingWitness};
+use zkpipe_engine::{Engine, EngineError, StoreError, StreamPlan, SubmitRequest};
 use zkpipe_proto::pb;
 use zkpipe_proto::server::{submit_proof_chunk::Part, SubmitProofChunk};
 
@@ -80,18 +84,45 @@ pub fn header(first: Option<SubmitProofChunk>) -> Result<pb::SubmitProofHeader, 
 }
 
 /// The witnesses of a stream whose header passed `plan`, each checked by its start as it
-/// arrives (`check_start`, an engine error as a status by `refuse`).
+/// arrives (`check_start`, an engine error as a status by `refuse`). A witness the job
+/// store stages ([`Engine::stage_witness`]) goes to its file chunk by chunk, on a blocking
+/// thread of its own that then syncs it while the next one arrives; the others are
+/// gathered in memory.
 pub async fn receive(
+    plan: &StreamPlan,
+    engine: &Engine,
+    stream: &mut Streaming<SubmitProofChunk>,
+    refuse: impl Fn(EngineError) -> Status,
+) -> Result<Vec<Staged>, Status> {
+    let sizes = plan.sizes();
+    let total: u64 = sizes.iter().sum();
+    let mut assembly = Assembly {
+        sizes,
+        engine,
+        done: Vec::with_capacity(sizes.len()),
+        current: None,
+        received: 0,
+    };
+    match gather(&mut assembly, plan, stream, refuse).await {
+        Ok(()) => assembly.finish(total).await,
+        Err(e) => {
+            // A refused stream leaves no file behind once it is answered.
+            assembly.abandon().await;
+            Err(e)
+        }
+    }
+}
+
+/// Every chunk of the stream into `assembly`.
+async fn gather(
+    assembly: &mut Assembly<'_>,
     plan: &StreamPlan,
     stream: &mut Streaming<SubmitProofChunk>,
     refuse: impl Fn(EngineError) -> Status,
-) -> Result<Vec<Bytes>, Status> {
-    let sizes = plan.sizes();
-    let total: u64 = sizes.iter().sum();
-    let mut assembly = Assembly::new(sizes)?;
+) -> Result<(), Status> {
     while let Some(chunk) = stream.message().await? {
         match chunk.part {
-            Some(Part::Data(data)) => assembly.push(&data, plan, &refuse)?,
+            Some(Part::Data(data)) => assembly.push(data, plan, &refuse).await?,
             Some(Part::Header(_)) => {
                 return Err(Status::invalid_argument(
                     "SubmitProofStream: a second header",
@@ -99,88 +130,236 @@ pub async fn receive(
             }
             None => {}
         }
-        if assembly.overflow {
-            return Err(Status::invalid_argument(format!(
-                "SubmitProofStream: more witness bytes than the {total} the header declared"
-            )));
-        }
     }
-    assembly.finish(total)
+    Ok(())
 }
 
 /// Witnesses being filled in order from a stream's chunks.
 struct Assembly<'a> {
     sizes: &'a [u64],
-    done: Vec<Bytes>,
-    current: Vec<u8>,
-    /// Whether the current witness's start was checked.
-    checked: bool,
+    engine: &'a Engine,
+    done: Vec<Received>,
+    /// The witness being received, once its first byte came.
+    current: Option<Current>,
     received: u64,
-    overflow: bool,
 }
 
-impl<'a> Assembly<'a> {
-    fn new(sizes: &'a [u64]) -> Result<Self, Status> {
-        let first = sizes.first().copied().unwrap_or(0);
-        Ok(Self {
-            sizes,
-            done: Vec::with_capacity(sizes.len()),
-            current: buffer(first)?,
-            checked: false,
-            received: 0,
-            overflow: false,
-        })
-    }
+/// A witness received whole: in memory, or its file being finished.
+enum Received {
+    Memory(Bytes),
+    File(JoinHandle<Result<Option<Box<dyn StagedWitness>>, StoreError>>),
+}
 
+/// The witness being received.
+struct Current {
+    size: u64,
+    got: u64,
+    /// Its first bytes, up to [`StreamPlan::HEAD_BYTES`], until checked.
+    head: Vec<u8>,
+    checked: bool,
+    sink: Sink,
+}
+
+/// Where a witness's bytes go.
+enum Sink {
+    Memory(Vec<u8>),
+    /// To the store's file, through its writer thread.
+    File {
+        chunks: mpsc::Sender<Bytes>,
+        writer: JoinHandle<Result<Option<Box<dyn StagedWitness>>, StoreError>>,
+    },
+}
+
+/// Chunks queued for a witness's writer thread: a few, so that receiving runs ahead of
+/// the disk by at most this many chunks.
+const WRITE_QUEUE: usize = 4;
+
+impl Assembly<'_> {
     /// Appends `data`, finishing witnesses as they fill and checking each one's start
-    /// once enough of it arrived.
-    fn push(
+    /// once enough of it arrived; refused when more bytes come than the header declared.
+    async fn push(
         &mut self,
-        mut data: &[u8],
+        mut data: Bytes,
         plan: &StreamPlan,
         refuse: impl Fn(EngineError) -> Status,
     ) -> Result<(), Status> {
         while !data.is_empty() {
             let i = self.done.len();
             let Some(&size) = self.sizes.get(i) else {
-                self.overflow = true;
-                return Ok(());
+                let total: u64 = self.sizes.iter().sum();
+                return Err(Status::invalid_argument(format!(
+                    "SubmitProofStream: more witness bytes than the {total} the header declared"
+                )));
             };
-            let room = (size as usize).saturating_sub(self.current.len());
-            let (now, rest) = data.split_at(room.min(data.len()));
-            self.current.extend_from_slice(now);
-            self.received += now.len() as u64;
-            data = rest;
+            let cur = match &mut self.current {
+                Some(cur) => cur,
+                empty => empty.insert(open(self.engine, size).await?),
+            };
+            let room = usize::try_from(cur.size - cur.got).unwrap_or(usize::MAX);
+            let now = data.split_to(room.min(data.len()));
             let head = StreamPlan::HEAD_BYTES.min(size as usize);
-            if !self.checked && self.current.len() >= head {
-                plan.check_start(i, &self.current[..head])
-                    .map_err(&refuse)?;
-                self.checked = true;
+            if !cur.checked {
+                let want = (head - cur.head.len()).min(now.len());
+                cur.head.extend_from_slice(&now[..want]);
+                if cur.head.len() == head {
+                    plan.check_start(i, &cur.head).map_err(&refuse)?;
+                    cur.checked = true;
+                }
             }
-            if self.current.len() as u64 == size {
-                let next = self.sizes.get(i + 1).copied().unwrap_or(0);
-                let whole = std::mem::replace(&mut self.current, buffer(next)?);
-                self.done.push(Bytes::from(whole));
-                self.checked = false;
+            cur.got += now.len() as u64;
+            self.received += now.len() as u64;
+            match &mut cur.sink {
+                Sink::Memory(v) => v.extend_from_slice(&now),
+                Sink::File { chunks, .. } => {
+                    if chunks.send(now).await.is_err() {
+                        // The writer stopped: it failed, and says why.
+                        let Some(Current {
+                            sink: Sink::File { writer, .. },
+                            ..
+                        }) = self.current.take()
+                        else {
+                            unreachable!("the current witness goes to a file")
+                        };
+                        return Err(match writer.await {
+                            Ok(Err(e)) => staging_failed(e),
+                            _ => Status::internal("a witness's writer stopped"),
+                        });
+                    }
+                }
+            }
+            if cur.got == cur.size {
+                self.finish_current();
             }
         }
         Ok(())
     }
 
-    /// Every witness, once all arrived; else the stream ended early.
-    fn finish(mut self, total: u64) -> Result<Vec<Bytes>, Status> {
+    /// The current witness is complete: into `done` (a file's writer, told no more
+    /// chunks come, syncs it meanwhile).
+    fn finish_current(&mut self) {
+        if let Some(cur) = self.current.take() {
+            self.done.push(match cur.sink {
+                Sink::Memory(v) => Received::Memory(Bytes::from(v)),
+                Sink::File { writer, .. } => Received::File(writer),
+            });
+        }
+    }
+
+    /// Waits for every writer to stop, dropping what each staged: their files are gone
+    /// when this returns.
+    async fn abandon(&mut self) {
+        let current = self.current.take().and_then(|c| match c.sink {
+            Sink::File { chunks, writer } => {
+                drop(chunks);
+                Some(writer)
+            }
+            Sink::Memory(_) => None,
+        });
+        let done = std::mem::take(&mut self.done).into_iter();
+        let writers = done.filter_map(|r| match r {
+            Received::File(w) => Some(w),
+            Received::Memory(_) => None,
+        });
+        for writer in writers.chain(current) {
+            let _ = writer.await;
+        }
+    }
+
+    /// Every witness, once all arrived; else the stream ended early (and the files
+    /// written so far are removed before the answer).
+    async fn finish(mut self, total: u64) -> Result<Vec<Staged>, Status> {
         // Zero-length witnesses at the end are complete without a byte.
-        while self.done.len() < self.sizes.len() && self.sizes[self.done.len()] == 0 {
-            self.done.push(Bytes::new());
+        while self.current.is_none()
+            && self.done.len() < self.sizes.len()
+            && self.sizes[self.done.len()] == 0
+        {
+            self.done.push(Received::Memory(Bytes::new()));
         }
         if self.done.len() < self.sizes.len() {
-            return Err(Status::invalid_argument(format!(
+            let e = Status::invalid_argument(format!(
                 "SubmitProofStream: the stream ended after {} of the {total} witness bytes the header declared",
                 self.received
-            )));
+            ));
+            self.abandon().await;
+            return Err(e);
         }
-        Ok(self.done)
+        let mut out = Vec::with_capacity(self.done.len());
+        let mut failed = None;
+        // Every writer is awaited, even after one failed, so that no file outlives the
+        // answer.
+        for r in std::mem::take(&mut self.done) {
+            let got = match r {
+                Received::Memory(b) => Ok(Staged::Memory(b)),
+                Received::File(writer) => match writer.await {
+                    Ok(Ok(Some(w))) => Ok(Staged::File(w)),
+                    Ok(Ok(None)) => Err(Status::internal("a staged witness ended incomplete")),
+                    Ok(Err(e)) => Err(staging_failed(e)),
+                    Err(e) => Err(Status::internal(e.to_string())),
+                },
+            };
+            match got {
+                Ok(w) => out.push(w),
+                Err(e) => failed = failed.or(Some(e)),
+            }
+        }
+        match failed {
+            None => Ok(out),
+            Some(e) => Err(e),
+        }
     }
+}
+
+/// The next witness, of `size` bytes: staged in the job store's file if it takes it,
+/// else gathered in memory.
+async fn open(engine: &Engine, size: u64) -> Result<Current, Status> {
+    let staging = if size == 0 {
+        None
+    } else {
+        let engine = engine.clone();
+        tokio::task::spawn_blocking(move || engine.stage_witness(size))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(crate::service::status)?
+    };
+    let sink = match staging {
+        None => Sink::Memory(buffer(size)?),
+        Some(staging) => {
+            let (chunks, rx) = mpsc::channel(WRITE_QUEUE);
+            let writer = tokio::task::spawn_blocking(move || write(staging, rx, size));
+            Sink::File { chunks, writer }
+        }
+    };
+    Ok(Current {
+        size,
+        got: 0,
+        head: Vec::new(),
+        checked: false,
+        sink,
+    })
+}
+
+/// A staged witness's writer thread: every chunk into the file, then the file finished
+/// (synced, mapped); `None` when the stream stopped before `size` bytes (dropping the
+/// unfinished file removes it).
+fn write(
+    mut staging: Box<dyn StagingWitness>,
+    mut chunks: mpsc::Receiver<Bytes>,
+    size: u64,
+) -> Result<Option<Box<dyn StagedWitness>>, StoreError> {
+    let mut written = 0u64;
+    while let Some(chunk) = chunks.blocking_recv() {
+        staging.write(&chunk)?;
+        written += chunk.len() as u64;
+    }
+    if written < size {
+        return Ok(None);
+    }
+    staging.finish().map(Some)
+}
+
+/// A witness the job store could not write: the daemon's fault, not the request's.
+fn staging_failed(e: StoreError) -> Status {
+    Status::internal(format!("staging a witness: {e}"))
 }
 
 /// A witness's buffer: its whole declared size, reserved at once so that it never grows
@@ -199,8 +378,8 @@ fn buffer(size: u64) -> Result<Vec<u8>, Status> {
 /// The engine request of a received stream.
 pub fn request(
     h: pb::SubmitProofHeader,
-    witnesses: Vec<Bytes>,
-) -> Result<SubmitRequest<Bytes>, Status> {
+    witnesses: Vec<Staged>,
+) -> Result<SubmitRequest<Staged>, Status> {
     Ok(SubmitRequest {
         priority: priority_from_wire(h.priority)?,
         key_id: h.key_id,

@@ -1,6 +1,7 @@
 //! Jobs streamed in chunks (`SubmitProofStream`) to a daemon on loopback: a multi-partition
 //! job that proves and verifies (through the client library and through `zkpipe submit`),
-//! a stream cut mid-witness that leaves no job and no file, a header refused before its
+//! witnesses written to the store's files as they arrive, a stream cut mid-witness that
+//! leaves no job and no file, a header refused before its
 //! witness bytes are sent (unknown key, wrong length, wrong signal count), and the
 //! in-flight byte limit, streamed and unary.
 
@@ -38,6 +39,17 @@ fn spilled(dir: &Path) -> usize {
     std::fs::read_dir(dir.join("zkpipe-state/witnesses")).map_or(0, |d| d.count())
 }
 
+/// Whether `done` holds within a minute (polled): far beyond what the daemon needs.
+async fn wait_until(done: impl Fn() -> bool) -> bool {
+    for _ in 0..600 {
+        if done() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
 /// The call's answer to `sent` while the stream stays open: the daemon must answer
 /// without the rest of the bytes (a minute is far beyond any such answer; waiting longer
 /// means it waits for bytes it was never sent).
@@ -71,16 +83,23 @@ async fn streamed_jobs_prove_and_bad_streams_leave_nothing() {
     );
     let mut c = connect(&ClientOptions::new(d.grpc.clone())).await.unwrap();
 
-    // A client that goes away mid-witness: no job, no file.
+    // A client that goes away mid-witness: no job, no file. Its witnesses go to the
+    // store's files as they arrive (staged), before the stream ends.
     let (tx, rx) = mpsc::channel(8);
     tx.send(header(KEY, vec![w, w])).await.unwrap();
     tx.send(data(&wtns)).await.unwrap();
     tx.send(data(&wtns[..wtns.len() / 2])).await.unwrap();
     let mut gone = connect(&ClientOptions::new(d.grpc.clone())).await.unwrap();
     let call = tokio::spawn(async move { gone.submit_proof_stream(ReceiverStream::new(rx)).await });
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let staged = wait_until(|| spilled(d.dir()) == 2).await;
+    assert!(
+        staged,
+        "the open stream's two witnesses were not staged in files"
+    );
     call.abort();
     drop(tx);
+    let removed = wait_until(|| spilled(d.dir()) == 0).await;
+    assert!(removed, "an abandoned stream's staged files stayed");
     // A stream that ends early is refused in one line.
     let (tx, rx) = mpsc::channel(8);
     tx.send(header(KEY, vec![w])).await.unwrap();

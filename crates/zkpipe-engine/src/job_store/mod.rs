@@ -17,9 +17,11 @@
 
 mod memory;
 pub mod retention;
+pub mod staged;
 
 pub use memory::MemoryStore;
 pub use retention::{Ledger, Retention};
+pub use staged::{PartitionBytes, Staged, StagedWitness, StagingWitness};
 
 use crate::job::{JobId, JobSnapshot, JobState, PartitionProof, Priority, UnknownName};
 use sha2::{Digest, Sha256};
@@ -59,6 +61,16 @@ pub struct NewJob<'a> {
     pub key_shape: String,
     /// One `.wtns` file per partition.
     pub witnesses: Vec<&'a [u8]>,
+    /// Empty, or one per partition: the store's file holding that witness already
+    /// ([`JobStore::stage`]), which it records instead of writing the bytes again.
+    pub staged: Vec<Option<&'a dyn StagedWitness>>,
+}
+
+impl NewJob<'_> {
+    /// The store's file holding partition `i`'s witness already, if any.
+    pub fn staged(&self, i: usize) -> Option<&dyn StagedWitness> {
+        self.staged.get(i).copied().flatten()
+    }
 }
 
 /// A key's shape as the shared store records it: curve and sizes. Two daemons holding
@@ -177,6 +189,14 @@ pub trait JobStore: Send + Sync {
     /// its sync. The default is `accept` (durable at once; mark 0).
     fn accept_unsynced(&self, job: &NewJob<'_>) -> Result<(Accepted, u64), StoreError> {
         self.accept(job).map(|a| (a, 0))
+    }
+
+    /// A file for a witness of `bytes` that is about to arrive in chunks, for a job not
+    /// yet accepted ([`staged`]); `None` (the default) where this store does not keep
+    /// witnesses in files of its own, or not one of this size: the caller then holds it
+    /// in memory.
+    fn stage(&self, _bytes: u64) -> Result<Option<Box<dyn StagingWitness>>, StoreError> {
+        Ok(None)
     }
 
     /// Returns once every record up to `mark` ([`Self::accept_unsynced`]) is durable.

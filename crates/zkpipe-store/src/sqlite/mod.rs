@@ -26,6 +26,7 @@ mod commit;
 mod retention;
 mod schema;
 mod spill;
+mod staging;
 mod store;
 #[cfg(test)]
 mod tests;

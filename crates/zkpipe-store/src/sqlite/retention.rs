@@ -101,6 +101,7 @@ mod tests {
             fingerprint: fingerprint("k", &witnesses),
             key_shape: String::new(),
             witnesses,
+            staged: Vec::new(),
         };
         match s.accept(&job).unwrap() {
             Accepted::New(id) => id,

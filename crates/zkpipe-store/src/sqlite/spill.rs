@@ -48,18 +48,17 @@ impl SqliteStore {
     /// Writes every witness above the inline limit to a file of its own (in parallel),
     /// not synced ([`Self::sync_files`] does); returns each partition's file name
     /// (`None`: inline). On failure, the files written so far are removed.
-    pub(super) fn spill(&self, witnesses: &[&[u8]]) -> Result<Vec<Option<String>>, StoreError> {
+    /// Witnesses the store staged already (`staging.rs`) are left out: `None` too.
+    pub(super) fn spill(
+        &self,
+        witnesses: &[&[u8]],
+        staged: impl Fn(usize) -> bool,
+    ) -> Result<Vec<Option<String>>, StoreError> {
         let names: Vec<Option<String>> = witnesses
             .iter()
             .enumerate()
             .map(|(i, w)| {
-                (w.len() as u64 > self.inline_max).then(|| {
-                    let n = self.spilled.fetch_add(1, Ordering::Relaxed);
-                    let nanos = SystemTime::now()
-                        .duration_since(SystemTime::UNIX_EPOCH)
-                        .map_or(0, |d| d.as_nanos());
-                    format!("{nanos}-{}-{n}-{i}.wtns", std::process::id())
-                })
+                (w.len() as u64 > self.inline_max && !staged(i)).then(|| self.spill_name(i))
             })
             .collect();
         if names.iter().all(Option::is_none) {
@@ -110,6 +109,21 @@ impl SqliteStore {
         Ok(names)
     }
 
+    /// A new spilled file's name, unique in this folder: the time, this process, a
+    /// counter, and the partition `index`.
+    pub(super) fn spill_name(&self, index: usize) -> String {
+        let n = self.spilled.fetch_add(1, Ordering::Relaxed);
+        let nanos = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        format!("{nanos}-{}-{n}-{index}.wtns", std::process::id())
+    }
+
+    /// Syncs the folder's entries (of files staged and synced already).
+    pub(super) fn sync_dir(&self) -> std::io::Result<()> {
+        std::fs::File::open(&self.spill_dir)?.sync_all()
+    }
+
     /// Syncs spilled files (a few at once: each sync waits for the disk, and concurrent
     /// ones share the filesystem's journal commits), then their folder's entries once.
     /// One file (a job of one partition) is synced on the calling thread.
@@ -136,7 +150,7 @@ impl SqliteStore {
                 })
             })?;
         }
-        std::fs::File::open(&self.spill_dir)?.sync_all()?;
+        self.sync_dir()?;
         self.file_syncs.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 use zkpipe_engine::job::PartitionProof;
 use zkpipe_engine::job_store::{
-    Accepted, Fingerprint, JobStore, NewJob, Retention, StoredJob, StoredPartition,
+    Accepted, Fingerprint, JobStore, NewJob, Retention, StagingWitness, StoredJob, StoredPartition,
 };
 use zkpipe_engine::{JobId, JobState, StoreError};
 
@@ -131,25 +131,53 @@ impl JobStore for SqliteStore {
         // Big witnesses are written and synced before the job queues, in parallel with
         // other accepts, so that result writes (other jobs' partitions) never wait
         // behind them and a group's leader has only rows to record (`commit.rs`).
-        let files = self.spill(&job.witnesses)?;
-        let names: Vec<&String> = files.iter().flatten().collect();
-        if let Err(e) = self.sync_files(&names) {
+        // Witnesses staged as they arrived are written and synced already.
+        let staged: Vec<_> = (0..job.witnesses.len()).map(|i| job.staged(i)).collect();
+        let spilled = self.spill(&job.witnesses, |i| staged[i].is_some())?;
+        let names: Vec<&String> = spilled.iter().flatten().collect();
+        let synced = if names.is_empty() && staged.iter().any(Option::is_some) {
+            self.sync_dir()
+        } else {
+            self.sync_files(&names)
+        };
+        if let Err(e) = synced {
             self.remove_files(names);
             return Err(self.err(format!("syncing witness files: {e}")));
         }
+        let files = spilled
+            .iter()
+            .zip(&staged)
+            .map(|(f, s)| f.clone().or_else(|| s.map(|s| s.name().to_string())))
+            .collect();
         let pending = Arc::new(Pending::new(job, files));
+        let keep_staged = || staged.iter().flatten().for_each(|s| s.keep());
+        // A staged file that ends up named by no job is removed by its owner (the
+        // engine's request) when dropped; only the files spilled here are removed here.
         match self.join_group(Arc::clone(&pending)) {
-            Ok(recorded @ (Accepted::New(_), _)) => Ok(recorded),
+            Ok(recorded @ (Accepted::New(_), _)) => {
+                keep_staged();
+                Ok(recorded)
+            }
             Ok(existing) => {
-                self.remove_files(pending.files.iter().flatten());
+                self.remove_files(spilled.iter().flatten());
                 Ok(existing)
             }
             Err(GroupError::Failed(e)) => {
-                self.remove_files(pending.files.iter().flatten());
+                self.remove_files(spilled.iter().flatten());
                 Err(e)
             }
-            Err(GroupError::Lost(e)) => Err(e),
+            Err(GroupError::Lost(e)) => {
+                // Whether the commit named them is unknown: the next open decides.
+                keep_staged();
+                Err(e)
+            }
         }
+    }
+
+    fn stage(&self, bytes: u64) -> Result<Option<Box<dyn StagingWitness>>, StoreError> {
+        Ok(self
+            .stage_file(bytes)?
+            .map(|s| Box::new(s) as Box<dyn StagingWitness>))
     }
 
     fn make_durable(&self, mark: u64) -> Result<(), StoreError> {

@@ -21,6 +21,7 @@ fn new_job<'a>(request_id: &'a str, witnesses: Vec<&'a [u8]>) -> NewJob<'a> {
         request_id,
         fingerprint: fingerprint("k", &witnesses),
         witnesses,
+        staged: Vec::new(),
     }
 }
 
@@ -513,4 +514,66 @@ fn witness_files_that_cannot_be_synced_leave_no_record() {
         s.accept(&new_job("r", vec![&[5u8; 100]])).unwrap(),
         Accepted::New(1)
     );
+}
+
+/// A witness staged chunk by chunk.
+fn stage(s: &SqliteStore, w: &[u8]) -> Box<dyn zkpipe_engine::job_store::StagedWitness> {
+    let mut staging = s
+        .stage(w.len() as u64)
+        .unwrap()
+        .expect("a big witness is staged");
+    for chunk in w.chunks(7) {
+        staging.write(chunk).unwrap();
+    }
+    staging.finish().unwrap()
+}
+
+/// A job naming staged witnesses records their files as they are (nothing written
+/// again): they survive reopening and go when proved; staged files no job names go
+/// when dropped (written whole or not), and a small witness is not staged.
+#[test]
+fn staged_witnesses_are_recorded_in_place_and_unnamed_ones_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let a: Vec<u8> = (0..100u8).collect();
+    let b = vec![9u8; 50];
+    {
+        let s = SqliteStore::open(dir.path()).unwrap().with_inline_max(10);
+        assert!(s.stage(10).unwrap().is_none(), "a witness kept inline");
+        let (sa, sb) = (stage(&s, &a), stage(&s, &b));
+        assert_eq!(sa.bytes(), &a[..]);
+        assert_eq!(spilled_files(dir.path()).len(), 2);
+        let mut job = new_job("r", vec![b"small", sa.bytes(), sb.bytes()]);
+        job.staged = vec![None, Some(sa.as_ref()), Some(sb.as_ref())];
+        assert_eq!(s.accept(&job).unwrap(), Accepted::New(1));
+        let names = vec![sa.name().to_string(), sb.name().to_string()];
+        drop((sa, sb));
+        let mut found = spilled_files(dir.path());
+        found.sort();
+        let mut want = names.clone();
+        want.sort();
+        assert_eq!(found, want, "the job's staged files, no copies");
+
+        // The same request again, staged anew: the existing job, the new file gone.
+        let again = stage(&s, &a);
+        let mut job = new_job("r", vec![b"small", again.bytes(), &b]);
+        job.staged = vec![None, Some(again.as_ref()), None];
+        assert_eq!(s.accept(&job).unwrap(), Accepted::Existing(1));
+        drop(again);
+        assert_eq!(spilled_files(dir.path()).len(), 2);
+
+        // Staged and never named, finished or not: nothing stays.
+        drop(stage(&s, &a));
+        let mut half = s.stage(100).unwrap().unwrap();
+        half.write(&a[..40]).unwrap();
+        assert_eq!(spilled_files(dir.path()).len(), 3);
+        drop(half);
+        assert_eq!(spilled_files(dir.path()).len(), 2);
+        s.partition_done(1, 1, &proof("a"), false).unwrap();
+        assert_eq!(spilled_files(dir.path()), [names[1].clone()]);
+    }
+    let s = SqliteStore::open(dir.path()).unwrap();
+    let jobs = s.recover().unwrap();
+    assert!(matches!(&jobs[0].partitions[0], StoredPartition::Pending(w) if w == b"small"));
+    assert!(matches!(&jobs[0].partitions[1], StoredPartition::Proved(_)));
+    assert!(matches!(&jobs[0].partitions[2], StoredPartition::Pending(w) if *w == b));
 }

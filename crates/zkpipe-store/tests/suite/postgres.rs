@@ -62,6 +62,7 @@ fn accept(
         fingerprint: fp,
         key_shape: format!("shape-of-{key_id}"),
         witnesses: witnesses.to_vec(),
+        staged: Vec::new(),
     })
 }
 
