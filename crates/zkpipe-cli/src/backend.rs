@@ -66,6 +66,7 @@ impl DeviceOptions {
         Ok(Self {
             cpu: CpuOptions {
                 ifma: env("ZKPIPE_NO_IFMA").is_none(),
+                ..CpuOptions::default()
             },
             cuda,
         })

@@ -1,6 +1,11 @@
 //! The CPU as a device: arkworks' FFTs for the quotient and [`crate::msm::pippenger`]'s
 //! batch-affine MSM, on the current rayon pool. The reference every other device is
 //! checked against.
+//!
+//! With a [`CpuOptions::memory_limit`] it also stands in for a device too small for a
+//! key: a key whose points exceed the limit is streamed as a GPU would stream it
+//! ([`crate::msm::stream_plan`], run in `stream`), so the chunking and batching are
+//! checked against the in-core result.
 
 use crate::curve::Curve;
 use crate::device::{BindOptions, BoundKey, Caps, DeviceInfo, Devices, G1Set, KeyShape, PassInput};
@@ -8,6 +13,7 @@ use crate::error::Error;
 use crate::key::CompiledKey;
 use crate::msm::mask::CpuMask;
 use crate::msm::pippenger::BatchAffineMsm;
+use crate::msm::stream_plan::{KeySet, KeySets, Residency, StreamPlan, StreamPlanError};
 use crate::msm::{scalars_into, DeviceSums, MsmOptions, ScalarInt};
 use crate::quotient::{self, coset::CosetTransform};
 use crate::reduce::QapEvals;
@@ -17,18 +23,58 @@ use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 use zkpipe_formats::CurveId;
 
-/// How the CPU device computes. The default: IFMA lanes where the CPU has them.
+mod stream;
+
+/// How the CPU device computes. The default: IFMA lanes where the CPU has them, no
+/// memory limit, streams of [`DEFAULT_STREAM_BATCH`] proofs where one is set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CpuOptions {
     /// The MSMs' pair additions and the quotient's NTTs in AVX-512 IFMA lanes where the CPU
     /// has them; off, the portable arithmetic everywhere (for comparing the two in one
     /// build: the binary's `ZKPIPE_NO_IFMA=1`).
     pub ifma: bool,
+    /// A device budget in bytes to emulate (none: every key in-core). A key whose points
+    /// and one proof's buffers exceed it streams its points chunk by chunk as
+    /// [`crate::msm::stream_plan`] plans them for this budget (sized by
+    /// [`cpu_key_sets`]); one whose batch cannot fit even the smallest chunks is refused
+    /// at binding ([`StreamPlanError`]). Which path a key took: [`CpuBound::residency`].
+    pub memory_limit: Option<u64>,
+    /// The most proofs one stream of a streamed key's points serves (its
+    /// [`Caps::batch_limit`]), fewer where the budget holds fewer.
+    pub stream_batch: usize,
 }
+
+/// Proofs per stream by default: the reference system's batch of two.
+pub const DEFAULT_STREAM_BATCH: usize = 2;
 
 impl Default for CpuOptions {
     fn default() -> Self {
-        Self { ifma: true }
+        Self {
+            ifma: true,
+            memory_limit: None,
+            stream_batch: DEFAULT_STREAM_BATCH,
+        }
+    }
+}
+
+/// A key's point sets as the CPU device sizes them against [`CpuOptions::memory_limit`]:
+/// points as arkworks holds them in memory, scalars as standard-form integers, and each
+/// proof's five partial sums.
+pub fn cpu_key_sets(shape: &KeyShape) -> KeySets {
+    fn of<E: Curve>(shape: &KeyShape) -> KeySets {
+        use std::mem::size_of;
+        let sums = 4 * size_of::<E::G1>() + size_of::<E::G2>();
+        KeySets::new(
+            shape,
+            size_of::<E::G1Affine>(),
+            size_of::<E::G2Affine>(),
+            size_of::<ScalarInt<E>>(),
+            sums as u64,
+        )
+    }
+    match shape.curve {
+        CurveId::Bn254 => of::<Bn254>(shape),
+        CurveId::Bls12_381 => of::<Bls12_381>(shape),
     }
 }
 
@@ -44,6 +90,24 @@ impl CpuDevices {
     /// The CPU, computing as `opts` says.
     pub fn new(opts: CpuOptions) -> Self {
         Self { opts }
+    }
+
+    /// Which path a key of `shape` takes under [`CpuOptions::memory_limit`] (the
+    /// refusal where it cannot stream).
+    pub fn residency(&self, shape: &KeyShape) -> Result<Residency, StreamPlanError> {
+        residency(shape, self.opts)
+    }
+}
+
+fn residency(shape: &KeyShape, cpu: CpuOptions) -> Result<Residency, StreamPlanError> {
+    Residency::decide(&cpu_key_sets(shape), cpu.memory_limit, cpu.stream_batch)
+}
+
+/// The error a pass or bind of a key that cannot stream under the limit answers.
+fn refused(e: &StreamPlanError) -> Error {
+    Error::Backend {
+        backend: "cpu",
+        message: e.to_string(),
     }
 }
 
@@ -77,9 +141,20 @@ impl Devices for CpuDevices {
     }
 
     /// [`CPU_CAPS`], or a masked key's where the key's MSMs do constant work (it is then
-    /// bound with a mask: [`CpuBound::bind`]).
-    fn caps(&self, _shape: &KeyShape, opts: &BindOptions) -> Caps {
-        cpu_caps(opts.constant_work)
+    /// bound with a mask: [`CpuBound::bind`]); a streamed key's passes take its batch.
+    fn caps(&self, shape: &KeyShape, opts: &BindOptions) -> Caps {
+        Caps {
+            batch_limit: batch_limit(self.residency(shape).as_ref()),
+            ..cpu_caps(opts.constant_work)
+        }
+    }
+
+    /// [`CpuOptions::stream_batch`] where keys may stream, else 1.
+    fn max_batch(&self) -> usize {
+        match self.opts.memory_limit {
+            Some(_) => self.opts.stream_batch.max(1),
+            None => 1,
+        }
     }
 
     /// The MSMs' copies of their bases in the adder's form (all five MSMs of a proof may
@@ -104,7 +179,7 @@ impl Devices for CpuDevices {
         key: Arc<CompiledKey<Bn254>>,
         opts: &BindOptions,
     ) -> Result<Box<dyn BoundKey<Bn254>>, Error> {
-        Ok(Box::new(CpuBound::bind(key, opts, self.opts)))
+        Ok(Box::new(CpuBound::try_bind(key, opts, self.opts)?))
     }
 
     fn bind_bls12_381(
@@ -113,7 +188,7 @@ impl Devices for CpuDevices {
         key: Arc<CompiledKey<Bls12_381>>,
         opts: &BindOptions,
     ) -> Result<Box<dyn BoundKey<Bls12_381>>, Error> {
-        Ok(Box::new(CpuBound::bind(key, opts, self.opts)))
+        Ok(Box::new(CpuBound::try_bind(key, opts, self.opts)?))
     }
 }
 
@@ -130,6 +205,16 @@ pub struct CpuBound<E: Curve> {
     /// The pass makes [B]₂ alongside the other MSMs ([`CpuBound::with_g2_in_pass`]).
     g2_in_pass: bool,
     cpu: CpuOptions,
+    /// In-core or streamed under [`CpuOptions::memory_limit`], or why it cannot stream.
+    residency: Result<Residency, StreamPlanError>,
+}
+
+/// A pass's batch on a key with this residency: a streamed key's plan's, else one.
+fn batch_limit(r: Result<&Residency, &StreamPlanError>) -> usize {
+    match r {
+        Ok(Residency::Streamed(plan)) => plan.batch(),
+        _ => 1,
+    }
 }
 
 impl<E: Curve> std::fmt::Debug for CpuBound<E> {
@@ -140,6 +225,7 @@ impl<E: Curve> std::fmt::Debug for CpuBound<E> {
             .field("masked", &self.mask.is_some())
             .field("g2_in_pass", &self.g2_in_pass)
             .field("cpu", &self.cpu)
+            .field("residency", &self.residency)
             .finish()
     }
 }
@@ -170,8 +256,34 @@ impl<E: Curve> CpuBound<E> {
     }
 
     /// Binds `key` to the CPU as `opts` asks, computing as `cpu` says: with a fresh mask
-    /// ([`Self::masked`]) where the key's MSMs do constant work, else unmasked.
+    /// ([`Self::masked`]) where the key's MSMs do constant work, else unmasked. A key
+    /// that cannot stream under [`CpuOptions::memory_limit`] binds, and each of its
+    /// passes and MSMs answers the refusal ([`Self::try_bind`] refuses at once).
     pub fn bind(key: Arc<CompiledKey<E>>, opts: &BindOptions, cpu: CpuOptions) -> Self {
+        let residency = residency(&KeyShape::of_key(&key), cpu);
+        Self::bind_as(key, opts, cpu, residency)
+    }
+
+    /// [`Self::bind`], refusing a key that cannot stream under
+    /// [`CpuOptions::memory_limit`] (one line naming the sizes).
+    pub fn try_bind(
+        key: Arc<CompiledKey<E>>,
+        opts: &BindOptions,
+        cpu: CpuOptions,
+    ) -> Result<Self, Error> {
+        let residency = residency(&KeyShape::of_key(&key), cpu);
+        if let Err(e) = &residency {
+            return Err(refused(e));
+        }
+        Ok(Self::bind_as(key, opts, cpu, residency))
+    }
+
+    fn bind_as(
+        key: Arc<CompiledKey<E>>,
+        opts: &BindOptions,
+        cpu: CpuOptions,
+        residency: Result<Residency, StreamPlanError>,
+    ) -> Self {
         let coset = coset_in_background(&key, cpu.ifma);
         let msm = MsmOptions {
             constant_work: opts.constant_work,
@@ -186,7 +298,23 @@ impl<E: Curve> CpuBound<E> {
             mask,
             g2_in_pass: false,
             cpu,
+            residency,
         }
+    }
+
+    /// Which path the key took under [`CpuOptions::memory_limit`]: in-core, or streamed
+    /// with its plan (batch, chunks per set); or why it cannot stream. For status and logs
+    /// (its `Display` is one line).
+    pub fn residency(&self) -> Result<&Residency, &StreamPlanError> {
+        self.residency.as_ref()
+    }
+
+    /// The key's streaming plan, if it streams.
+    fn streaming(&self) -> Result<Option<&StreamPlan>, Error> {
+        self.residency
+            .as_ref()
+            .map(Residency::plan)
+            .map_err(refused)
     }
 
     /// How its MSMs run: full-width where masked.
@@ -278,6 +406,7 @@ impl<E: Curve> BoundKey<E> for CpuBound<E> {
     fn caps(&self) -> Caps {
         Caps {
             g2: self.mask.is_some() || self.g2_in_pass,
+            batch_limit: batch_limit(self.residency()),
             ..cpu_caps(self.mask.is_some())
         }
     }
@@ -288,19 +417,32 @@ impl<E: Curve> BoundKey<E> for CpuBound<E> {
     }
 
     fn msm_g1(&self, set: G1Set, scalars: &[ScalarInt<E>]) -> Result<E::G1, Error> {
-        msm_g1_with::<E>(set.points(&self.key), scalars, self.msm_options())
+        let (points, opts) = (set.points(&self.key), self.msm_options());
+        match self.streaming()? {
+            None => msm_g1_with::<E>(points, scalars, opts),
+            Some(plan) => stream::one(points, &plan.chunks(set.into()), scalars, opts),
+        }
     }
 
     fn msm_g2(&self, scalars: &[ScalarInt<E>]) -> Result<E::G2, Error> {
-        msm_g2_with::<E>(&self.key.points.b2, scalars, self.msm_options())
+        let (points, opts) = (&self.key.points.b2, self.msm_options());
+        match self.streaming()? {
+            None => msm_g2_with::<E>(points, scalars, opts),
+            Some(plan) => stream::one(points, &plan.chunks(KeySet::B2), scalars, opts),
+        }
     }
 
     /// Each proof's quotient and G1 MSMs as one rayon task tree, so no thread idles at
     /// the serial ends of one MSM (planning, the last uneven windows, combining windows):
     /// (quotient → [H]₁) alongside [A]₁, [B]₁, [C]₁. Each stage still records its own
     /// span; the spans overlap, and [`crate::Timings::wall`] counts the overlap once.
+    /// A streamed key's batch shares one walk over each set's chunks instead (`stream`).
     fn pass(&self, inputs: &mut [PassInput<'_, E>]) -> Vec<Result<DeviceSums<E>, Error>> {
-        inputs.iter_mut().map(|p| self.pass_one(p)).collect()
+        match &self.residency {
+            Ok(Residency::InCore) => inputs.iter_mut().map(|p| self.pass_one(p)).collect(),
+            Ok(Residency::Streamed(plan)) => stream::pass(self, plan, inputs),
+            Err(e) => inputs.iter().map(|_| Err(refused(e))).collect(),
+        }
     }
 }
 

@@ -55,6 +55,10 @@ pub mod synth;
 // again, ~100 s of CI's build (lab/experiments/033-ci-build-time.md).
 #[cfg(test)]
 mod fixture_tests;
+// The CPU device streaming a key under a memory limit, against its in-core result (a unit
+// test for the same reason).
+#[cfg(test)]
+mod stream_tests;
 
 pub use cpu::{CpuBound, CpuDevices, CpuOptions};
 pub use curve::Curve;
@@ -64,6 +68,7 @@ pub use device::{
 };
 pub use error::{Error, PointError};
 pub use key::{CompiledKey, PointChecks, VerifyingKey};
+pub use msm::stream_plan::{Residency, StreamPlan, StreamPlanError};
 pub use proof::Proof;
 pub use prover::{prove, prove_batch, ProveOptions};
 pub use timings::{Stage, Timings};

@@ -2,6 +2,8 @@
 //! A device computes them in its pass ([`crate::device::BoundKey::pass`]); the CPU's
 //! batch-affine Pippenger is in [`pippenger`] (its parts in the private modules beside
 //! it, re-exported there: plan, adder, dispatch, tree, buckets, and the IFMA lanes).
+//! A key larger than a device's budget streams its points in chunks: [`stream_plan`] cuts
+//! them, [`streamed`] runs a batch of proofs' MSMs chunk by chunk on the CPU.
 
 use crate::curve::Curve;
 use ark_ff::PrimeField;
@@ -15,6 +17,8 @@ mod ifma;
 pub mod mask;
 pub mod pippenger;
 mod plan;
+pub mod stream_plan;
+pub mod streamed;
 mod tree;
 
 pub use plan::MsmOptions;
