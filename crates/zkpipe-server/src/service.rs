@@ -11,6 +11,7 @@ use prost::bytes::Bytes;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Semaphore;
 use tonic::{Request, Response, Status, Streaming};
 use zkpipe_engine::job_store::PartitionBytes;
 use zkpipe_engine::{Engine, EngineError, SubmitRequest};
@@ -23,6 +24,8 @@ pub struct ProverService {
     max_await: Duration,
     accepting: Arc<AtomicBool>,
     in_flight: InFlight,
+    /// Turns of the streams whose witnesses are written to the store's files.
+    staging: Arc<Semaphore>,
 }
 
 impl ProverService {
@@ -34,6 +37,7 @@ impl ProverService {
             max_await,
             accepting,
             in_flight: InFlight::new(u64::MAX),
+            staging: Arc::new(Semaphore::new(upload::STAGING_STREAMS)),
         }
     }
 
@@ -157,7 +161,11 @@ impl Prover for ProverService {
             .map_err(|e| Status::internal(e.to_string()))?
             .map_err(status)?;
         let held = self.in_flight.take(total)?;
-        let witnesses = upload::receive(&plan, &self.engine, &mut stream, status).await?;
+        let to = upload::Destination {
+            engine: &self.engine,
+            turns: &self.staging,
+        };
+        let witnesses = upload::receive(&plan, to, &mut stream, status).await?;
         phases.end("upload");
         let s = self.submit(upload::request(header, witnesses)?).await?;
         drop(held);
