@@ -13,6 +13,9 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// `server.stream_idle_timeout`'s default.
+pub const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 use zkpipe_engine::config::machine_memory;
 use zkpipe_engine::{EngineConfig, StageConfig};
 use zkpipe_store::DEFAULT_INLINE_MAX;
@@ -55,6 +58,9 @@ pub struct ServerConfig {
     pub max_inflight_request_bytes: u64,
     /// Longest AwaitProof/Prove wait. Default 1 h.
     pub max_await: Duration,
+    /// Longest a streamed job's client may go without sending a message before the stream
+    /// is refused (it holds in-flight bytes, and maybe a staging turn). Default 30 s.
+    pub stream_idle_timeout: Duration,
     /// Where the job store lives (`jobs.sqlite3`): accepted jobs, their witnesses until
     /// they end, results for `pipeline.job_retention`. Default `zkpipe-state` beside the
     /// config file.
@@ -174,6 +180,7 @@ struct ServerSection {
     max_request_bytes: Option<Size>,
     max_inflight_request_bytes: Option<Size>,
     max_await: Option<String>,
+    stream_idle_timeout: Option<String>,
     state_dir: Option<PathBuf>,
     token_file: Option<PathBuf>,
     tls_cert: Option<PathBuf>,
@@ -364,6 +371,16 @@ impl FileConfig {
             max_await: match &s.max_await {
                 Some(t) => parse_duration(t).map_err(|e| format!("server.max_await: {e}"))?,
                 None => Duration::from_secs(3600),
+            },
+            stream_idle_timeout: match &s.stream_idle_timeout {
+                Some(t) => match parse_duration(t) {
+                    Ok(d) if d.is_zero() => {
+                        return Err("server.stream_idle_timeout: must be more than 0".into())
+                    }
+                    Ok(d) => d,
+                    Err(e) => return Err(format!("server.stream_idle_timeout: {e}")),
+                },
+                None => DEFAULT_STREAM_IDLE_TIMEOUT,
             },
             state_dir: base.join(
                 s.state_dir
@@ -571,6 +588,16 @@ mod tests {
             zero.validate(Path::new(".")).unwrap_err(),
             "server.max_inflight_request_bytes: must be at least 1 byte"
         );
+        assert_eq!(c.server.stream_idle_timeout, DEFAULT_STREAM_IDLE_TIMEOUT);
+        for (value, error) in [
+            ("\"0s\"", "server.stream_idle_timeout: must be more than 0"),
+            ("\"soon\"", "server.stream_idle_timeout: "),
+        ] {
+            let bad: FileConfig =
+                toml::from_str(&format!("[server]\nstream_idle_timeout = {value}")).unwrap();
+            let e = bad.validate(Path::new(".")).unwrap_err();
+            assert!(e.starts_with(error) && e.lines().count() == 1, "{e}");
+        }
     }
 
     #[test]

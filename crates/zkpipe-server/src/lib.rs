@@ -154,7 +154,8 @@ where
     };
     let svc = zkpipe_proto::server::prover_server::ProverServer::new(
         service::ProverService::new(engine.clone(), server.max_await, Arc::clone(&accepting))
-            .max_inflight_bytes(server.max_inflight_request_bytes),
+            .max_inflight_bytes(server.max_inflight_request_bytes)
+            .stream_idle_timeout(server.stream_idle_timeout),
     )
     .max_decoding_message_size(server.max_request_bytes)
     .max_encoding_message_size(usize::MAX);

@@ -26,6 +26,8 @@ pub struct ProverService {
     in_flight: InFlight,
     /// Turns of the streams whose witnesses are written to the store's files.
     staging: Arc<Semaphore>,
+    /// `server.stream_idle_timeout`.
+    stream_idle: Duration,
 }
 
 impl ProverService {
@@ -38,6 +40,7 @@ impl ProverService {
             accepting,
             in_flight: InFlight::new(u64::MAX),
             staging: Arc::new(Semaphore::new(upload::STAGING_STREAMS)),
+            stream_idle: crate::config::DEFAULT_STREAM_IDLE_TIMEOUT,
         }
     }
 
@@ -45,6 +48,13 @@ impl ProverService {
     /// (`server.max_inflight_request_bytes`; no bound by default).
     pub fn max_inflight_bytes(mut self, bytes: u64) -> Self {
         self.in_flight = InFlight::new(bytes);
+        self
+    }
+
+    /// Refuses a streamed job whose client sends nothing for `idle`
+    /// (`server.stream_idle_timeout`).
+    pub fn stream_idle_timeout(mut self, idle: Duration) -> Self {
+        self.stream_idle = idle;
         self
     }
 }
@@ -164,6 +174,7 @@ impl Prover for ProverService {
         let to = upload::Destination {
             engine: &self.engine,
             turns: &self.staging,
+            idle: self.stream_idle,
         };
         let witnesses = upload::receive(&plan, to, &mut stream, status).await?;
         phases.end("upload");

@@ -11,6 +11,7 @@ use crate::protocol::priority_from_wire;
 use prost::bytes::Bytes;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 use tonic::{Status, Streaming};
@@ -104,7 +105,7 @@ pub async fn receive(
         current: None,
         received: 0,
     };
-    match gather(&mut assembly, plan, stream, refuse).await {
+    match gather(&mut assembly, plan, stream, &refuse).await {
         Ok(()) => assembly.finish(total).await,
         Err(e) => {
             // A refused stream leaves no file behind once it is answered.
@@ -121,7 +122,18 @@ async fn gather(
     stream: &mut Streaming<SubmitProofChunk>,
     refuse: impl Fn(EngineError) -> Status,
 ) -> Result<(), Status> {
-    while let Some(chunk) = stream.message().await? {
+    let idle = assembly.to.idle;
+    loop {
+        let next = tokio::time::timeout(idle, stream.message()).await;
+        let Some(chunk) = next.map_err(|_| {
+            Status::deadline_exceeded(format!(
+                "SubmitProofStream: no message for {} ms (server.stream_idle_timeout); the job was not accepted",
+                idle.as_millis()
+            ))
+        })??
+        else {
+            break;
+        };
         match chunk.part {
             Some(Part::Data(data)) => assembly.push(data, plan, &refuse).await?,
             Some(Part::Header(_)) => {
@@ -151,6 +163,9 @@ pub struct Destination<'a> {
     pub engine: &'a Engine,
     /// The turns of streams writing staged witnesses.
     pub turns: &'a Arc<Semaphore>,
+    /// Longest wait for the client's next message (`server.stream_idle_timeout`): a
+    /// stalled client must not keep its turn, or its in-flight bytes, for ever.
+    pub idle: Duration,
 }
 
 /// Witnesses being filled in order from a stream's chunks.
@@ -214,7 +229,7 @@ impl Assembly<'_> {
             };
             let cur = match &mut self.current {
                 Some(cur) => cur,
-                empty => empty.insert(open(self.to, &mut self.turn, size).await?),
+                empty => empty.insert(open(self.to, &mut self.turn, size, &refuse).await?),
             };
             let room = usize::try_from(cur.size - cur.got).unwrap_or(usize::MAX);
             let now = data.split_to(room.min(data.len()));
@@ -336,6 +351,7 @@ async fn open(
     to: Destination<'_>,
     turn: &mut Option<OwnedSemaphorePermit>,
     size: u64,
+    refuse: impl Fn(EngineError) -> Status,
 ) -> Result<Current, Status> {
     let staging = if size == 0 {
         None
@@ -344,7 +360,7 @@ async fn open(
         tokio::task::spawn_blocking(move || engine.stage_witness(size))
             .await
             .map_err(|e| Status::internal(e.to_string()))?
-            .map_err(crate::service::status)?
+            .map_err(refuse)?
     };
     let sink = match staging {
         None => Sink::Memory(buffer(size)?),

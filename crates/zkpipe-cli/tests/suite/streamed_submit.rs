@@ -1,7 +1,7 @@
 //! Jobs streamed in chunks (`SubmitProofStream`) to a daemon on loopback: a multi-partition
 //! job that proves and verifies (through the client library and through `zkpipe submit`),
-//! witnesses written to the store's files as they arrive, a stream cut mid-witness that
-//! leaves no job and no file, a header refused before its
+//! witnesses written to the store's files as they arrive, a stream cut mid-witness or
+//! stalled past `server.stream_idle_timeout` that leaves no job and no file, a header refused before its
 //! witness bytes are sent (unknown key, wrong length, wrong signal count), and the
 //! in-flight byte limit, streamed and unary.
 
@@ -79,7 +79,11 @@ async fn streamed_jobs_prove_and_bad_streams_leave_nothing() {
     let d = start_daemon_with_settings(
         &[KEY, "bn254-poseidon"],
         "",
-        &[&limit, "server.witness_inline_max=0"],
+        &[
+            &limit,
+            "server.witness_inline_max=0",
+            "server.stream_idle_timeout=1s",
+        ],
     );
     let mut c = connect(&ClientOptions::new(d.grpc.clone())).await.unwrap();
 
@@ -100,6 +104,15 @@ async fn streamed_jobs_prove_and_bad_streams_leave_nothing() {
     drop(tx);
     let removed = wait_until(|| spilled(d.dir()) == 0).await;
     assert!(removed, "an abandoned stream's staged files stayed");
+    // A client that stalls mid-witness, its stream still open, is refused once it has
+    // sent nothing for server.stream_idle_timeout, and its file goes.
+    let e = refused_while_open(&mut c, vec![header(KEY, vec![w]), data(&wtns[..100])]).await;
+    assert_eq!(e.code(), Code::DeadlineExceeded, "{e:?}");
+    assert_eq!(
+        e.message(),
+        "SubmitProofStream: no message for 1000 ms (server.stream_idle_timeout); the job was not accepted"
+    );
+    assert_eq!(spilled(d.dir()), 0, "a stalled stream left its file");
     // A stream that ends early is refused in one line.
     let (tx, rx) = mpsc::channel(8);
     tx.send(header(KEY, vec![w])).await.unwrap();
