@@ -36,27 +36,29 @@ impl SqliteStore {
             ))
         })?;
         Ok(Some(Staging {
-            file: Some(file),
-            witness: Unnamed {
+            file,
+            staged: StagedFile {
                 path,
                 name,
                 db: self.path.display().to_string(),
+                kept: AtomicBool::new(false),
             },
         }))
     }
 }
 
-/// A staged file's place and name.
-#[derive(Default)]
-struct Unnamed {
+/// A staged file: removed when dropped, unless a job's record names it
+/// ([`StagedWitness::keep`]), whether it was written whole or not.
+struct StagedFile {
     path: PathBuf,
     name: String,
     /// The database, for errors.
     db: String,
+    kept: AtomicBool,
 }
 
-impl Unnamed {
-    fn err(&self, what: &str, e: std::io::Error) -> StoreError {
+impl StagedFile {
+    fn err(&self, what: &str, e: impl std::fmt::Display) -> StoreError {
         StoreError::Database {
             path: self.db.clone(),
             message: format!("{what} {}: {e}", self.path.display()),
@@ -64,67 +66,45 @@ impl Unnamed {
     }
 }
 
-/// A witness file being written ([`StagingWitness`]); removed if dropped unfinished.
+impl Drop for StagedFile {
+    fn drop(&mut self) {
+        if !self.kept.load(Ordering::Acquire) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// A witness file being written ([`StagingWitness`]).
 pub(super) struct Staging {
-    /// `None` once finished.
-    file: Option<File>,
-    witness: Unnamed,
+    file: File,
+    staged: StagedFile,
 }
 
 impl StagingWitness for Staging {
     fn write(&mut self, data: &[u8]) -> Result<(), StoreError> {
-        let file = self.file.as_mut().ok_or_else(|| StoreError::Database {
-            path: self.witness.db.clone(),
-            message: "a staged witness written after it was finished".into(),
-        })?;
-        file.write_all(data)
-            .map_err(|e| self.witness.err("writing the witness", e))
+        self.file
+            .write_all(data)
+            .map_err(|e| self.staged.err("writing the witness", e))
     }
 
-    fn finish(mut self: Box<Self>) -> Result<Box<dyn StagedWitness>, StoreError> {
-        // On an error the file is still open here, so dropping `self` removes it.
-        let map = self.seal()?;
-        self.file = None;
-        let witness = std::mem::take(&mut self.witness);
-        Ok(Box::new(Staged {
-            map,
-            witness,
-            kept: AtomicBool::new(false),
-        }))
-    }
-}
-
-impl Staging {
     /// Syncs the written file and maps it. The data is durable before any record can
     /// name the file; the folder's entry is synced with the job's accept (`store.rs`).
-    fn seal(&self) -> Result<MappedFile, StoreError> {
-        let w = &self.witness;
-        let file = self.file.as_ref().ok_or_else(|| StoreError::Database {
-            path: w.db.clone(),
-            message: "a staged witness finished twice".into(),
-        })?;
+    fn finish(self: Box<Self>) -> Result<Box<dyn StagedWitness>, StoreError> {
+        // On an error `staged` is dropped here, and the file with it.
+        let Staging { file, staged } = *self;
         file.sync_data()
-            .map_err(|e| w.err("syncing the witness", e))?;
-        MappedFile::open(&w.path).map_err(|e| StoreError::Database {
-            path: w.db.clone(),
-            message: format!("mapping the staged witness: {e}"),
-        })
-    }
-}
-
-impl Drop for Staging {
-    fn drop(&mut self) {
-        if self.file.is_some() {
-            let _ = std::fs::remove_file(&self.witness.path);
-        }
+            .map_err(|e| staged.err("syncing the witness", e))?;
+        drop(file);
+        let map =
+            MappedFile::open(&staged.path).map_err(|e| staged.err("mapping the witness", e))?;
+        Ok(Box::new(Staged { map, staged }))
     }
 }
 
 /// A staged witness, synced and mapped ([`StagedWitness`]).
 struct Staged {
     map: MappedFile,
-    witness: Unnamed,
-    kept: AtomicBool,
+    staged: StagedFile,
 }
 
 impl StagedWitness for Staged {
@@ -133,7 +113,7 @@ impl StagedWitness for Staged {
     }
 
     fn name(&self) -> &str {
-        &self.witness.name
+        &self.staged.name
     }
 
     fn release(&self) {
@@ -141,14 +121,6 @@ impl StagedWitness for Staged {
     }
 
     fn keep(&self) {
-        self.kept.store(true, Ordering::Release);
-    }
-}
-
-impl Drop for Staged {
-    fn drop(&mut self) {
-        if !self.kept.load(Ordering::Acquire) {
-            let _ = std::fs::remove_file(&self.witness.path);
-        }
+        self.staged.kept.store(true, Ordering::Release);
     }
 }
