@@ -14,7 +14,12 @@
 # Writes OUT_DIR/<label>-g<G>-<cell>-r<R>.{txt,json}, serve logs, and summary.txt (one
 # line per cell: proofs/s and the loadtest's first line). SMALL=0 skips the small cells;
 # TRACE=1 keeps each small cell's waterfall (<cell>.trace.json, lab/exp042/waterfall.py);
-# EXTRA_A / EXTRA_B add TOML to each binary's daemon config.
+# EXTRA_A / EXTRA_B add TOML to each binary's daemon config; ENV_A / ENV_B set variables
+# for its daemon (e.g. "ZKPIPE_CUDA_HOST_WAIT=block ZKPIPE_CUDA_PASS_TRACE=1"), SET_A / SET_B
+# its `--set KEY=VALUE` overrides (words, e.g. "server.witness_inline_max=1MiB"). Each cell's
+# line in summary.txt ends with the daemon's CPU seconds (user + system) and the host's TLB
+# shootdowns over the cell, and
+# <label>-g<G>-r<R>-threads.txt has its CPU by thread name when it stopped.
 # WORK=DIR keeps the work folder (the keys) for the next call on the same machine.
 set -euo pipefail
 out=${1:?output dir}
@@ -30,6 +35,23 @@ machine_info "$out/device.txt"
 sizes=(14); [ "${BIG:-0}" = 1 ] && sizes+=(22)
 log "dev keys ${sizes[*]}"
 dev_keys "${bins[0]}/zkpipe" "${sizes[@]}"
+# A process's CPU seconds so far (user + system), from /proc.
+cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat"; }
+# TLB shootdown interrupts so far, summed over the host's CPUs (/proc/interrupts).
+tlb_shootdowns() { awk '$1 == "TLB:" { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) n += $i } END { print n + 0 }' /proc/interrupts; }
+# A process's CPU seconds by thread name (digits dropped, so a pool's threads add up),
+# user and system apart; those of threads that have exited as "(exited)", and the total.
+threads_cpu() {
+  local hz; hz=$(getconf CLK_TCK)
+  for t in /proc/"$1"/task/*; do
+    printf '%s\t%s\n' "$(tr -d '0-9' < "$t/comm")" "$(awk '{ print $14, $15 }' "$t/stat")"
+  done | awk -F'\t' -v hz="$hz" -v total="$(awk '{ print $14, $15 }' "/proc/$1/stat")" '
+    { split($2, c, " "); u[$1] += c[1]; s[$1] += c[2]; n[$1]++; lu += c[1]; ls += c[2] }
+    END { split(total, t, " ")
+          for (k in u) printf "%-22s %4d threads  user %8.2f s  sys %8.2f s\n", k, n[k], u[k] / hz, s[k] / hz
+          printf "%-22s %4s          user %8.2f s  sys %8.2f s\n", "(exited)", "", (t[1] - lu) / hz, (t[2] - ls) / hz
+          printf "%-22s %4s          user %8.2f s  sys %8.2f s\n", "total", "", t[1] / hz, t[2] / hz }'
+}
 summary=$out/summary.txt
 : > "$summary"
 for r in $(seq "$rounds"); do
@@ -40,27 +62,35 @@ for r in $(seq "$rounds"); do
       rm -rf "$work/zkpipe-state"
       # EXTRA_A / EXTRA_B: TOML appended to the config of the first / second binary's
       # daemons (the same binary twice with two configs is an A/B of a setting).
-      if [ "$i" = 0 ]; then extra=${EXTRA_A:-}; else extra=${EXTRA_B:-}; fi
+      if [ "$i" = 0 ]; then extra=${EXTRA_A:-} vars=${ENV_A:-} sets=${SET_A:-}; else extra=${EXTRA_B:-} vars=${ENV_B:-} sets=${SET_B:-}; fi
+      set_args=(); for kv in $sets; do set_args+=(--set "$kv"); done
       daemon_config 50851 9864 "$extra"
-      (cd "$work" && CUDA_VISIBLE_DEVICES=$visible exec "$bin/zkpipe" serve --config zkpipe.toml --backend "${BACKEND:-cuda}") \
+      # shellcheck disable=SC2086 # vars: words of NAME=VALUE
+      (cd "$work" && CUDA_VISIBLE_DEVICES=$visible exec env $vars "$bin/zkpipe" serve --config zkpipe.toml --backend "${BACKEND:-cuda}" "${set_args[@]}") \
         > "$out/$label-g$g-r$r-serve.log" 2>&1 &
       pid=$!
       for _ in $(seq 300); do grep -q serving "$out/$label-g$g-r$r-serve.log" && break; sleep 0.2; done
       for k in "${sizes[@]}"; do "$bin/zkpipe" preload "k$k" > /dev/null; done
+      cpu0=$(cpu_seconds "$pid") tlb0=$(tlb_shootdowns)
       if [ "${SMALL:-1}" = 1 ]; then
         cell=$label-g$g-small-r$r
         c=$(( ${SMALL_C:-64} * g ))
         trace=(); [ "${TRACE:-0}" = 1 ] && trace=(--trace "$out/$cell.trace.json")
         timeout 300 "$bin/zkpipe-bench" loadtest k14 "$work/w14.wtns" -c "$c" -j "${SMALL_J:-40}" -p 1 \
           --json "$out/$cell.json" "${trace[@]}" > "$out/$cell.txt" 2>&1 || echo "$cell: FAILED" >> "$summary"
-        echo "$cell c=$c: $(head -1 "$out/$cell.txt")" | tee -a "$summary"
+        cpu1=$(cpu_seconds "$pid")
+        tlb1=$(tlb_shootdowns)
+        echo "$cell c=$c: $(head -1 "$out/$cell.txt") daemon_cpu_s=$(awk -v a="$cpu1" -v b="$cpu0" 'BEGIN { printf "%.2f", a - b }') tlb_shootdowns=$((tlb1 - tlb0))" | tee -a "$summary"
+        cpu0=$cpu1 tlb0=$tlb1
       fi
       if [ "${BIG:-0}" = 1 ]; then
         cell=$label-g$g-big-r$r
         timeout 300 "$bin/zkpipe-bench" loadtest k22 "$work/w22.wtns" -c "${BIG_C:-16}" -j 2 -p 10 \
           --json "$out/$cell.json" > "$out/$cell.txt" 2>&1 || echo "$cell: FAILED" >> "$summary"
-        echo "$cell c=${BIG_C:-16}: $(head -1 "$out/$cell.txt")" | tee -a "$summary"
+        cpu1=$(cpu_seconds "$pid") tlb1=$(tlb_shootdowns)
+        echo "$cell c=${BIG_C:-16}: $(head -1 "$out/$cell.txt") daemon_cpu_s=$(awk -v a="$cpu1" -v b="$cpu0" 'BEGIN { printf "%.2f", a - b }') tlb_shootdowns=$((tlb1 - tlb0))" | tee -a "$summary"
       fi
+      threads_cpu "$pid" > "$out/$label-g$g-r$r-threads.txt"
       kill "$pid"; wait "$pid" 2>/dev/null || true
     done
   done

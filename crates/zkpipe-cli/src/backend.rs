@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use std::sync::Arc;
 use zkpipe_core::device::{bind, BindCurve, BindOptions, BoundKey, Devices};
 use zkpipe_core::{CompiledKey, CpuBound, CpuDevices, CpuOptions, PinnedKind};
-use zkpipe_cuda::{CudaDevices, CudaError, CudaOptions};
+use zkpipe_cuda::{CudaDevices, CudaError, CudaOptions, HostWait};
 
 /// The devices' options: the CPU's and the GPUs'.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -35,7 +35,8 @@ const LAB_VARS: [&str; 9] = [
 
 impl DeviceOptions {
     /// From the environment (`env` looks a variable up): `ZKPIPE_NO_IFMA` (set: the CPU's
-    /// portable arithmetic instead of IFMA lanes), `ZKPIPE_CUDA_PASS_TRACE=1`, and the
+    /// portable arithmetic instead of IFMA lanes), `ZKPIPE_CUDA_PASS_TRACE=1`,
+    /// `ZKPIPE_CUDA_HOST_WAIT` (auto, spin, yield or block: [`HostWait`]), and the
     /// lab switches ([`LAB_VARS`]); GPU uploads staged through `staging`.
     pub fn from_env(env: impl Fn(&str) -> Option<String>, staging: PinnedKind) -> Result<Self> {
         let flag = |var: &str| -> Result<bool> {
@@ -50,6 +51,12 @@ impl DeviceOptions {
         let mut cuda = CudaOptions {
             upload_staging: staging,
             pass_trace: flag("ZKPIPE_CUDA_PASS_TRACE")?,
+            host_wait: match env("ZKPIPE_CUDA_HOST_WAIT").filter(|v| !v.is_empty()) {
+                Some(v) => v
+                    .parse()
+                    .map_err(|e| anyhow::anyhow!("ZKPIPE_CUDA_HOST_WAIT={e}"))?,
+                None => HostWait::default(),
+            },
             ..CudaOptions::default()
         };
         #[cfg(feature = "lab")]
@@ -252,6 +259,17 @@ mod tests {
             PinnedKind::Portable,
         );
         assert!(e.unwrap_err().to_string().contains("expected 0 or 1"));
+        let wait = [("ZKPIPE_CUDA_HOST_WAIT", "block")];
+        let o = DeviceOptions::from_env(env(&wait), PinnedKind::Portable).unwrap();
+        assert_eq!(o.cuda.host_wait, HostWait::Block);
+        let e = DeviceOptions::from_env(
+            env(&[("ZKPIPE_CUDA_HOST_WAIT", "sleep")]),
+            PinnedKind::Portable,
+        );
+        assert_eq!(
+            e.unwrap_err().to_string(),
+            "ZKPIPE_CUDA_HOST_WAIT=\"sleep\": expected auto, spin, yield or block"
+        );
     }
 
     /// The lab switches: refused in the product build, read in a lab build.

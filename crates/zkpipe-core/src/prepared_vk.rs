@@ -160,12 +160,19 @@ impl<E: Curve> Lines<'_, E> {
     }
 }
 
-/// ∏ ML(pᵢ, qᵢ), the pairs split into one multi-Miller loop per thread of the current pool
-/// (each pair to the least loaded loop, costliest first), the loops run side by side and
-/// their outputs multiplied. A loop of several pairs shares its Fp12 squarings; a thread
-/// of its own for each pair shortens the wall time, which the self-check is about.
+/// Pairs per multi-Miller loop at least, before a check is split over threads: each loop
+/// pays for its own Fp12 squarings (≈ one pair's line evaluations), so a loop per pair
+/// doubles a batch's CPU. On a 64-core host a pool of 32 split every batch of the
+/// daemon's self-check that way.
+const PAIRS_PER_LOOP: usize = 4;
+
+/// ∏ ML(pᵢ, qᵢ), the pairs split into multi-Miller loops of about [`PAIRS_PER_LOOP`] pairs
+/// or more, at most one per thread of the current pool (each pair to the least loaded
+/// loop, costliest first), the loops run side by side and their outputs multiplied. A loop
+/// of several pairs shares its Fp12 squarings; more loops shorten the wall time of a big
+/// batch.
 pub(crate) fn miller_loops<E: Curve>(pairs: &[(E::G1Affine, Lines<'_, E>)]) -> MillerLoopOutput<E> {
-    let loops = rayon::current_num_threads().clamp(1, pairs.len().max(1));
+    let loops = rayon::current_num_threads().clamp(1, pairs.len().div_ceil(PAIRS_PER_LOOP).max(1));
     let mut order: Vec<usize> = (0..pairs.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(pairs[i].1.weight()));
     let mut groups: Vec<(u32, Vec<usize>)> = vec![(1, Vec::new()); loops];
@@ -247,8 +254,9 @@ mod tests {
     /// pairing, prepared lines or not, and an odd pair changes it.
     fn split_loops_match<E: Curve>() {
         let rng = &mut rand::rngs::OsRng;
-        let g1: Vec<E::G1Affine> = (0..5).map(|_| E::G1Affine::rand(rng)).collect();
-        let g2: Vec<E::G2Affine> = (0..5).map(|_| E::G2Affine::rand(rng)).collect();
+        // Nine pairs: up to three loops of PAIRS_PER_LOOP.
+        let g1: Vec<E::G1Affine> = (0..9).map(|_| E::G1Affine::rand(rng)).collect();
+        let g2: Vec<E::G2Affine> = (0..9).map(|_| E::G2Affine::rand(rng)).collect();
         let want = E::multi_pairing(g1.clone(), g2.clone());
         let prepared = E::G2Prepared::from(g2[3]);
         let mut pairs: Vec<(E::G1Affine, Lines<'_, E>)> = g1

@@ -5,7 +5,10 @@
 use crate::shape::{
     binds_tables, caps, device_bytes_for_shape, device_bytes_per_pass, Tuning, BATCH_MAX_PROOFS,
 };
-use crate::{device_count, device_info, CudaBound, CudaError, CudaOptions, GpuCurve, GpuInfo};
+use crate::{
+    device_count, device_info, set_host_wait, CudaBound, CudaError, CudaOptions, GpuCurve, GpuInfo,
+    HostWait,
+};
 use std::sync::Arc;
 use zkpipe_core::{
     BindOptions, Bls12_381, Bn254, BoundKey, Caps, CompiledKey, Curve, DeviceInfo, Devices, Error,
@@ -28,6 +31,11 @@ impl CudaDevices {
         let mut gpus = vec![device_info(0)?];
         for i in 1..device_count() {
             gpus.push(device_info(i)?);
+        }
+        if opts.host_wait != HostWait::Auto {
+            for i in 0..gpus.len() {
+                set_host_wait(i, opts.host_wait)?;
+            }
         }
         Ok(Self { gpus, opts })
     }

@@ -1,7 +1,7 @@
 //! Stand-ins for builds without the `cuda` feature: the seam API of a CUDA build, where
 //! nothing that would touch a GPU can be made ([`CudaError::NotBuilt`]).
 
-use crate::{CudaError, CudaOptions, GpuInfo};
+use crate::{CudaError, CudaOptions, GpuInfo, HostWait};
 use ark_ec::pairing::Pairing;
 use std::convert::Infallible;
 use std::marker::PhantomData;
@@ -23,6 +23,11 @@ pub fn device_count() -> usize {
 
 /// Always [`CudaError::NotBuilt`].
 pub fn device_info(_device: usize) -> Result<GpuInfo, CudaError> {
+    Err(CudaError::NotBuilt)
+}
+
+/// Always [`CudaError::NotBuilt`].
+pub fn set_host_wait(_device: usize, _wait: HostWait) -> Result<(), CudaError> {
     Err(CudaError::NotBuilt)
 }
 

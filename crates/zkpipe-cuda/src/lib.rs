@@ -34,14 +34,14 @@ mod enabled;
 
 pub use devices::CudaDevices;
 pub use error::CudaError;
-pub use options::{ConstantMode, CudaOptions, LabSwitches};
+pub use options::{ConstantMode, CudaOptions, HostWait, LabSwitches};
 /// The kinds of pinned host memory ([`CudaOptions::upload_staging`]), zkpipe-core's.
 pub use zkpipe_core::PinnedKind;
 
 #[cfg(not(feature = "cuda"))]
-pub use disabled::{device_count, device_info, CudaBound, GpuCurve};
+pub use disabled::{device_count, device_info, set_host_wait, CudaBound, GpuCurve};
 #[cfg(feature = "cuda")]
-pub use enabled::{device_count, device_info, CudaBound, GpuCurve};
+pub use enabled::{device_count, device_info, set_host_wait, CudaBound, GpuCurve};
 
 /// The kernel-level GPU pieces the check binary drives directly (CUDA builds only).
 #[cfg(feature = "cuda")]

@@ -19,6 +19,8 @@ pub struct CudaOptions {
     /// Print, for every batched pass, when its w plan and each of its MSMs ended, to
     /// standard error (a diagnostic for where a pass's time goes).
     pub pass_trace: bool,
+    /// How a host thread waits for its GPU work (`cudaStreamSynchronize` and the like).
+    pub host_wait: HostWait,
     /// Switches for re-running lost experiments (`lab` builds only).
     #[cfg(feature = "lab")]
     pub lab: LabSwitches,
@@ -35,6 +37,49 @@ impl CudaOptions {
     #[cfg(not(feature = "lab"))]
     pub fn lab(&self) -> LabSwitches {
         LabSwitches::default()
+    }
+}
+
+/// How a host thread waits for work it gave a GPU: CUDA's scheduling flag for every
+/// device's context, set when the device set is made. A spinning thread keeps its core
+/// for the whole wait; several GPUs' passes, each waiting from a thread per proof, can
+/// spin more threads than the host has cores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HostWait {
+    /// CUDA's choice: spin while the process has fewer contexts than the host has cores
+    /// (so, on a GPU machine, spin).
+    #[default]
+    Auto,
+    /// Spin on the CPU.
+    Spin,
+    /// Spin, yielding the core between checks.
+    Yield,
+    /// Sleep until the GPU signals (a wake-up costs tens of microseconds).
+    Block,
+}
+
+impl HostWait {
+    /// CUDA's `cudaDeviceSchedule*` flag.
+    pub fn cuda_flag(self) -> u32 {
+        match self {
+            Self::Auto => 0x00,
+            Self::Spin => 0x01,
+            Self::Yield => 0x02,
+            Self::Block => 0x04,
+        }
+    }
+}
+
+impl std::str::FromStr for HostWait {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "spin" => Ok(Self::Spin),
+            "yield" => Ok(Self::Yield),
+            "block" => Ok(Self::Block),
+            _ => Err(format!("{s:?}: expected auto, spin, yield or block")),
+        }
     }
 }
 

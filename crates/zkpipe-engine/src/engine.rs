@@ -27,7 +27,7 @@ use crate::keys::entry::KeyContext;
 use crate::keys::generators::Generators;
 use crate::keys::store::KeyStore;
 use crate::memory::{MemoryBudget, Signal};
-use crate::messages::{Admitted, Proved, Queued, Synthesized};
+use crate::messages::{Admitted, Checked, Proved, Queued, Synthesized};
 use crate::metrics::Metrics;
 use crate::outcome::Outcomes;
 use crate::queue::PriorityQueue;
@@ -35,6 +35,7 @@ use crate::split_devices::SplitDevices;
 use crate::stages::{
     admission::Admission,
     claim::{ClaimStage, Held},
+    deliver::Deliver,
     device::DeviceStage,
     reduce::Reduce,
     synthesize::Synthesize,
@@ -73,6 +74,7 @@ pub(crate) struct Inner {
     pub(crate) synthesize: Arc<PriorityQueue<Admitted>>,
     pub(crate) reduce: Arc<PriorityQueue<Synthesized>>,
     pub(crate) tail: Arc<PriorityQueue<Proved>>,
+    pub(crate) deliver: Arc<PriorityQueue<Checked>>,
     /// The reduce stage's pool, where preloads compile keys too.
     pub(crate) load_pool: Arc<rayon::ThreadPool>,
     pub(crate) outcomes: Arc<Outcomes>,
@@ -160,7 +162,15 @@ impl Engine {
             config.key_dir.clone(),
             config.generators.clone(),
         ));
-        let tail = Arc::new(PriorityQueue::new(config.queue_depth));
+        // Room for a device pass's whole batch and a batch for every tail worker: with
+        // `queue_depth` alone a device worker waited for the tail to take its batch a few
+        // proofs at a time, and the tail's batches stayed that small.
+        let tail_room = config.tail.workers * config.tail_batch.max(1);
+        let tail = Arc::new(PriorityQueue::new(config.queue_depth.max(tail_room)));
+        // Room for every tail worker's batch: a worker waits for a deliverer only when
+        // all of them are waiting for the store.
+        let deliverers = config.tail.workers * config.tail_batch.max(1);
+        let deliver = Arc::new(PriorityQueue::new(deliverers));
         let jobs = Arc::new(JobTable::new(Arc::clone(&store)));
         let load_pool = pools.get("reduce", config.reduce.threads)?;
         let stop = Arc::new(AtomicBool::new(false));
@@ -207,9 +217,23 @@ impl Engine {
             Reduce::run,
             &throttle,
         )?;
+        let deliver_stage = Arc::new(Deliver {
+            input: Arc::clone(&deliver),
+            outcomes: Arc::clone(&outcomes),
+        });
+        workers(
+            &mut threads,
+            "zkpipe-deliver",
+            deliverers,
+            &deliver_stage,
+            Deliver::run,
+            &throttle,
+        )?;
         let tail_stage = Arc::new(Tail {
             input: Arc::clone(&tail),
             pool: pools.get("tail", config.tail.threads)?,
+            output: Arc::clone(&deliver),
+            deliver: deliver_stage,
             self_check: config.self_check,
             batch: config.tail_batch,
             outcomes: Arc::clone(&outcomes),
@@ -302,6 +326,7 @@ impl Engine {
             synthesize,
             reduce,
             tail,
+            deliver,
             load_pool,
             outcomes,
             signal,
@@ -396,6 +421,7 @@ impl Engine {
             d.queue.close();
         }
         i.tail.close();
+        i.deliver.close();
         i.signal.notify();
         let threads = std::mem::take(&mut *i.threads.lock().unwrap_or_else(|e| e.into_inner()));
         for t in threads {

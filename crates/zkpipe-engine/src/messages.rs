@@ -3,7 +3,7 @@
 //! ```text
 //!   Queued ──admission──► Admitted ──synthesize──► Synthesized ──reduce──► Reduced
 //!          └─(a witness: nothing to synthesize)──────► Synthesized
-//!   Reduced ──device──► Proved ──tail──► job
+//!   Reduced ──device──► Proved ──tail──► Checked ──deliver──► job
 //! ```
 //!
 //! Each carries exactly what the next stage needs and nothing optional. Every message
@@ -161,6 +161,20 @@ pub(crate) struct Proved {
     pub ticket: Ticket,
 }
 
+/// Through its tail (assembled, self-checked, as JSON, or failed there), queued to be
+/// recorded in its job.
+pub(crate) struct Checked {
+    pub data: Partition<AtTail>,
+    pub lease: KeyLease,
+    pub host: Reservation,
+    pub ticket: Ticket,
+    /// The proof and public inputs as snarkjs JSON, or why the tail failed.
+    pub outcome: Result<(String, String), zkpipe_core::Error>,
+    /// When its tail started and ended.
+    pub start: Instant,
+    pub end: Instant,
+}
+
 /// What every message says about itself, for cancellation and queue order.
 pub(crate) trait Message {
     fn ticket(&self) -> &Ticket;
@@ -182,7 +196,7 @@ macro_rules! message {
         }
     )*};
 }
-message!(Queued, Admitted, Synthesized, Reduced, Proved);
+message!(Queued, Admitted, Synthesized, Reduced, Proved, Checked);
 
 #[cfg(test)]
 mod tests {

@@ -28,6 +28,8 @@ pub struct QueueDepths {
     pub device: Vec<usize>,
     /// Waiting for a tail worker.
     pub tail: usize,
+    /// Checked, waiting to be recorded in their jobs.
+    pub deliver: usize,
 }
 
 /// A device as status reports it.
@@ -135,6 +137,7 @@ impl Engine {
             reduce: i.reduce.len(),
             device: i.devices.iter().map(|d| d.queue.len()).collect(),
             tail: i.tail.len(),
+            deliver: i.deliver.len(),
         }
     }
 
@@ -190,6 +193,7 @@ pub(crate) fn metrics_text(
         ("reduce", q.reduce),
         ("device", q.device.iter().sum()),
         ("tail", q.tail),
+        ("deliver", q.deliver),
     ] {
         m.queue_depth.with_label_values(&[queue]).set(depth as i64);
     }

@@ -209,4 +209,7 @@ extern "C" {
 extern "C" {
     pub fn cudaHostAlloc(out: *mut *mut c_void, bytes: usize, flags: u32) -> c_int;
     pub fn cudaMemcpy(dst: *mut c_void, src: *const c_void, bytes: usize, kind: c_int) -> c_int;
+    pub fn cudaSetDevice(dev: c_int) -> c_int;
+    pub fn cudaSetDeviceFlags(flags: u32) -> c_int;
+    pub fn cudaGetDeviceFlags(flags: *mut u32) -> c_int;
 }

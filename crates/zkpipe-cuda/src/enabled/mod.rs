@@ -33,7 +33,7 @@ pub use memory::{DeviceBuf, PinnedBuf};
 pub use msm::{msm_oneshot, BatchPlan, Resident, ResidentG1, ResidentG2};
 pub use quotient::GpuQuotient;
 pub use reduce::GpuMatrices;
-pub use runtime::{device_count, device_info};
+pub use runtime::{device_count, device_info, set_host_wait};
 
 // blst provides host-side symbols sppark's headers call; link it.
 extern crate blst;

@@ -37,19 +37,21 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         for _ in 0..inputs.len() {
             lent.push(self.pool.lend()?);
         }
-        // Each proof's reduce and quotient from a thread of its own, on its quotient's
-        // own stream: at small domains one proof's kernels fill little of the GPU.
+        // Each proof's reduce and quotient as a task of its own on the device's pool, on
+        // its quotient's own stream: at small domains one proof's kernels fill little of
+        // the GPU. The pool's threads, not a thread spawned per proof: with several GPUs,
+        // hundreds of thread starts and exits a second (each exit unmaps a stack, which
+        // interrupts every core running the process) slowed every pass.
         let (matrices, mask) = (self.matrices.as_ref(), self.mask.as_ref());
-        std::thread::scope(|s| {
-            let running: Vec<_> = inputs
-                .iter_mut()
-                .zip(lent.iter_mut())
-                .map(|(p, bufs)| {
-                    s.spawn(move || bufs.quotient_and_w(p.evals, p.w, matrices, mask, p.t))
-                })
-                .collect();
-            running.into_iter().try_for_each(join)
-        })?;
+        let pass_start = Instant::now();
+        {
+            use rayon::prelude::*;
+            inputs
+                .par_iter_mut()
+                .zip(lent.par_iter_mut())
+                .with_max_len(1)
+                .try_for_each(|(p, bufs)| bufs.quotient_and_w(p.evals, p.w, matrices, mask, p.t))?;
+        }
         let start = Instant::now();
         // Device addresses as integers, to hand to the planning threads.
         let ws: Vec<usize> = lent.iter().map(|b| b.w.device_ptr(0) as usize).collect();
@@ -61,6 +63,16 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         drop(lent);
         let mut sums = sums?;
         let end = Instant::now();
+        if self.cuda.pass_trace {
+            let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+            eprintln!(
+                "pass trace: gpu={} k={} quotients={:.3} msms={:.3} ms",
+                self.gpu,
+                inputs.len(),
+                ms(start - pass_start),
+                ms(end - start)
+            );
+        }
         for (p, s) in inputs.iter_mut().zip(sums.iter_mut()) {
             // The batch's MSMs are shared; each proof's waterfall shows them whole.
             p.t.spans.push(Span {

@@ -2,7 +2,7 @@
 //! shims' error codes as [`CudaError`]s.
 
 use crate::enabled::ffi;
-use crate::{CudaError, GpuInfo};
+use crate::{CudaError, GpuInfo, HostWait};
 
 /// An sppark error struct from a curve shim as a result.
 pub(crate) fn check(e: sppark::Error) -> Result<(), CudaError> {
@@ -69,4 +69,30 @@ pub(crate) fn check_device(device: usize) -> Result<(), CudaError> {
         }),
         _ => Ok(()),
     }
+}
+
+/// Makes host threads wait for device `device`'s work as `wait` says (its context's
+/// scheduling flag; CUDA 12 and later apply it to a context already made).
+pub fn set_host_wait(device: usize, wait: HostWait) -> Result<(), CudaError> {
+    check_device(device)?;
+    const SCHEDULE_MASK: u32 = 0x07;
+    let mut flags = 0u32;
+    // SAFETY: plain runtime calls on a device that exists; an out-pointer to a live local.
+    unsafe {
+        check_rt(ffi::cudaSetDevice(device as i32), "cudaSetDevice")?;
+        check_rt(ffi::cudaGetDeviceFlags(&mut flags), "cudaGetDeviceFlags")?;
+        let wanted = (flags & !SCHEDULE_MASK) | wait.cuda_flag();
+        check_rt(ffi::cudaSetDeviceFlags(wanted), "cudaSetDeviceFlags")?;
+        check_rt(ffi::cudaGetDeviceFlags(&mut flags), "cudaGetDeviceFlags")?;
+    }
+    if flags & SCHEDULE_MASK != wait.cuda_flag() {
+        return Err(CudaError::Device {
+            code: 0,
+            message: format!(
+                "GPU {device} kept scheduling flag {:#x}",
+                flags & SCHEDULE_MASK
+            ),
+        });
+    }
+    Ok(())
 }

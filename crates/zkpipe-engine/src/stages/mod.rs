@@ -5,6 +5,7 @@
 
 pub(crate) mod admission;
 pub(crate) mod claim;
+pub(crate) mod deliver;
 pub(crate) mod device;
 pub(crate) mod reduce;
 pub(crate) mod synthesize;

@@ -1,12 +1,13 @@
 //! The tail stage, on its own pool: the G2 MSM when the device leaves it to the CPU,
 //! assembly with fresh randomness, the self-check (several proofs of one key checked
-//! together), and snarkjs JSON. Delivers the proof
-//! to its job and records the partition's waterfall.
+//! together), and snarkjs JSON. Passes each proof on to be recorded in its job
+//! ([`crate::stages::deliver`]).
 
 use crate::curves::{AtTail, Partition};
-use crate::messages::Proved;
+use crate::messages::{send, Checked, Proved};
 use crate::outcome::{guarded, Outcomes};
 use crate::queue::PriorityQueue;
+use crate::stages::deliver::Deliver;
 use std::sync::Arc;
 use std::time::Instant;
 use zkpipe_core::Error as CoreError;
@@ -16,6 +17,11 @@ use zkpipe_core::Stage;
 pub(crate) struct Tail {
     pub input: Arc<PriorityQueue<Proved>>,
     pub pool: Arc<rayon::ThreadPool>,
+    /// Where checked proofs go to be recorded: a worker goes on to its next batch while
+    /// they wait for their records' syncs.
+    pub output: Arc<PriorityQueue<Checked>>,
+    /// Records a proof itself when the queue is closed (the engine shutting down).
+    pub deliver: Arc<Deliver>,
     /// Verify every proof before delivering it.
     pub self_check: bool,
     /// Most proofs of one key a worker takes at once (`tail.batch`).
@@ -80,47 +86,26 @@ impl Tail {
                 })
                 .collect()
         });
-        // Side by side, each on a thread of its own (they wait on the disk, not the CPU,
-        // so not on the pool): a delivery records its proof in the job store and waits
-        // for the sync, which the store's group commit shares among writers at once. One
-        // by one, a batch would wait for a sync per proof.
-        let mut done = batch.into_iter().zip(starts).zip(results);
-        let first = done.next();
-        std::thread::scope(|s| {
-            for ((p, start), r) in done {
-                s.spawn(move || self.finish(p, start, end, r));
+        for ((p, start), outcome) in batch.into_iter().zip(starts).zip(results) {
+            let Proved {
+                data,
+                key: _,
+                lease,
+                host,
+                ticket,
+            } = p;
+            let checked = Checked {
+                data,
+                lease,
+                host,
+                ticket,
+                outcome,
+                start,
+                end,
+            };
+            if let Err(c) = send(&self.output, checked) {
+                self.deliver.finish(c);
             }
-            if let Some(((p, start), r)) = first {
-                self.finish(p, start, end, r);
-            }
-        });
-    }
-
-    /// Delivers one partition's outcome of a tail that ran from `start` to `end`.
-    fn finish(
-        &self,
-        p: Proved,
-        start: Instant,
-        end: Instant,
-        r: Result<(String, String), CoreError>,
-    ) {
-        let Proved {
-            data,
-            key: _,
-            lease,
-            host,
-            mut ticket,
-        } = p;
-        ticket.trace.span(Stage::Tail, start, end);
-        match r {
-            Ok((proof, public)) => {
-                ticket.log_stage_done("tail", start, end);
-                self.outcomes.deliver(&mut ticket, proof, public, end);
-            }
-            Err(e) => self.outcomes.fail_proving(&mut ticket, "tail", e),
         }
-        // The buffers go back before the memory and the key are released.
-        drop(data);
-        drop((lease, host));
     }
 }

@@ -1,12 +1,12 @@
-//! A timing program, not a test (`#[ignore]`d): the CPU cost per proof of each step of the
-//! engine's tail stage for a batch of proofs of one key, on one thread (so wall time is
-//! CPU time): the CPU G2 MSM (only where the device leaves [B]₂ to the CPU), assembly
+//! A timing program (an example, so that the test build does not compile it): the CPU
+//! cost per proof of each step of the engine's tail stage for a batch of proofs of one
+//! key, on one thread (so wall time is CPU time): the CPU G2 MSM (only where the device leaves [B]₂ to the CPU), assembly
 //! (its fresh randomness, variable-base and fixed-base G1 multiplications, the G2 one),
 //! the self-check of the batch, and snarkjs JSON. Run by lab/experiments/042d-tail-cpu.md:
 //!
 //! ```text
 //! ZKPIPE_TAIL_KEY=k14.zkey ZKPIPE_TAIL_WTNS=w14.wtns ZKPIPE_TAIL_BATCH=16 \
-//!   cargo test --profile ci -p zkpipe-core --test tail_timing -- --ignored --nocapture
+//!   cargo run --profile ci -p zkpipe-core --example tail_timing
 //! ```
 
 use ark_ec::scalar_mul::BatchMulPreprocessing;
@@ -43,9 +43,7 @@ fn per_item_us(items: usize, reps: usize, mut f: impl FnMut()) -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
-#[test]
-#[ignore = "a timing program: run with --ignored"]
-fn tail_timing() {
+fn main() {
     let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/bn254");
     let key_path = env_or(
         "ZKPIPE_TAIL_KEY",
