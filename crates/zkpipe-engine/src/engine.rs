@@ -162,15 +162,14 @@ impl Engine {
             config.key_dir.clone(),
             config.generators.clone(),
         ));
-        // Room for a device pass's whole batch and a batch for every tail worker: with
-        // `queue_depth` alone a device worker waited for the tail to take its batch a few
-        // proofs at a time, and the tail's batches stayed that small.
+        // Every tail worker's batch at once. The tail's queue holds that much (and a
+        // device pass's whole batch): with `queue_depth` alone a device worker waited for
+        // the tail to take its batch a few proofs at a time, and the tail's batches stayed
+        // that small. The deliver stage has as many threads and as much room, so a tail
+        // worker waits for a deliverer only when all of them are waiting for the store.
         let tail_room = config.tail.workers * config.tail_batch.max(1);
         let tail = Arc::new(PriorityQueue::new(config.queue_depth.max(tail_room)));
-        // Room for every tail worker's batch: a worker waits for a deliverer only when
-        // all of them are waiting for the store.
-        let deliverers = config.tail.workers * config.tail_batch.max(1);
-        let deliver = Arc::new(PriorityQueue::new(deliverers));
+        let deliver = Arc::new(PriorityQueue::new(tail_room));
         let jobs = Arc::new(JobTable::new(Arc::clone(&store)));
         let load_pool = pools.get("reduce", config.reduce.threads)?;
         let stop = Arc::new(AtomicBool::new(false));
@@ -224,7 +223,7 @@ impl Engine {
         workers(
             &mut threads,
             "zkpipe-deliver",
-            deliverers,
+            tail_room,
             &deliver_stage,
             Deliver::run,
             &throttle,
@@ -232,7 +231,6 @@ impl Engine {
         let tail_stage = Arc::new(Tail {
             input: Arc::clone(&tail),
             pool: pools.get("tail", config.tail.threads)?,
-            output: Arc::clone(&deliver),
             deliver: deliver_stage,
             self_check: config.self_check,
             batch: config.tail_batch,

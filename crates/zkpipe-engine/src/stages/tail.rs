@@ -17,10 +17,9 @@ use zkpipe_core::Stage;
 pub(crate) struct Tail {
     pub input: Arc<PriorityQueue<Proved>>,
     pub pool: Arc<rayon::ThreadPool>,
-    /// Where checked proofs go to be recorded: a worker goes on to its next batch while
-    /// they wait for their records' syncs.
-    pub output: Arc<PriorityQueue<Checked>>,
-    /// Records a proof itself when the queue is closed (the engine shutting down).
+    /// Where checked proofs go to be recorded (its input queue): a worker goes on to its
+    /// next batch while they wait for their records' syncs. Once that queue is closed
+    /// (the engine shutting down) the worker records them itself.
     pub deliver: Arc<Deliver>,
     /// Verify every proof before delivering it.
     pub self_check: bool,
@@ -103,7 +102,7 @@ impl Tail {
                 start,
                 end,
             };
-            if let Err(c) = send(&self.output, checked) {
+            if let Err(c) = send(&self.deliver.input, checked) {
                 self.deliver.finish(c);
             }
         }
