@@ -16,7 +16,9 @@
 # TRACE=1 keeps each small cell's waterfall (<cell>.trace.json, lab/exp042/waterfall.py);
 # EXTRA_A / EXTRA_B add TOML to each binary's daemon config; ENV_A / ENV_B set variables
 # for its daemon (e.g. "ZKPIPE_CUDA_HOST_WAIT=block ZKPIPE_CUDA_PASS_TRACE=1"), SET_A / SET_B
-# its `--set KEY=VALUE` overrides (words, e.g. "server.witness_inline_max=1MiB"). Each cell's
+# its `--set KEY=VALUE` overrides (words, e.g. "server.witness_inline_max=1MiB"), STATE_A /
+# STATE_B its state directory (default WORK/zkpipe-state; e.g. /dev/shm/zkpipe-state to take
+# the disk out of the accept path), made fresh for each cell. Each cell's
 # line in summary.txt ends with the daemon's CPU seconds (user + system) and the host's TLB
 # shootdowns over the cell, and
 # <label>-g<G>-r<R>-threads.txt has its CPU by thread name when it stopped.
@@ -59,11 +61,12 @@ for r in $(seq "$rounds"); do
     for i in "${!bins[@]}"; do
       bin=${bins[$i]} label=${labels[$i]}
       visible=$(seq -s, 0 $((g - 1)))
-      rm -rf "$work/zkpipe-state"
       # EXTRA_A / EXTRA_B: TOML appended to the config of the first / second binary's
       # daemons (the same binary twice with two configs is an A/B of a setting).
-      if [ "$i" = 0 ]; then extra=${EXTRA_A:-} vars=${ENV_A:-} sets=${SET_A:-}; else extra=${EXTRA_B:-} vars=${ENV_B:-} sets=${SET_B:-}; fi
-      set_args=(); for kv in $sets; do set_args+=(--set "$kv"); done
+      if [ "$i" = 0 ]; then extra=${EXTRA_A:-} vars=${ENV_A:-} sets=${SET_A:-} state=${STATE_A:-}; else extra=${EXTRA_B:-} vars=${ENV_B:-} sets=${SET_B:-} state=${STATE_B:-}; fi
+      state=${state:-$work/zkpipe-state}
+      rm -rf "$state"
+      set_args=(--set "server.state_dir=$state"); for kv in $sets; do set_args+=(--set "$kv"); done
       daemon_config 50851 9864 "$extra"
       # shellcheck disable=SC2086 # vars: words of NAME=VALUE
       (cd "$work" && CUDA_VISIBLE_DEVICES=$visible exec env $vars "$bin/zkpipe" serve --config zkpipe.toml --backend "${BACKEND:-cuda}" "${set_args[@]}") \

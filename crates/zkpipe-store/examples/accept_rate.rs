@@ -1,0 +1,127 @@
+//! How many jobs per second the embedded SQLite store accepts and ends with many
+//! submitters at once, in one or more state directories (a disk, a memory filesystem):
+//! the ceiling the job store puts on a daemon's small-proof rate
+//! (lab/experiments/042h-disk-bound-accepts.md).
+//!
+//! ```text
+//! cargo run --release -p zkpipe-store --example accept_rate -- \
+//!     --dir /var/tmp/state,/dev/shm/state --threads 64 --jobs 20000 --witness 524288 --rounds 3
+//! ```
+//!
+//! A cell opens a fresh store in one `--dir` (removed before and after) and starts
+//! `--threads` submitters that share `--jobs` one-partition jobs of `--witness` bytes: each
+//! accepts its job, then records the job's proof (which ends it and drops its witness), as
+//! the daemon does. Rounds interleave the directories. Prints TSV: jobs/s and accept
+//! latency p50/p99.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use zkpipe_engine::job_store::{fingerprint, Accepted, NewJob};
+use zkpipe_engine::{JobStore, PartitionProof, Priority};
+use zkpipe_store::SqliteStore;
+
+struct Args {
+    dirs: Vec<PathBuf>,
+    threads: usize,
+    jobs: usize,
+    witness: usize,
+    rounds: usize,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        dirs: vec![std::env::temp_dir().join("zkpipe-accept-rate")],
+        threads: 64,
+        jobs: 20_000,
+        witness: 512 << 10,
+        rounds: 3,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let v = it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
+        let n = || v.parse::<usize>().expect("a number");
+        match flag.as_str() {
+            "--dir" => a.dirs = v.split(',').map(PathBuf::from).collect(),
+            "--threads" => a.threads = n(),
+            "--jobs" => a.jobs = n(),
+            "--witness" => a.witness = n(),
+            "--rounds" => a.rounds = n(),
+            _ => panic!("unknown flag {flag}"),
+        }
+    }
+    a
+}
+
+fn main() {
+    let a = args();
+    println!("round\tdir\tthreads\tjobs\twitness\tjobs_per_s\taccept_p50_ms\taccept_p99_ms");
+    for round in 1..=a.rounds {
+        for dir in &a.dirs {
+            let (rate, p50, p99) = cell(&a, dir);
+            println!(
+                "{round}\t{}\t{}\t{}\t{}\t{rate:.0}\t{p50:.2}\t{p99:.2}",
+                dir.display(),
+                a.threads,
+                a.jobs,
+                a.witness
+            );
+        }
+    }
+}
+
+/// One cell in `dir`: jobs/s and accept latency p50/p99 (ms).
+fn cell(a: &Args, dir: &Path) -> (f64, f64, f64) {
+    let _ = std::fs::remove_dir_all(dir);
+    let store = SqliteStore::open(dir).expect("opening the store");
+    let next = AtomicUsize::new(0);
+    let proof = PartitionProof {
+        proof_json: "{}".repeat(400),
+        public_json: "[\"1\"]".into(),
+        timings: Default::default(),
+    };
+    let start = Instant::now();
+    let mut latencies: Vec<Duration> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..a.threads)
+            .map(|t| {
+                let (store, next, proof) = (&store, &next, &proof);
+                s.spawn(move || {
+                    let mut mine = Vec::new();
+                    let witness: Vec<u8> = (0..a.witness).map(|i| (i + t) as u8).collect();
+                    while next.fetch_add(1, Ordering::Relaxed) < a.jobs {
+                        let job = NewJob {
+                            key_shape: String::new(),
+                            key_id: "k",
+                            priority: Priority::Normal,
+                            request_id: "",
+                            fingerprint: fingerprint("k", &[&witness]),
+                            witnesses: vec![&witness],
+                            staged: Vec::new(),
+                        };
+                        let t0 = Instant::now();
+                        let Accepted::New(id) = store.accept(&job).expect("accept") else {
+                            panic!("no request id, no existing job")
+                        };
+                        mine.push(t0.elapsed());
+                        store.partition_done(id, 0, proof, true).expect("result");
+                    }
+                    mine
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("a submitter panicked"))
+            .collect()
+    });
+    let rate = a.jobs as f64 / start.elapsed().as_secs_f64();
+    drop(store);
+    let _ = std::fs::remove_dir_all(dir);
+    latencies.sort();
+    let at = |q: f64| {
+        latencies
+            .get(((latencies.len() as f64 * q) as usize).min(latencies.len().saturating_sub(1)))
+            .map_or(0.0, |d| d.as_secs_f64() * 1e3)
+    };
+    (rate, at(0.5), at(0.99))
+}
