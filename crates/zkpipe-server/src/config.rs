@@ -78,6 +78,10 @@ pub struct ServerConfig {
     /// beside it (`state_dir/witnesses/`). Default 64 KiB
     /// (`zkpipe_store::DEFAULT_INLINE_MAX`).
     pub witness_inline_max: u64,
+    /// Whether spilled witnesses are synced before a job is acknowledged (default true:
+    /// an accepted job survives a power cut). False: it survives a daemon crash, not a
+    /// power cut (`zkpipe_store::SqliteOptions::witness_sync`).
+    pub witness_sync: bool,
     /// The fleet's shared job store (`[store] url`), if any: then jobs live there and this
     /// daemon claims its work from it; else the embedded store in `state_dir`.
     pub store: Option<zkpipe_store::PgOptions>,
@@ -187,6 +191,7 @@ struct ServerSection {
     tls_key: Option<PathBuf>,
     shutdown_grace: Option<String>,
     witness_inline_max: Option<Size>,
+    witness_sync: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -397,6 +402,16 @@ impl FileConfig {
             witness_inline_max: size_or_auto(&s.witness_inline_max, Some(DEFAULT_INLINE_MAX))
                 .map_err(|e| format!("server.witness_inline_max: {e}"))?
                 .unwrap_or(DEFAULT_INLINE_MAX),
+            witness_sync: match (s.witness_sync, &self.store.url) {
+                (Some(false), Some(_)) => {
+                    return Err(
+                        "server.witness_sync = false applies to the embedded job store; \
+                                a shared store ([store] url) keeps its witnesses itself"
+                            .into(),
+                    )
+                }
+                (sync, _) => sync.unwrap_or(true),
+            },
             store: store(&self.store, grpc_listen)?,
             tls: tls(s, base)?,
             shutdown_grace: match &s.shutdown_grace {
@@ -626,6 +641,19 @@ mod tests {
         assert!(!c.engine.constant_work, "off unless asked for");
         let c = with(&["pipeline.constant_work=true"]).unwrap();
         assert!(c.engine.constant_work);
+        assert!(c.server.witness_sync, "synced unless asked otherwise");
+        let c = with(&["server.witness_sync=false"]).unwrap();
+        assert!(!c.server.witness_sync);
+        let e = with(&[
+            "server.witness_sync=false",
+            "store.url=postgres://db.example/zkpipe",
+        ])
+        .unwrap_err();
+        let e = e.to_string();
+        assert!(
+            e.contains("server.witness_sync") && e.contains("embedded"),
+            "{e}"
+        );
         // Not TOML: a string, so the usual "unit" parsing reads it.
         let c = with(&["server.witness_inline_max=128KiB"]).unwrap();
         assert_eq!(c.server.witness_inline_max, 128 << 10);

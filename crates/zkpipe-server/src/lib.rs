@@ -120,6 +120,7 @@ where
             &server.state_dir,
             &SqliteOptions {
                 inline_max: server.witness_inline_max,
+                witness_sync: server.witness_sync,
                 ..SqliteOptions::default()
             },
         )?),

@@ -1,8 +1,8 @@
 //! The daemon is killed with SIGKILL and restarted on the same state directory: every
 //! accepted job still ends Done exactly once, with proofs that verify, under the id it was
 //! given (ids are never reused); a request id names one request, before and after. Once
-//! at a random moment of a 30-job run over two keys of both curves, once while a key is
-//! being loaded.
+//! at a random moment of a 30-job run over two keys of both curves (and again with every
+//! witness a file written without a sync), once while a key is being loaded.
 
 use crate::common;
 
@@ -235,6 +235,19 @@ async fn submit_until_killed(c: &mut Client, requests: &[Request]) -> HashMap<St
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn thirty_jobs_survive_kill_9_at_a_random_moment() {
+    thirty_jobs_survive_kill_9("").await;
+}
+
+/// Witnesses written without a sync (`server.witness_sync = false`) survive a crash of the
+/// daemon: the kernel keeps them. Every witness is a file here (inline limit 0).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn thirty_jobs_survive_kill_9_without_witness_syncs() {
+    thirty_jobs_survive_kill_9("witness_inline_max = 0\nwitness_sync = false").await;
+}
+
+/// 30 jobs over two keys of both curves, `server` lines added to the daemon's config,
+/// the daemon killed at a random moment and restarted.
+async fn thirty_jobs_survive_kill_9(server: &str) {
     let keys = [
         (
             "bn254-poseidon",
@@ -245,7 +258,7 @@ async fn thirty_jobs_survive_kill_9_at_a_random_moment() {
             fixture("bls12-381", "multi_public").join("circuit.zkey"),
         ),
     ];
-    let dir = node_dir(&keys, "trusted", "");
+    let dir = node_dir(&keys, "trusted", server);
     let requests: Vec<Request> = (0..30)
         .map(|i| {
             let (id, zkey) = &keys[i % 2];

@@ -64,6 +64,14 @@ pub const DEFAULT_CHECKPOINT_PAGES: u32 = 16_384;
 /// How [`SqliteStore::open_with`] opens a store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SqliteOptions {
+    /// Whether a spilled witness is synced before its job is acknowledged (default true):
+    /// an accepted job then survives a power cut. False writes it without a sync: the job
+    /// survives a crash of the daemon (the kernel keeps the bytes) but not a power cut or
+    /// a kernel crash, after which a job whose witness file did not reach the disk is
+    /// failed at the next open, by name. Small proofs' witnesses are then mostly never
+    /// written to the disk at all (removed before the kernel writes them back): on
+    /// 2 × H200 the disk held two GPUs to 1.29× one (lab/experiments/042h-disk-bound-accepts.md).
+    pub witness_sync: bool,
     /// Witnesses up to this many bytes are kept in the database; larger ones are files
     /// (`u64::MAX` keeps every witness in the database). Default [`DEFAULT_INLINE_MAX`].
     pub inline_max: u64,
@@ -75,6 +83,7 @@ pub struct SqliteOptions {
 impl Default for SqliteOptions {
     fn default() -> Self {
         Self {
+            witness_sync: true,
             inline_max: DEFAULT_INLINE_MAX,
             checkpoint_pages: DEFAULT_CHECKPOINT_PAGES,
         }
@@ -87,6 +96,8 @@ pub struct SqliteStore {
     /// `witnesses/` in the state directory.
     spill_dir: PathBuf,
     inline_max: u64,
+    /// [`SqliteOptions::witness_sync`].
+    witness_sync: bool,
     conn: Mutex<Connection>,
     /// Makes spilled file names unique within this process.
     spilled: AtomicU64,
@@ -175,6 +186,7 @@ impl SqliteStore {
             path,
             spill_dir,
             inline_max: options.inline_max,
+            witness_sync: options.witness_sync,
             conn: Mutex::new(conn),
             spilled: AtomicU64::new(0),
             committed: AtomicU64::new(0),

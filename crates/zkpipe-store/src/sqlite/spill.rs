@@ -119,8 +119,12 @@ impl SqliteStore {
         format!("{nanos}-{}-{n}-{index}.wtns", std::process::id())
     }
 
-    /// Syncs the folder's entries (of files staged and synced already).
+    /// Syncs the folder's entries (of files staged and synced already); nothing without
+    /// witness syncs ([`super::SqliteOptions::witness_sync`]).
     pub(super) fn sync_dir(&self) -> std::io::Result<()> {
+        if !self.witness_sync {
+            return Ok(());
+        }
         std::fs::File::open(&self.spill_dir)?.sync_all()
     }
 
@@ -128,7 +132,7 @@ impl SqliteStore {
     /// ones share the filesystem's journal commits), then their folder's entries once.
     /// One file (a job of one partition) is synced on the calling thread.
     pub(super) fn sync_files(&self, names: &[&String]) -> std::io::Result<()> {
-        if names.is_empty() {
+        if names.is_empty() || !self.witness_sync {
             return Ok(());
         }
         #[cfg(test)]

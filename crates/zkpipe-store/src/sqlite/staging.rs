@@ -37,6 +37,7 @@ impl SqliteStore {
         })?;
         Ok(Some(Staging {
             file,
+            sync: self.witness_sync,
             staged: StagedFile {
                 path,
                 name,
@@ -77,6 +78,8 @@ impl Drop for StagedFile {
 /// A witness file being written ([`StagingWitness`]).
 pub(super) struct Staging {
     file: File,
+    /// [`super::SqliteOptions::witness_sync`].
+    sync: bool,
     staged: StagedFile,
 }
 
@@ -91,9 +94,11 @@ impl StagingWitness for Staging {
     /// name the file; the folder's entry is synced with the job's accept (`store.rs`).
     fn finish(self: Box<Self>) -> Result<Box<dyn StagedWitness>, StoreError> {
         // On an error `staged` is dropped here, and the file with it.
-        let Staging { file, staged } = *self;
-        file.sync_data()
-            .map_err(|e| staged.err("syncing the witness", e))?;
+        let Staging { file, sync, staged } = *self;
+        if sync {
+            file.sync_data()
+                .map_err(|e| staged.err("syncing the witness", e))?;
+        }
         drop(file);
         let map =
             MappedFile::open(&staged.path).map_err(|e| staged.err("mapping the witness", e))?;

@@ -239,7 +239,40 @@ impl JobStore for SqliteStore {
     }
 
     fn recover(&self) -> Result<Vec<StoredJob>, StoreError> {
+        let (mut jobs, lost) = self.read_back()?;
+        // Without witness syncs a power cut can leave a job whose witness never reached
+        // the disk: it ends as failed, by name, instead of stopping the daemon's start.
+        for (at, message) in lost {
+            let job = &mut jobs[at];
+            self.finish(job.id, JobState::Failed, Some(&message))?;
+            job.state = JobState::Failed;
+            job.error = Some(message);
+            job.finished = Some(SystemTime::now());
+            for p in &mut job.partitions {
+                if matches!(p, StoredPartition::Pending(_)) {
+                    *p = StoredPartition::Dropped;
+                }
+            }
+        }
+        Ok(jobs)
+    }
+
+    fn forget_finished(&self, retention: &Retention) -> Result<usize, StoreError> {
+        self.forget(retention)
+    }
+}
+
+/// Jobs read back whose witness file is missing (without witness syncs): each one's index
+/// in the jobs read, and why it fails.
+type Lost = Vec<(usize, String)>;
+
+impl SqliteStore {
+    /// Every job as stored, and those whose witness file is missing while witnesses are not
+    /// synced. With witness syncs on, a missing file is an error: the store lost what it
+    /// had synced.
+    fn read_back(&self) -> Result<(Vec<StoredJob>, Lost), StoreError> {
         let conn = self.lock();
+        let mut lost = Vec::new();
         let mut jobs_q = conn
             .prepare(
                 "SELECT id, key_id, priority, request_id, state, error, submitted_ms, finished_ms
@@ -273,6 +306,7 @@ impl JobStore for SqliteStore {
             let path = self.path.display().to_string();
             let state = columns::state(&path, id as JobId, &state)?;
             let priority = columns::priority(&path, id as JobId, priority)?;
+            let mut missing = None;
             let partitions = parts_q
                 .query_map([id], |r| {
                     let witness: Option<Vec<u8>> = r.get(0)?;
@@ -299,9 +333,16 @@ impl JobStore for SqliteStore {
                 .into_iter()
                 .map(|p| match p {
                     Stored::Ready(p) => Ok(p),
-                    Stored::Spilled(f) => std::fs::read(self.spill_dir.join(&f))
-                        .map(StoredPartition::Pending)
-                        .map_err(|e| self.err(format!("job {id}: witness file {f}: {e}"))),
+                    Stored::Spilled(f) => match std::fs::read(self.spill_dir.join(&f)) {
+                        Ok(w) => Ok(StoredPartition::Pending(w)),
+                        Err(e)
+                            if !self.witness_sync && e.kind() == std::io::ErrorKind::NotFound =>
+                        {
+                            missing = Some(f);
+                            Ok(StoredPartition::Dropped)
+                        }
+                        Err(e) => Err(self.err(format!("job {id}: witness file {f}: {e}"))),
+                    },
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             out.push(StoredJob {
@@ -315,12 +356,17 @@ impl JobStore for SqliteStore {
                 finished: finished.map(from_unix_ms),
                 partitions,
             });
+            if let Some(f) = missing {
+                lost.push((
+                    out.len() - 1,
+                    format!(
+                        "its witness file {f} is missing: witnesses are written without a sync \
+                         (witness_sync off) and the host stopped before it reached the disk"
+                    ),
+                ));
+            }
         }
-        Ok(out)
-    }
-
-    fn forget_finished(&self, retention: &Retention) -> Result<usize, StoreError> {
-        self.forget(retention)
+        Ok((out, lost))
     }
 }
 

@@ -577,3 +577,62 @@ fn staged_witnesses_are_recorded_in_place_and_unnamed_ones_go() {
     assert!(matches!(&jobs[0].partitions[1], StoredPartition::Proved(_)));
     assert!(matches!(&jobs[0].partitions[2], StoredPartition::Pending(w) if *w == b));
 }
+
+/// Without witness syncs, spilled and staged witnesses are written but not synced: a job
+/// is still there after reopening (the process went, the kernel kept the bytes), and a job
+/// whose witness file is gone (a power cut before it reached the disk) ends as failed, by
+/// name, while the others recover.
+#[test]
+fn without_witness_syncs_a_lost_witness_fails_its_job_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = SqliteOptions {
+        witness_sync: false,
+        inline_max: 8,
+        ..SqliteOptions::default()
+    };
+    let big: Vec<Vec<u8>> = (0..3u8).map(|i| vec![i; 100]).collect();
+    {
+        let s = SqliteStore::open_with(dir.path(), &options).unwrap();
+        for w in &big[..2] {
+            s.accept(&new_job("", vec![w])).unwrap();
+        }
+        let staged = stage(&s, &big[2]);
+        let mut job = new_job("", vec![staged.bytes()]);
+        job.staged = vec![Some(staged.as_ref())];
+        s.accept(&job).unwrap();
+        assert_eq!(s.file_syncs.load(Ordering::SeqCst), 0, "no witness synced");
+        assert_eq!(spilled_files(dir.path()).len(), 3);
+    }
+    let s = SqliteStore::open_with(dir.path(), &options).unwrap();
+    let jobs = s.recover().unwrap();
+    for (j, w) in jobs.iter().zip(&big) {
+        assert!(matches!(&j.partitions[0], StoredPartition::Pending(x) if x == w));
+    }
+    drop(s);
+    // Job 2's witness never reached the disk.
+    let names = spilled_files(dir.path());
+    let conn = Connection::open(dir.path().join(DB_FILE)).unwrap();
+    let file: String = conn
+        .query_row(
+            "SELECT witness_file FROM partitions WHERE job_id = 2",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    drop(conn);
+    assert!(names.contains(&file));
+    std::fs::remove_file(dir.path().join(WITNESS_DIR).join(&file)).unwrap();
+    let s = SqliteStore::open_with(dir.path(), &options).unwrap();
+    let jobs = s.recover().unwrap();
+    assert_eq!(jobs[1].state, JobState::Failed);
+    let e = jobs[1].error.as_deref().unwrap();
+    assert!(e.contains(&file) && e.contains("witness_sync off"), "{e}");
+    assert!(matches!(jobs[1].partitions[0], StoredPartition::Dropped));
+    assert!(matches!(&jobs[0].partitions[0], StoredPartition::Pending(x) if *x == big[0]));
+    assert!(matches!(&jobs[2].partitions[0], StoredPartition::Pending(x) if *x == big[2]));
+    // Ended in the store too: the next start finds it failed, not pending.
+    drop(s);
+    let s = SqliteStore::open_with(dir.path(), &options).unwrap();
+    assert_eq!(s.recover().unwrap()[1].state, JobState::Failed);
+    // With syncs on, a missing file stays an error (a_missing_witness_file_is_named).
+}
