@@ -68,9 +68,10 @@ pub struct SqliteOptions {
     /// an accepted job then survives a power cut. False writes it without a sync: the job
     /// survives a crash of the daemon (the kernel keeps the bytes) but not a power cut or
     /// a kernel crash, after which a job whose witness file did not reach the disk is
-    /// failed at the next open, by name. Small proofs' witnesses are then mostly never
-    /// written to the disk at all (removed before the kernel writes them back): on
-    /// 2 × H200 the disk held two GPUs to 1.29× one (lab/experiments/042h-disk-bound-accepts.md).
+    /// failed at the next open, by name. A witness file removed before the kernel writes
+    /// it back, as a small job's often is, then never reaches the disk: on 2 × H200 the
+    /// synced witnesses held two GPUs to 1.18× one, 1.62× without the syncs
+    /// (lab/experiments/042h-disk-bound-accepts.md).
     pub witness_sync: bool,
     /// Witnesses up to this many bytes are kept in the database; larger ones are files
     /// (`u64::MAX` keeps every witness in the database). Default [`DEFAULT_INLINE_MAX`].
