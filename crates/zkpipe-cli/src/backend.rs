@@ -83,6 +83,17 @@ impl DeviceOptions {
     pub fn from_process(staging: PinnedKind) -> Result<Self> {
         Self::from_env(|v| std::env::var(v).ok(), staging)
     }
+
+    /// With `limit` (where set) as every device's budget (`memory.device_limit`,
+    /// `--device-limit`): a key larger than it streams its points through the device in
+    /// chunks, on a GPU and on the CPU alike (the CPU as the GPUs' reference).
+    pub fn with_device_limit(mut self, limit: Option<u64>) -> Self {
+        if limit.is_some() {
+            self.cpu.memory_limit = limit;
+            self.cuda.memory_limit = limit;
+        }
+        self
+    }
 }
 
 /// The lab switches ([`LAB_VARS`]) from `env`; `flag` reads a 0/1 switch.
@@ -184,15 +195,18 @@ pub fn one_shot_on_cpu(domain: usize, threads: usize) -> bool {
 
 /// `key` bound with `opts` to the device `choice` asks for, for `proofs` proofs (a GPU's
 /// binding uploads the key's points and matrices to GPU `gpu` now). The devices' options
-/// come from the environment ([`DeviceOptions::from_process`]).
+/// come from the environment ([`DeviceOptions::from_process`]), each under
+/// `device_limit` where set ([`DeviceOptions::with_device_limit`]).
 pub fn select<E: BindCurve>(
     choice: BackendChoice,
     key: Arc<CompiledKey<E>>,
     gpu: usize,
     proofs: Proofs,
     opts: &BindOptions,
+    device_limit: Option<u64>,
 ) -> Result<Box<dyn BoundKey<E>>> {
-    let devices = DeviceOptions::from_process(PinnedKind::default())?;
+    let devices =
+        DeviceOptions::from_process(PinnedKind::default())?.with_device_limit(device_limit);
     let on_gpu = |key| -> Result<Box<dyn BoundKey<E>>, zkpipe_core::Error> {
         let gpus = CudaDevices::new(devices.cuda).map_err(|e| zkpipe_core::Error::Device {
             device: "cuda".into(),

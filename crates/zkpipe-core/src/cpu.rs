@@ -399,6 +399,10 @@ impl<E: Curve> BoundKey<E> for CpuBound<E> {
         "cpu"
     }
 
+    fn residency(&self) -> Result<Residency, StreamPlanError> {
+        self.residency.clone()
+    }
+
     fn key(&self) -> &Arc<CompiledKey<E>> {
         &self.key
     }

@@ -18,14 +18,14 @@
 use crate::curve::Curve;
 use crate::error::Error;
 use crate::key::CompiledKey;
+pub use crate::key::KeyShape;
+use crate::msm::stream_plan::{KeySet, Residency, StreamPlanError};
 use crate::msm::{scalars_into, DeviceSums, ScalarInt};
 use crate::reduce::QapEvals;
 use crate::timings::{Stage, Timings};
 use crate::{Bls12_381, Bn254};
 use std::borrow::Cow;
 use std::sync::Arc;
-use zkpipe_formats::zkey::ZkeyFile;
-use zkpipe_formats::CurveId;
 
 /// A G1 point set of a proving key, as MSMs name it ([B]₂'s points are the only G2 set).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -83,47 +83,6 @@ impl Caps {
     /// Whether the reduce stage turns the witness into MSM scalars for the pass.
     pub fn wants_scalars(&self) -> bool {
         !self.montgomery_w
-    }
-}
-
-/// The shape of a key as its zkey header gives it: enough to size memory and decide
-/// capabilities before the key is loaded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KeyShape {
-    /// Its curve.
-    pub curve: CurveId,
-    /// Signals including the constant 1 (witness length).
-    pub n_vars: usize,
-    /// Public signals.
-    pub n_public: usize,
-    /// Evaluation domain size.
-    pub domain_size: usize,
-    /// Entries of the A and B matrices together.
-    pub n_coefficients: usize,
-}
-
-impl KeyShape {
-    /// From a mapped zkey's header.
-    pub fn of_zkey(z: &ZkeyFile) -> Self {
-        let h = &z.header;
-        Self {
-            curve: h.curve,
-            n_vars: h.n_vars as usize,
-            n_public: h.n_public as usize,
-            domain_size: h.domain_size as usize,
-            n_coefficients: z.n_coefficients() as usize,
-        }
-    }
-
-    /// From a compiled key.
-    pub fn of_key<E: Curve>(k: &CompiledKey<E>) -> Self {
-        Self {
-            curve: E::ID,
-            n_vars: k.n_vars,
-            n_public: k.n_public,
-            domain_size: k.domain_size(),
-            n_coefficients: k.a.cols.len() + k.b.cols.len(),
-        }
     }
 }
 
@@ -275,6 +234,14 @@ pub trait BoundKey<E: Curve>: Send + Sync {
     /// What its pass does.
     fn caps(&self) -> Caps;
 
+    /// Where its points are for its MSMs: all on the device ([`Residency::InCore`], the
+    /// default), or streamed there in chunks as a plan cuts them; or why the key cannot
+    /// stream under the device's budget (each of its passes then fails with it). For
+    /// status, logs and `--timings`.
+    fn residency(&self) -> Result<Residency, StreamPlanError> {
+        Ok(Residency::InCore)
+    }
+
     /// The quotient: a, b, c on the domain → h = a·b − c on the coset, in `evals.a`.
     fn quotient(&self, evals: &mut QapEvals<E::ScalarField>) -> Result<(), Error>;
 
@@ -418,4 +385,15 @@ pub fn bind<E: BindCurve>(
     opts: &BindOptions,
 ) -> Result<Box<dyn BoundKey<E>>, Error> {
     E::bind_on(devices, device, key, opts)
+}
+
+impl From<G1Set> for KeySet {
+    fn from(s: G1Set) -> Self {
+        match s {
+            G1Set::A => KeySet::A,
+            G1Set::B1 => KeySet::B1,
+            G1Set::C => KeySet::C,
+            G1Set::H => KeySet::H,
+        }
+    }
 }

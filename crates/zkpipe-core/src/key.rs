@@ -12,6 +12,7 @@ use ark_ff::PrimeField;
 use rayon::prelude::*;
 use std::sync::{Arc, OnceLock};
 use zkpipe_formats::zkey::{PointSection, ZkeyFile};
+use zkpipe_formats::CurveId;
 
 mod matrices;
 use matrices::compile_matrices;
@@ -371,4 +372,45 @@ fn load_points<P: Send + Sync + Default>(
 pub fn montgomery_r<F: PrimeField>() -> F {
     let limbs = F::MODULUS.as_ref().len() as u64;
     F::from(2u64).pow([64 * limbs])
+}
+
+/// The shape of a key as its zkey header gives it: enough to size memory and decide
+/// capabilities before the key is loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyShape {
+    /// Its curve.
+    pub curve: CurveId,
+    /// Signals including the constant 1 (witness length).
+    pub n_vars: usize,
+    /// Public signals.
+    pub n_public: usize,
+    /// Evaluation domain size.
+    pub domain_size: usize,
+    /// Entries of the A and B matrices together.
+    pub n_coefficients: usize,
+}
+
+impl KeyShape {
+    /// From a mapped zkey's header.
+    pub fn of_zkey(z: &ZkeyFile) -> Self {
+        let h = &z.header;
+        Self {
+            curve: h.curve,
+            n_vars: h.n_vars as usize,
+            n_public: h.n_public as usize,
+            domain_size: h.domain_size as usize,
+            n_coefficients: z.n_coefficients() as usize,
+        }
+    }
+
+    /// From a compiled key.
+    pub fn of_key<E: Curve>(k: &CompiledKey<E>) -> Self {
+        Self {
+            curve: E::ID,
+            n_vars: k.n_vars,
+            n_public: k.n_public,
+            domain_size: k.domain_size(),
+            n_coefficients: k.a.cols.len() + k.b.cols.len(),
+        }
+    }
 }

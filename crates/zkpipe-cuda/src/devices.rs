@@ -3,16 +3,18 @@
 //! Restrict the GPUs with `CUDA_VISIBLE_DEVICES`.
 
 use crate::shape::{
-    binds_tables, caps, device_bytes_for_shape, device_bytes_per_pass, Tuning, BATCH_MAX_PROOFS,
+    binds_tables, caps, device_bytes_for_shape, device_bytes_per_pass, gpu_key_sets, residency,
+    Tuning, BATCH_MAX_PROOFS,
 };
 use crate::{
     device_count, device_info, set_host_wait, CudaBound, CudaError, CudaOptions, GpuCurve, GpuInfo,
     HostWait,
 };
 use std::sync::Arc;
+use zkpipe_core::msm::stream_plan::KeySets;
 use zkpipe_core::{
     BindOptions, Bls12_381, Bn254, BoundKey, Caps, CompiledKey, Curve, DeviceInfo, Devices, Error,
-    KeyShape,
+    KeyShape, Residency, StreamPlanError,
 };
 
 /// Every GPU this process sees, in CUDA's order: device `i` of the seam is GPU `i`.
@@ -50,13 +52,40 @@ impl CudaDevices {
         &self.opts
     }
 
+    /// The device budget keys are placed under: [`CudaOptions::memory_limit`], else the
+    /// smallest GPU's total memory.
+    pub fn budget(&self) -> u64 {
+        let smallest = self.gpus.iter().map(|g| g.total_bytes as u64).min();
+        self.opts.memory_limit.or(smallest).unwrap_or(0)
+    }
+
+    /// What streaming a key of `shape` here is sized from: its point sets as a GPU holds
+    /// them, what each proof keeps on the device, and the MSMs' scratch.
+    pub fn key_sets(&self, shape: &KeyShape) -> KeySets {
+        gpu_key_sets(shape)
+    }
+
+    /// Which path a resident key of `shape` bound with `opts` takes under [`Self::budget`]:
+    /// in-core, or streamed with its plan; or why it cannot stream. A key bound on a GPU
+    /// larger than the smallest may stay in-core where this says streamed (never the
+    /// other way round), which its passes handle.
+    pub fn residency(
+        &self,
+        shape: &KeyShape,
+        opts: &BindOptions,
+    ) -> Result<Residency, StreamPlanError> {
+        let t = Tuning::new(&self.opts, opts);
+        let tables = binds_tables(&t, true, shape.domain_size);
+        residency(&t, shape, tables, self.budget(), self.opts.stream_batch())
+    }
+
     fn bind<E: Curve + GpuCurve>(
         &self,
         gpu: usize,
         key: Arc<CompiledKey<E>>,
         opts: &BindOptions,
     ) -> Result<Box<dyn BoundKey<E>>, Error> {
-        match CudaBound::new(key, gpu, &self.opts, opts) {
+        match CudaBound::with_budget(key, gpu, &self.opts, opts, self.budget()) {
             Ok(bound) => Ok(Box::new(bound)),
             Err(e) => Err(e.on_gpu(gpu)),
         }
@@ -75,8 +104,11 @@ impl Devices for CudaDevices {
             .collect()
     }
 
-    fn caps(&self, shape: &KeyShape, _opts: &BindOptions) -> Caps {
-        caps(&self.opts.lab(), shape)
+    /// A key that cannot stream under the budget gets the in-core caps: its binding
+    /// is refused anyway.
+    fn caps(&self, shape: &KeyShape, opts: &BindOptions) -> Caps {
+        let r = self.residency(shape, opts).unwrap_or(Residency::InCore);
+        caps(&self.opts.lab(), shape, &r)
     }
 
     fn max_batch(&self) -> usize {
@@ -91,12 +123,22 @@ impl Devices for CudaDevices {
 
     /// The daemon's keys, which this estimate is for, are resident (its key loading
     /// calls `CompiledKey::prepare_resident`), so their window tables count.
+    /// A streamed key's need is its plan's: the batch's buffers, two chunks and their
+    /// scratch.
     fn key_device_bytes(&self, shape: &KeyShape, opts: &BindOptions) -> u64 {
+        if let Ok(Residency::Streamed(plan)) = self.residency(shape, opts) {
+            return plan.device_bytes();
+        }
         let t = Tuning::new(&self.opts, opts);
         device_bytes_for_shape(&t, shape, binds_tables(&t, true, shape.domain_size))
     }
 
+    /// Nothing more for a streamed key: its plan counts its batch, and its passes run
+    /// one at a time.
     fn partition_device_bytes(&self, shape: &KeyShape, opts: &BindOptions) -> u64 {
+        if let Ok(Residency::Streamed(_)) = self.residency(shape, opts) {
+            return 0;
+        }
         device_bytes_per_pass(&Tuning::new(&self.opts, opts), shape)
     }
 

@@ -48,6 +48,17 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         Err(CudaError::NotBuilt)
     }
 
+    /// Always [`CudaError::NotBuilt`].
+    pub fn with_budget(
+        _key: Arc<CompiledKey<E>>,
+        _gpu: usize,
+        _cuda: &CudaOptions,
+        _bind: &BindOptions,
+        _budget: u64,
+    ) -> Result<Self, CudaError> {
+        Err(CudaError::NotBuilt)
+    }
+
     /// The GPU's index.
     pub fn gpu(&self) -> usize {
         match self.never {}

@@ -31,6 +31,10 @@ pub enum CudaError {
         /// Device total.
         total_mib: usize,
     },
+    /// A key too large for the device's budget, which cannot stream under it either
+    /// (the plan's one-line refusal, naming the sizes).
+    #[error("{0}")]
+    CannotStream(#[from] zkpipe_core::StreamPlanError),
     /// The CUDA runtime or a kernel reported an error.
     #[error("CUDA error {code}: {message}")]
     Device {

@@ -21,12 +21,32 @@ pub struct CudaOptions {
     pub pass_trace: bool,
     /// How a host thread waits for its GPU work (`cudaStreamSynchronize` and the like).
     pub host_wait: HostWait,
+    /// The device budget: what zkpipe may place on each GPU. A key whose resident copy
+    /// and one proof exceed it (or the GPU's total memory, without a limit) keeps its
+    /// points in host memory and streams them through the GPU in chunks
+    /// (`zkpipe_core::msm::stream_plan`).
+    pub memory_limit: Option<u64>,
+    /// The most proofs one stream of a streamed key's points serves (fewer where the
+    /// budget holds fewer); 0 means [`DEFAULT_STREAM_BATCH`].
+    pub stream_batch: usize,
     /// Switches for re-running lost experiments (`lab` builds only).
     #[cfg(feature = "lab")]
     pub lab: LabSwitches,
 }
 
+/// Proofs one stream of a streamed key's points serves by default: the reference
+/// system's two (its partitions proved in pairs).
+pub const DEFAULT_STREAM_BATCH: usize = 2;
+
 impl CudaOptions {
+    /// [`Self::stream_batch`], its default where 0.
+    pub fn stream_batch(&self) -> usize {
+        match self.stream_batch {
+            0 => DEFAULT_STREAM_BATCH,
+            n => n,
+        }
+    }
+
     /// The lab switches: as set (a `lab` build).
     #[cfg(feature = "lab")]
     pub fn lab(&self) -> LabSwitches {

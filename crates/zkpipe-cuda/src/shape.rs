@@ -3,7 +3,9 @@
 //! and its device memory (resident key, one proof in flight).
 
 use crate::options::{ConstantMode, CudaOptions, LabSwitches};
+use zkpipe_core::msm::stream_plan::{ChunkScratch, KeySets};
 use zkpipe_core::{BindOptions, Bls12_381, Bn254, Caps, Curve, KeyShape};
+use zkpipe_core::{Residency, StreamPlan, StreamPlanError};
 use zkpipe_formats::CurveId;
 
 /// What decides a key's plan on a GPU besides its shape: the device set's lab switches
@@ -185,9 +187,11 @@ pub(crate) const BATCH_MAX_PROOFS: usize = 32;
 /// What a key of this shape bound to a GPU does in its pass: the reduce (unless
 /// [`reduces_on_gpu`] is off), always [B]₂, batches of up to [`BATCH_MAX_PROOFS`]
 /// proofs where the domain is at most [`BATCH_MAX_DOMAIN`], and the witness read as
-/// field elements (unless [`converts_on_host`]).
-pub(crate) fn caps(lab: &LabSwitches, shape: &KeyShape) -> Caps {
-    Caps {
+/// field elements (unless [`converts_on_host`]). A streamed key ([`residency`]) takes
+/// a, b, c from the host (its matrices are not on the GPU either) and batches as its
+/// plan says.
+pub(crate) fn caps(lab: &LabSwitches, shape: &KeyShape, residency: &Residency) -> Caps {
+    let in_core = Caps {
         reduces: reduces_on_gpu(lab),
         g2: true,
         batch_limit: if shape.domain_size <= BATCH_MAX_DOMAIN {
@@ -196,7 +200,58 @@ pub(crate) fn caps(lab: &LabSwitches, shape: &KeyShape) -> Caps {
             1
         },
         montgomery_w: !converts_on_host(lab),
+    };
+    match residency.plan() {
+        None => in_core,
+        Some(plan) => Caps {
+            reduces: false,
+            batch_limit: plan.batch(),
+            ..in_core
+        },
     }
+}
+
+/// What a streamed key's pass needs per point of the chunk it adds against, besides the
+/// points: sppark's digits and scalar scratch for one MSM at a time (at most 16 + 4 × 26
+/// windows bytes a point), and the buckets of the two chunk sets in flight (about 30
+/// bytes a point each above sppark's smallest window width). Rounded up.
+const STREAM_SCRATCH_PER_POINT: u64 = 256;
+
+/// The fixed part: two chunk sets' buckets at sppark's smallest window width (26 windows
+/// of 512 BLS12-381 G2 buckets, 5.4 MB each), rounded up.
+const STREAM_SCRATCH_FIXED: u64 = 16 << 20;
+
+/// A key's point sets as a GPU streams them: points as the device holds them (x, y),
+/// 32-byte scalars, and per proof its quotient buffers (five domain-size vectors, h
+/// among them) besides the w and h the sets count; beside the chunks, sppark's MSM state.
+pub(crate) fn gpu_key_sets(shape: &KeyShape) -> KeySets {
+    let fp = match shape.curve {
+        CurveId::Bn254 => 32,
+        CurveId::Bls12_381 => 48,
+    };
+    let quotient = 4 * shape.domain_size as u64 * 32;
+    KeySets::new(shape, 2 * fp, 4 * fp, 32, quotient).with_scratch(ChunkScratch {
+        per_point: STREAM_SCRATCH_PER_POINT,
+        fixed: STREAM_SCRATCH_FIXED,
+    })
+}
+
+/// Which path a key of `shape` takes on a GPU of `budget` bytes: in-core where its
+/// resident copy and one proof fit ([`device_bytes_for_shape`], with window tables where
+/// `tables`), else streamed with as many proofs a stream as fit, at most `max_batch`;
+/// or why it cannot stream.
+pub(crate) fn residency(
+    t: &Tuning,
+    shape: &KeyShape,
+    tables: bool,
+    budget: u64,
+    max_batch: usize,
+) -> Result<Residency, StreamPlanError> {
+    if device_bytes_for_shape(t, shape, tables) <= budget {
+        return Ok(Residency::InCore);
+    }
+    StreamPlan::largest_batch(&gpu_key_sets(shape), budget, max_batch.max(1))
+        .map(Residency::Streamed)
 }
 
 /// Whether the host turns the witness into standard-form scalars before the upload. By
@@ -354,6 +409,7 @@ fn buckets_bytes(n: usize, affine: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zkpipe_core::msm::stream_plan::KeySet;
 
     fn shape(domain_size: usize) -> KeyShape {
         KeyShape {
@@ -409,10 +465,45 @@ mod tests {
     #[test]
     fn caps_batch_small_keys_only() {
         let lab = LabSwitches::default();
-        let small = caps(&lab, &shape(BATCH_MAX_DOMAIN));
+        let in_core = Residency::InCore;
+        let small = caps(&lab, &shape(BATCH_MAX_DOMAIN), &in_core);
         assert_eq!((small.batch_limit, small.g2), (BATCH_MAX_PROOFS, true));
-        assert_eq!(caps(&lab, &shape(2 * BATCH_MAX_DOMAIN)).batch_limit, 1);
+        let large = shape(2 * BATCH_MAX_DOMAIN);
+        assert_eq!(caps(&lab, &large, &in_core).batch_limit, 1);
         assert!(small.reduces && small.montgomery_w);
+    }
+
+    /// A key that fits the budget stays in-core; one that does not streams, in as many
+    /// chunks as the budget makes it, with its plan's batch and a, b, c from the host,
+    /// its plan within the budget; one that cannot stream is refused in one line.
+    #[test]
+    fn keys_larger_than_the_budget_stream() {
+        let t = Tuning::default();
+        for curve in [CurveId::Bn254, CurveId::Bls12_381] {
+            let s = KeyShape {
+                curve,
+                ..shape(1 << 16)
+            };
+            let whole = device_bytes_for_shape(&t, &s, true);
+            assert_eq!(residency(&t, &s, true, whole, 2), Ok(Residency::InCore));
+            // The budget the GPU check forces streaming with: 2^16 in ≥ 8 chunks.
+            let sets = gpu_key_sets(&s);
+            let budget = 2 * sets.proof_bytes + (18 << 20);
+            let r = residency(&t, &s, true, budget, 2).unwrap();
+            let plan = r.plan().expect("streamed");
+            assert_eq!(plan.batch(), 2);
+            assert!(plan.device_bytes() <= budget);
+            for set in [KeySet::A, KeySet::B1, KeySet::C, KeySet::H] {
+                assert!(plan.chunk_count(set) >= 8, "{curve:?} {set:?}: {r}");
+            }
+            let c = caps(&LabSwitches::default(), &s, &r);
+            assert_eq!((c.batch_limit, c.reduces, c.g2), (2, false, true));
+            // Four asked for, two fit.
+            let r4 = residency(&t, &s, true, budget, 4).unwrap();
+            assert_eq!(r4.plan().map(|p| p.batch()), Some(2));
+            let err = residency(&t, &s, true, sets.proof_bytes, 2).unwrap_err();
+            assert!(err.to_string().starts_with("a device budget of"), "{err}");
+        }
     }
 
     /// The estimates grow with the key, and a BLS12-381 key (larger points) needs more.

@@ -145,6 +145,9 @@ pub(crate) trait DeviceKey: Send + Sync {
     /// What its device pass does.
     fn caps(&self) -> Caps;
 
+    /// In-core or streamed, as a line for logs (`BoundKey::residency`).
+    fn residency(&self) -> String;
+
     /// The device stage of `parts` (reduced partitions of this key) in one pass, results
     /// in order.
     fn pass(&self, parts: Vec<Partition<AtDevice>>) -> Vec<Result<Partition<AtTail>, CoreError>>;
@@ -300,6 +303,11 @@ struct Bound<E: BindCurve>(Box<dyn BoundKey<E>>);
 impl<E: EngineCurve> DeviceKey for Bound<E> {
     fn caps(&self) -> Caps {
         self.0.caps()
+    }
+
+    fn residency(&self) -> String {
+        let r = self.0.residency();
+        r.map_or_else(|e| e.to_string(), |r| r.to_string())
     }
 
     fn pass(&self, parts: Vec<Partition<AtDevice>>) -> Vec<Result<Partition<AtTail>, CoreError>> {

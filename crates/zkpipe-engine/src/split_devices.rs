@@ -25,6 +25,7 @@ use zkpipe_core::device::{
 use zkpipe_core::msm::{DeviceSums, ScalarInt};
 use zkpipe_core::reduce::QapEvals;
 use zkpipe_core::{Bls12_381, Bn254, CompiledKey, Curve, Error as CoreError};
+use zkpipe_core::{Residency, StreamPlanError};
 
 /// Witnesses whose sums a stubbed binding keeps; beyond it the cache starts over.
 const STUB_CACHE: usize = 4096;
@@ -155,6 +156,9 @@ impl<E: Curve> BoundKey<E> for Stubbed<E> {
     }
     fn caps(&self) -> Caps {
         self.inner.caps()
+    }
+    fn residency(&self) -> Result<Residency, StreamPlanError> {
+        self.inner.residency()
     }
     fn quotient(&self, evals: &mut QapEvals<E::ScalarField>) -> Result<(), CoreError> {
         self.inner.quotient(evals)

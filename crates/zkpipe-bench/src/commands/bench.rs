@@ -90,6 +90,9 @@ pub struct Args {
     /// its stages are the batch's wall time (concurrent proofs' spans counted once).
     #[arg(long, default_value_t = 1)]
     batch: usize,
+    /// The device budget (as `prove --device-limit`): a key larger than it streams.
+    #[arg(long, value_name = "SIZE", value_parser = zkpipe_server::config::parse_size)]
+    device_limit: Option<u64>,
 }
 
 /// The measurements of one configuration.
@@ -185,7 +188,14 @@ fn bench_with<E: BindCurve>(a: &Args, zkey: &ZkeyFile, plan: Plan) -> Result<()>
     let bind = zkpipe_core::BindOptions {
         constant_work: a.constant_work,
     };
-    let backend = select(a.backend, Arc::clone(&key), a.gpu, Proofs::Many, &bind)?;
+    let backend = select(
+        a.backend,
+        Arc::clone(&key),
+        a.gpu,
+        Proofs::Many,
+        &bind,
+        a.device_limit,
+    )?;
     let upload = start.elapsed().as_secs_f64() * 1e3;
     eprintln!(
         "backend: {}{}",
@@ -201,6 +211,11 @@ fn bench_with<E: BindCurve>(a: &Args, zkey: &ZkeyFile, plan: Plan) -> Result<()>
                 )
             )
         }
+    );
+    let residency = backend.residency();
+    eprintln!(
+        "residency: {}",
+        residency.map_or_else(|e| e.to_string(), |r| r.to_string())
     );
     let backend = backend.as_ref();
 

@@ -65,6 +65,12 @@ pub struct ProveFlags {
     /// 023). Slower on typical witnesses, and binding the key costs one proof's MSMs more.
     #[arg(long)]
     constant_work: bool,
+    /// The device budget (e.g. 16GiB): a key whose points and one proof's buffers exceed
+    /// it keeps its points in host memory and streams them through the device in chunks,
+    /// as a card of that size would have to. Default: the GPU's memory (the CPU streams
+    /// nothing).
+    #[arg(long, value_name = "SIZE", value_parser = zkpipe_server::config::parse_size)]
+    device_limit: Option<u64>,
 }
 
 /// Runs `prove`.
@@ -176,7 +182,14 @@ impl Job<'_> {
         };
         self.progress.step("binding the key to the device");
         let bound = t.time(Stage::Upload, || {
-            select(a.backend, Arc::clone(&key), a.gpu, Proofs::One, &bind)
+            select(
+                a.backend,
+                Arc::clone(&key),
+                a.gpu,
+                Proofs::One,
+                &bind,
+                a.device_limit,
+            )
         })?;
         let opts = ProveOptions {
             self_check: !a.no_verify,
@@ -204,6 +217,9 @@ impl Job<'_> {
         if a.timings {
             print_timings(t, self.zkey);
             eprintln!("  {:<12} {}", "backend", bound.name());
+            let residency = bound.residency();
+            let residency = residency.map_or_else(|e| e.to_string(), |r| r.to_string());
+            eprintln!("  {:<12} {residency}", "residency");
             if bound.name() == "cpu" {
                 let staging = zkpipe_core::PinnedKind::default();
                 let ifma = DeviceOptions::from_process(staging).is_ok_and(|o| o.cpu.ifma);

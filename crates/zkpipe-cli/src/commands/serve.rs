@@ -86,7 +86,8 @@ impl Args {
 /// Runs `serve`.
 pub fn run(a: Args) -> Result<()> {
     let cfg = FileConfig::load(a.config.as_deref(), &a.overrides()?)?;
-    let opts = DeviceOptions::from_process(cfg.server.pinned_upload)?;
+    let opts = DeviceOptions::from_process(cfg.server.pinned_upload)?
+        .with_device_limit(cfg.engine.device_memory_limit);
     let devices = devices(a.backend, &opts)?;
     let rt = super::client::runtime()?;
     rt.block_on(async move {

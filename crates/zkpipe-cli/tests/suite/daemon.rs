@@ -371,3 +371,38 @@ async fn a_budget_for_one_job_at_a_time_completes_twenty_jobs_and_refuses_a_larg
     assert!(s.memory_used <= limit);
     assert_eq!(s.pending_partitions, 0);
 }
+
+/// `memory.device_limit` below a key's points makes the CPU device stream it, as a GPU
+/// under that budget would: 160 KiB holds two poseidon proofs (BN254 and BLS12-381) and
+/// two chunks, and BLS12-381 multi_public (191 KB of points), but not their points whole.
+/// Multi-partition jobs (passes of two) and single ones all verify, and the daemon logs
+/// each key's residency when it binds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn keys_larger_than_the_device_limit_stream_and_verify() {
+    let keys = ["bn254-poseidon", "bls-poseidon", "bls-multi"];
+    let mut d = start_daemon(&keys, "[memory]\ndevice_limit = \"160KiB\"\n");
+    let c = client(&d).await;
+    let tasks: Vec<_> = (0..9)
+        .map(|i| {
+            let mut c = c.clone();
+            tokio::spawn(async move {
+                let req = submit_req(keys[i % 3], 1 + i % 3, Priority::Normal);
+                let r = c.submit_proof(req).await.unwrap().into_inner();
+                await_job(&mut c, r.job_id).await
+            })
+        })
+        .collect();
+    for t in tasks {
+        check_done(&t.await.unwrap());
+    }
+    let _ = d.child.kill();
+    let _ = d.child.wait();
+    let log = d.log.take().unwrap().join().unwrap();
+    for id in keys {
+        let bound = log
+            .iter()
+            .find(|l| l.contains("key bound") && l.contains(&format!("key={id}")))
+            .unwrap_or_else(|| panic!("no 'key bound' line for {id}: {log:?}"));
+        assert!(bound.contains("residency=streamed: batch 2"), "{bound}");
+    }
+}

@@ -7,6 +7,8 @@
 //!                                   the whole pass, and the device's own per-proof buffers
 //!         + 2 × chunk bytes         two chunks of bases in flight: one being added against,
 //!                                   the next arriving (double buffering)
+//!         + scratch                 what adding against a chunk takes besides its points
+//!                                   (a GPU MSM's digits and buckets; none on the CPU)
 //!  per set (A, B1, [B]₂, C, H):     ⌈points / (chunk bytes / point bytes)⌉ chunks of nearly
 //!                                   equal length, streamed once per batch, in order
 //! ```
@@ -19,7 +21,7 @@
 //! A key whose points and one proof's buffers fit the budget stays in-core
 //! ([`Residency::decide`]).
 
-use crate::device::{G1Set, KeyShape};
+use crate::key::KeyShape;
 use std::fmt;
 use std::ops::Range;
 
@@ -62,17 +64,6 @@ impl KeySet {
     }
 }
 
-impl From<G1Set> for KeySet {
-    fn from(s: G1Set) -> Self {
-        match s {
-            G1Set::A => KeySet::A,
-            G1Set::B1 => KeySet::B1,
-            G1Set::C => KeySet::C,
-            G1Set::H => KeySet::H,
-        }
-    }
-}
-
 /// What a key's streaming is sized from: each set's points and their bytes on the device,
 /// and what one proof keeps on the device for its whole pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +78,20 @@ pub struct KeySets {
     /// signal; h, one per domain row) and `extra`, the device's own per-proof buffers
     /// ([`KeySets::new`]).
     pub proof_bytes: u64,
+    /// What the device needs to add scalars against the chunks in flight, besides their
+    /// points ([`KeySets::with_scratch`]; none by default).
+    pub scratch: ChunkScratch,
+}
+
+/// What adding scalars against the chunks in flight takes on a device besides their
+/// points: bytes per point of the longest chunk, and a fixed part. A GPU's MSM needs
+/// digits per point and bucket arrays; the CPU adds in place (none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ChunkScratch {
+    /// Bytes per point of the longest chunk.
+    pub per_point: u64,
+    /// Bytes whatever the chunks' length.
+    pub fixed: u64,
 }
 
 impl KeySets {
@@ -108,7 +113,23 @@ impl KeySets {
             g1_bytes,
             g2_bytes,
             proof_bytes: scalars.saturating_add(extra),
+            scratch: ChunkScratch::default(),
         }
+    }
+
+    /// The same sets, on a device that needs `scratch` beside the chunks in flight.
+    pub fn with_scratch(self, scratch: ChunkScratch) -> Self {
+        Self { scratch, ..self }
+    }
+
+    /// The fewest bytes of any set's point: the set whose chunks hold the most points.
+    fn smallest_point_bytes(&self) -> u64 {
+        KeySet::ALL
+            .iter()
+            .map(|&s| self.point_bytes(s) as u64)
+            .min()
+            .unwrap_or(1)
+            .max(1)
     }
 
     /// Points of `set`.
@@ -154,7 +175,7 @@ pub enum StreamPlanError {
     /// The batch's buffers and two of the smallest chunks exceed the budget.
     #[error(
         "a device budget of {} cannot stream this key ({} of points): {batch} proof(s) keep {} on the device and two chunks of at least {} each need {} more",
-        Bytes(*.budget), Bytes(*.key), Bytes(*.proofs), Bytes(*.min_chunk), Bytes(2 * *.min_chunk)
+        Bytes(*.budget), Bytes(*.key), Bytes(*.proofs), Bytes(*.min_chunk), Bytes(2 * *.min_chunk + *.scratch)
     )]
     DoesNotFit {
         /// The device budget.
@@ -167,6 +188,8 @@ pub enum StreamPlanError {
         proofs: u64,
         /// The smallest chunk ([`KeySets::min_chunk_bytes`]).
         min_chunk: u64,
+        /// The scratch the smallest chunks need besides their points.
+        scratch: u64,
     },
 }
 
@@ -184,12 +207,13 @@ pub struct StreamPlan {
     batch: usize,
     chunk_bytes: u64,
     proof_bytes: u64,
+    scratch: ChunkScratch,
     sets: [SetChunks; 5],
 }
 
 impl StreamPlan {
     /// The plan for `batch` proofs a stream under `budget` device bytes: chunks as large
-    /// as what the batch leaves, halved (two in flight), allows.
+    /// as what the batch and the scratch leave, shared by the two in flight, allows.
     pub fn new(sets: &KeySets, budget: u64, batch: usize) -> Result<Self, StreamPlanError> {
         if batch == 0 {
             return Err(StreamPlanError::NoProofs);
@@ -197,14 +221,24 @@ impl StreamPlan {
         let proofs = sets.proof_bytes.saturating_mul(batch as u64);
         let min_chunk = sets.min_chunk_bytes();
         let largest_set = KeySet::ALL.iter().map(|&s| sets.set_bytes(s)).max();
-        let chunk_bytes = (budget.saturating_sub(proofs) / 2).min(largest_set.unwrap_or(0));
-        if proofs > budget || chunk_bytes < min_chunk {
+        // Two chunk buffers of B bytes and the scratch of the longest chunk, at most
+        // B / (smallest point) points: B · (2 + per_point / smallest) ≤ what is left.
+        let left = budget
+            .saturating_sub(proofs)
+            .saturating_sub(sets.scratch.fixed);
+        let smallest = sets.smallest_point_bytes() as u128;
+        let per_byte = 2 * smallest + sets.scratch.per_point as u128;
+        let fitting = (left as u128 * smallest / per_byte) as u64;
+        let chunk_bytes = fitting.min(largest_set.unwrap_or(0));
+        if proofs.saturating_add(sets.scratch.fixed) > budget || chunk_bytes < min_chunk {
             return Err(StreamPlanError::DoesNotFit {
                 budget,
                 key: sets.key_bytes(),
                 batch,
                 proofs,
                 min_chunk,
+                scratch: sets.scratch.fixed
+                    + sets.scratch.per_point * (min_chunk / sets.smallest_point_bytes()),
             });
         }
         let cut = |s: KeySet| {
@@ -220,6 +254,7 @@ impl StreamPlan {
             batch,
             chunk_bytes,
             proof_bytes: sets.proof_bytes,
+            scratch: sets.scratch,
             sets: KeySet::ALL.map(cut),
         })
     }
@@ -251,9 +286,25 @@ impl StreamPlan {
         self.chunk_bytes
     }
 
-    /// Device bytes the plan uses at most: the batch's buffers and two chunk buffers.
+    /// Device bytes the plan uses at most: the batch's buffers, two chunk buffers and
+    /// the scratch of the longest chunk.
     pub fn device_bytes(&self) -> u64 {
-        self.proof_bytes * self.batch as u64 + 2 * self.chunk_bytes
+        let longest = KeySet::ALL
+            .iter()
+            .map(|&s| self.longest_chunk(s))
+            .max()
+            .unwrap_or(0) as u64;
+        self.proof_bytes * self.batch as u64
+            + 2 * self.chunk_bytes
+            + self.scratch.fixed
+            + self.scratch.per_point * longest
+    }
+
+    /// Points of `set`'s longest chunk (its first), 0 for an empty set: what a device
+    /// sizes its chunk buffers for.
+    pub fn longest_chunk(&self, set: KeySet) -> usize {
+        let SetChunks { len, count } = self.sets[set.index()];
+        len.div_ceil(count.max(1))
     }
 
     /// How many chunks `set` streams in.
@@ -446,6 +497,7 @@ mod tests {
                 batch: 3,
                 proofs: 3 * s.proof_bytes,
                 min_chunk: 64 * 128,
+                scratch: 0,
             }
         );
         // The largest batch that fits is taken, never more than asked.
@@ -517,5 +569,25 @@ mod tests {
             StreamPlan::largest_batch(&s, budget, 0).unwrap_err(),
             StreamPlanError::NoProofs
         );
+    }
+
+    #[test]
+    fn a_devices_scratch_shrinks_the_chunks_and_stays_in_the_budget() {
+        let s = sets(1 << 16).with_scratch(ChunkScratch {
+            per_point: 192,
+            fixed: 1 << 20,
+        });
+        // Per G1 point of a chunk: 2 × 64 B in flight and 192 B of scratch.
+        let budget = 2 * s.proof_bytes + (1 << 20) + (1 << 17) * 5;
+        let p = StreamPlan::new(&s, budget, 2).unwrap();
+        assert_eq!(p.chunk_bytes(), 1 << 17); // 2^11 G1 points
+        assert_eq!(p.longest_chunk(KeySet::A), 1 << 11);
+        assert_eq!(p.chunk_count(KeySet::A), 32);
+        assert_eq!(p.device_bytes(), budget);
+        check_cover(&s, &p, budget);
+        assert!(StreamPlan::new(&s, budget - 1, 2).unwrap().chunk_bytes() < 1 << 17);
+        // Where the batch and the fixed scratch leave too little, the refusal counts it.
+        let err = StreamPlan::new(&s, 2 * s.proof_bytes + (1 << 20), 2).unwrap_err();
+        assert!(err.to_string().ends_with("each need 1.0 MiB more"), "{err}");
     }
 }

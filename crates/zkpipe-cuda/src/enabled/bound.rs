@@ -1,23 +1,27 @@
 //! [`CudaBound`]: a compiled key bound to one GPU, zkpipe-core's `BoundKey` there. It owns
-//! the key (an `Arc`) and what it keeps resident: the five point sets, the A and B
-//! matrices where the GPU reduces, and the pool of idle pass buffers. Its verbs run on
-//! the GPU or fail, never on the CPU; its pass is in `crate::enabled::pass`.
+//! the key (an `Arc`) and what it keeps resident: the five point sets (or, for a key
+//! larger than the device budget, the plan that streams them: `crate::enabled::streamed`),
+//! the A and B matrices where the GPU reduces, and the pool of idle pass buffers. Its
+//! verbs run on the GPU or fail, never on the CPU; its pass is in `crate::enabled::pass`.
 
 use crate::enabled::buffers::{PassShape, Pool};
-use crate::enabled::curve::GpuCurve;
+use crate::enabled::curve::{GpuCurve, G1, G2};
 use crate::enabled::mask::DeviceMask;
 use crate::enabled::msm::{ResidentG1, ResidentG2};
 use crate::enabled::reduce::GpuMatrices;
 use crate::enabled::runtime::device_info;
+use crate::enabled::streamed::Streamed;
 use crate::shape::{
-    binds_tables, caps, constant_work, device_bytes_for_shape, lone_on_batch, Tuning,
+    binds_tables, caps, constant_work, device_bytes_for_shape, lone_on_batch, residency, Tuning,
 };
 use crate::{CudaError, CudaOptions, GpuInfo};
 use std::sync::Arc;
+use zkpipe_core::msm::stream_plan::KeySet;
 use zkpipe_core::msm::{DeviceSums, ScalarInt};
 use zkpipe_core::reduce::QapEvals;
 use zkpipe_core::{
-    BindOptions, BoundKey, Caps, CompiledKey, Curve, Error, G1Set, KeyShape, PassInput, PassWitness,
+    BindOptions, BoundKey, Caps, CompiledKey, Curve, Error, G1Set, KeyShape, PassInput,
+    PassWitness, Residency, StreamPlanError,
 };
 
 /// One key's points resident on one GPU, and per proof in flight its quotient buffers,
@@ -31,12 +35,7 @@ use zkpipe_core::{
 /// C MSMs read them; h stays on the GPU for the H MSM.
 pub struct CudaBound<E: Curve + GpuCurve> {
     pub(super) key: Arc<CompiledKey<E>>,
-    pub(super) a: ResidentG1<E>,
-    pub(super) b1: ResidentG1<E>,
-    /// Padded past the public inputs, so [C]₁ batches share w's plan.
-    pub(super) c: ResidentG1<E>,
-    pub(super) h: ResidentG1<E>,
-    pub(super) b2: ResidentG2<E>,
+    pub(super) points: KeyPoints<E>,
     /// A and B, where a, b, c are computed on the GPU.
     pub(super) matrices: Option<GpuMatrices<E>>,
     /// Idle buffer sets, one per proof in flight at once (made on demand).
@@ -52,16 +51,62 @@ pub struct CudaBound<E: Curve + GpuCurve> {
     info: GpuInfo,
 }
 
+/// Where a bound key's points are for its MSMs.
+pub(super) enum KeyPoints<E: Curve + GpuCurve> {
+    /// All five sets on the GPU.
+    Resident(ResidentSets<E>),
+    /// In host memory (the compiled key's), streamed through the GPU chunk by chunk.
+    Streamed(Streamed),
+}
+
+/// The five point sets of a key resident on a GPU.
+pub(super) struct ResidentSets<E: Curve + GpuCurve> {
+    pub(super) a: ResidentG1<E>,
+    pub(super) b1: ResidentG1<E>,
+    /// Padded past the public inputs, so [C]₁ batches share w's plan.
+    pub(super) c: ResidentG1<E>,
+    pub(super) h: ResidentG1<E>,
+    pub(super) b2: ResidentG2<E>,
+}
+
+impl<E: Curve + GpuCurve> ResidentSets<E> {
+    /// The set `set` names.
+    pub(super) fn g1(&self, set: G1Set) -> &ResidentG1<E> {
+        match set {
+            G1Set::A => &self.a,
+            G1Set::B1 => &self.b1,
+            G1Set::C => &self.c,
+            G1Set::H => &self.h,
+        }
+    }
+}
+
 impl<E: Curve + GpuCurve> CudaBound<E> {
-    /// Uploads `key`'s points (and, where the GPU reduces, its A and B matrices) to GPU
-    /// `gpu` and allocates the buffers a proof needs, after checking that they fit in the
-    /// device's free memory: as the device set's `cuda` options and the key's `bind`
-    /// options say.
+    /// Binds `key` to GPU `gpu` under the device budget of `cuda` (its `memory_limit`,
+    /// else the GPU's total memory): [`Self::with_budget`].
     pub fn new(
         key: Arc<CompiledKey<E>>,
         gpu: usize,
         cuda: &CudaOptions,
         bind: &BindOptions,
+    ) -> Result<Self, CudaError> {
+        let total = device_info(gpu)?.total_bytes as u64;
+        Self::with_budget(key, gpu, cuda, bind, cuda.memory_limit.unwrap_or(total))
+    }
+
+    /// Binds `key` to GPU `gpu` as the device set's `cuda` options and the key's `bind`
+    /// options say, under `budget` device bytes. A key whose resident copy and one proof
+    /// fit the budget uploads its points (and, where the GPU reduces, its A and B
+    /// matrices) and allocates the buffers a proof needs; a larger one keeps its points
+    /// in host memory and streams them ([`Residency::Streamed`]), or is refused
+    /// ([`CudaError::CannotStream`]). Either way what it places on the GPU must fit the
+    /// device's free memory ([`CudaError::OutOfMemory`]).
+    pub fn with_budget(
+        key: Arc<CompiledKey<E>>,
+        gpu: usize,
+        cuda: &CudaOptions,
+        bind: &BindOptions,
+        budget: u64,
     ) -> Result<Self, CudaError> {
         let info = device_info(gpu)?;
         let shape = KeyShape::of_key(&key);
@@ -70,11 +115,15 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         // MSMs then add fewer points. The tables cost memory (counted in `needed`) and
         // build time at binding (~0.5 s at 2^20), which a one-shot proof would not win back.
         let tables = binds_tables(&tuning, key.is_resident(), key.domain_size());
-        let needed = device_bytes_for_shape(&tuning, &shape, tables) as usize;
+        let residency = residency(&tuning, &shape, tables, budget, cuda.stream_batch())?;
+        let needed = match residency.plan() {
+            None => device_bytes_for_shape(&tuning, &shape, tables),
+            Some(plan) => plan.device_bytes(),
+        } as usize;
         if needed > info.free_bytes {
             return Err(CudaError::OutOfMemory {
                 what: format!(
-                    "a key of {} variables and domain {}",
+                    "a key of {} variables and domain {} ({residency})",
                     key.n_vars,
                     key.domain_size()
                 ),
@@ -83,7 +132,7 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
                 total_mib: info.total_bytes >> 20,
             });
         }
-        let caps = caps(&tuning.lab, &shape);
+        let caps = caps(&tuning.lab, &shape, &residency);
         let p = &key.points;
         let pass_shape = PassShape {
             lg_n: key.domain_size().trailing_zeros(),
@@ -93,12 +142,20 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             gpu,
             staging: cuda.upload_staging,
         };
+        let points = match residency {
+            Residency::InCore => KeyPoints::Resident(ResidentSets {
+                a: ResidentG1::upload_tabled(&p.a, 0, tables, gpu)?,
+                b1: ResidentG1::upload_tabled(&p.b1, 0, tables, gpu)?,
+                c: ResidentG1::upload_tabled(&p.c, key.n_public + 1, tables, gpu)?,
+                h: ResidentG1::upload_tabled(&p.h, 0, tables, gpu)?,
+                b2: ResidentG2::upload_tabled(&p.b2, 0, tables, gpu)?,
+            }),
+            Residency::Streamed(plan) => {
+                KeyPoints::Streamed(Streamed::new(plan, cuda.upload_staging))
+            }
+        };
         let mut bound = Self {
-            a: ResidentG1::upload_tabled(&p.a, 0, tables, gpu)?,
-            b1: ResidentG1::upload_tabled(&p.b1, 0, tables, gpu)?,
-            c: ResidentG1::upload_tabled(&p.c, key.n_public + 1, tables, gpu)?,
-            h: ResidentG1::upload_tabled(&p.h, 0, tables, gpu)?,
-            b2: ResidentG2::upload_tabled(&p.b2, 0, tables, gpu)?,
+            points,
             matrices: if caps.reduces {
                 Some(GpuMatrices::upload(&key.a, &key.b, gpu)?)
             } else {
@@ -136,13 +193,11 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         &self.info
     }
 
-    /// The resident set `set` names.
-    fn set(&self, set: G1Set) -> &ResidentG1<E> {
-        match set {
-            G1Set::A => &self.a,
-            G1Set::B1 => &self.b1,
-            G1Set::C => &self.c,
-            G1Set::H => &self.h,
+    /// In-core, or streamed with its plan.
+    pub fn residency(&self) -> Residency {
+        match &self.points {
+            KeyPoints::Resident(_) => Residency::InCore,
+            KeyPoints::Streamed(s) => Residency::Streamed(s.plan.clone()),
         }
     }
 
@@ -188,13 +243,13 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         let lengths_ok = [&evals.a, &evals.b, &evals.c]
             .iter()
             .all(|v| v.len() == rows)
-            && w.len() == self.a.len();
+            && w.len() == self.key.n_vars;
         if !lengths_ok {
             return Err(CudaError::Length(format!(
                 "a proof of {} rows and {} scalars on a key of domain {n} and {} signals",
                 evals.a.len(),
                 w.len(),
-                self.a.len()
+                self.key.n_vars
             )));
         }
         Ok(())
@@ -233,16 +288,40 @@ impl<E: Curve + GpuCurve> BoundKey<E> for CudaBound<E> {
         self.quotient_here(evals).map_err(|e| e.on_gpu(self.gpu))
     }
 
+    fn residency(&self) -> Result<Residency, StreamPlanError> {
+        Ok(CudaBound::residency(self))
+    }
+
     fn msm_g1(&self, set: G1Set, scalars: &[ScalarInt<E>]) -> Result<E::G1, Error> {
-        let resident = self.set(set);
-        check_count(resident.len(), scalars.len(), || format!("{set:?}"))
-            .and_then(|()| self.staged_msm(scalars, |p, n| resident.msm_raw(p, n, false)))
+        let p = &self.key.points;
+        let points = match set {
+            G1Set::A => &p.a,
+            G1Set::B1 => &p.b1,
+            G1Set::C => &p.c,
+            G1Set::H => &p.h,
+        };
+        check_count(points.len(), scalars.len(), || format!("{set:?}"))
+            .and_then(|()| match &self.points {
+                KeyPoints::Resident(sets) => {
+                    let resident = sets.g1(set);
+                    self.staged_msm(scalars, |p, n| resident.msm_raw(p, n, false))
+                }
+                KeyPoints::Streamed(s) => {
+                    self.streamed_msm::<G1>(s, KeySet::from(set), points, scalars)
+                }
+            })
             .map_err(|e| e.on_gpu(self.gpu))
     }
 
     fn msm_g2(&self, scalars: &[ScalarInt<E>]) -> Result<E::G2, Error> {
-        check_count(self.b2.len(), scalars.len(), || "B2".into())
-            .and_then(|()| self.staged_msm(scalars, |p, n| self.b2.msm_raw(p, n, false)))
+        let points = &self.key.points.b2;
+        check_count(points.len(), scalars.len(), || "B2".into())
+            .and_then(|()| match &self.points {
+                KeyPoints::Resident(sets) => {
+                    self.staged_msm(scalars, |p, n| sets.b2.msm_raw(p, n, false))
+                }
+                KeyPoints::Streamed(s) => self.streamed_msm::<G2>(s, KeySet::B2, points, scalars),
+            })
             .map_err(|e| e.on_gpu(self.gpu))
     }
 
@@ -250,10 +329,16 @@ impl<E: Curve + GpuCurve> BoundKey<E> for CudaBound<E> {
     /// MSM per point set for all of them (a failure fails every proof of the batch). One
     /// proof of a larger key: its five sppark MSMs at once. Either way w is uploaded once
     /// and h kept on the GPU; both are in `crate::enabled::pass`.
+    /// A streamed key's passes all take the batched path (its MSMs walk the chunks once
+    /// for the batch, `crate::enabled::streamed`), one pass at a time.
     fn pass(&self, inputs: &mut [PassInput<'_, E>]) -> Vec<Result<DeviceSums<E>, Error>> {
+        let (streamed, _one) = match &self.points {
+            KeyPoints::Streamed(s) => (true, Some(s.one_at_a_time())),
+            KeyPoints::Resident(_) => (false, None),
+        };
         match inputs {
             [] => Vec::new(),
-            [one] if !lone_on_batch(&self.tuning, self.pool.domain_size()) => {
+            [one] if !streamed && !lone_on_batch(&self.tuning, self.pool.domain_size()) => {
                 vec![self.single_pass(one).map_err(|e| e.on_gpu(self.gpu))]
             }
             _ => match self.batch_pass(inputs) {

@@ -84,6 +84,21 @@ curve_ffi! {
             table_wbits: u32,
             dev: c_int,
         ) -> sppark::Error;
+        /// A chunk set: room for `cap` points, refilled by `chunk_fill`, and sppark's MSM
+        /// state sized for them.
+        chunk_new = "chunk_new" fn(
+            out: *mut SetHandle,
+            cap: usize,
+            affine_sz: usize,
+            dev: c_int,
+        ) -> sppark::Error;
+        /// Copies `n` ≤ cap points (arkworks layout, `affine_sz` apart) into a chunk set.
+        chunk_fill = "chunk_fill" fn(
+            set: SetHandle,
+            points: *const c_void,
+            n: usize,
+            affine_sz: usize,
+        ) -> sppark::Error;
         /// Frees a point set.
         drop = "points_drop" fn(set: SetHandle);
         /// sppark's MSM of one scalar vector (host, or device with `on_device`).

@@ -13,6 +13,8 @@
 //!  mask       constant-work MSMs: a key's random mask on w and h, its sums taken off
 //!  bound      CudaBound: a key bound to a GPU (zkpipe-core's BoundKey)
 //!  pass       its device pass, for one proof or a batch
+//!  streamed   a key larger than the device budget: its chunks' walk through the GPU
+//!  streamed_msms  a streamed key's verbs and batched MSMs, over that walk
 //! ```
 
 mod bound;
@@ -26,6 +28,8 @@ mod pass;
 mod quotient;
 mod reduce;
 mod runtime;
+mod streamed;
+mod streamed_msms;
 
 pub use bound::CudaBound;
 pub use curve::{GpuCurve, GpuGroup, G1, G2};

@@ -6,6 +6,7 @@
 
 use crate::enabled::curve::{GpuCurve, GpuGroup, G1, G2};
 use crate::enabled::ffi;
+use crate::enabled::memory::PinnedBuf;
 use crate::enabled::runtime::{check, check_device};
 use crate::CudaError;
 use ark_ec::AdditiveGroup;
@@ -26,6 +27,8 @@ pub struct Resident<E: GpuCurve, G: GpuGroup<E>> {
     pad: usize,
     /// Window width of the set's table (0: none), see [`Self::upload_tabled`].
     table_wbits: u32,
+    /// A chunk set's room ([`Self::chunk`]), 0 for points uploaded once.
+    cap: usize,
     device: i32,
     _curve: PhantomData<(E, G)>,
 }
@@ -105,9 +108,89 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
             len: points.len(),
             pad,
             table_wbits,
+            cap: 0,
             device: dev,
             _curve: PhantomData,
         })
+    }
+
+    /// An empty chunk set on GPU `device`: room for `cap` points, which [`Self::fill`]
+    /// replaces chunk after chunk (a key streamed through the GPU,
+    /// `crate::enabled::streamed`), and sppark's MSM state sized for them. No table, no
+    /// padding; batched MSMs do not run on it.
+    pub fn chunk(cap: usize, device: usize) -> Result<Self, CudaError> {
+        check_device(device)?;
+        let dev = device as i32;
+        let mut handle: ffi::SetHandle = std::ptr::null_mut();
+        // SAFETY: the shim only allocates; `handle` receives the set.
+        check(unsafe {
+            (G::fns().chunk_new)(&mut handle, cap, std::mem::size_of::<G::Affine>(), dev)
+        })?;
+        Ok(Self {
+            handle,
+            sppark: Mutex::new(()),
+            len: 0,
+            pad: 0,
+            table_wbits: 0,
+            cap,
+            device: dev,
+            _curve: PhantomData,
+        })
+    }
+
+    /// Replaces a chunk set's points with `points` (at most its room): packed into
+    /// `staging` in the device's layout (x, y; in parallel), then copied from there in one
+    /// transfer; returns when they are on the device. Through pinned memory because the
+    /// driver's own staging of pageable memory is many times slower (see [`PinnedBuf`]).
+    pub fn fill(&mut self, points: &[G::Affine], staging: &mut PinnedBuf) -> Result<(), CudaError> {
+        let point = Self::device_point_bytes();
+        let bytes = points.len() * point;
+        if points.len() > self.cap || bytes > staging.len() {
+            return Err(CudaError::Length(format!(
+                "a chunk of {} points into a chunk set of room {} ({} staging bytes)",
+                points.len(),
+                self.cap,
+                staging.len()
+            )));
+        }
+        let _burst = zkpipe_core::throttle::burst();
+        {
+            use rayon::prelude::*;
+            const PER_TASK: usize = 1 << 12;
+            // SAFETY: the first `bytes` bytes of the staging buffer (checked), ours alone.
+            let packed = unsafe { std::slice::from_raw_parts_mut(staging.ptr_at(0), bytes) };
+            packed
+                .par_chunks_mut(point * PER_TASK)
+                .zip(points.par_chunks(PER_TASK))
+                .for_each(|(dst, src)| {
+                    for (d, p) in dst.chunks_exact_mut(point).zip(src) {
+                        // SAFETY: an arkworks affine point starts with its x and y in
+                        // Montgomery form, `point` bytes (as the shims read it too).
+                        let xy = unsafe {
+                            std::slice::from_raw_parts(p as *const G::Affine as *const u8, point)
+                        };
+                        d.copy_from_slice(xy);
+                    }
+                });
+        }
+        // SAFETY: the staging buffer holds the `points.len()` packed points (`point` bytes
+        // apart, the device's layout), at most the set's room; the shim copies them before
+        // returning, and `&mut self` keeps every MSM of this set off it meanwhile.
+        check(unsafe {
+            (G::fns().chunk_fill)(
+                self.handle,
+                staging.ptr_at(0) as *const c_void,
+                points.len(),
+                point,
+            )
+        })?;
+        self.len = points.len();
+        Ok(())
+    }
+
+    /// Bytes of one point as the device holds it: x and y.
+    pub fn device_point_bytes() -> usize {
+        2 * G::coord_words() * 8
     }
 
     /// Number of resident points (without padding).

@@ -3,7 +3,7 @@
 //! proof's reduce and quotient on its own stream, then one batched MSM per point set for
 //! all of them). Either way w crosses once and h never leaves the GPU.
 
-use crate::enabled::bound::CudaBound;
+use crate::enabled::bound::{CudaBound, KeyPoints};
 use crate::enabled::curve::GpuCurve;
 use crate::enabled::msm::{BatchPlan, ResidentG1};
 use crate::shape::constant_work;
@@ -88,16 +88,21 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
     /// The five batched MSMs of k proofs: `ws` and `hs` are the device addresses of each
     /// proof's w (nVars values, Montgomery form with `mont_w`) and h (domain-size values,
     /// Montgomery), which must stay as they are until this returns. One plan of bucket
-    /// digits for all the w's and one for all the h's, one kernel sequence per point set.
+    /// digits for all the w's and one for all the h's, one kernel sequence per point set;
+    /// for a streamed key, one walk over each set's chunks instead.
     pub(super) fn batch_msms(
         &self,
         ws: &[usize],
         hs: &[usize],
         mont_w: bool,
     ) -> Result<Vec<DeviceSums<E>>, CudaError> {
+        let sets = match &self.points {
+            KeyPoints::Resident(sets) => sets,
+            KeyPoints::Streamed(s) => return self.streamed_msms(s, ws, hs, mont_w),
+        };
         let g2 = self.caps.g2;
         let n = self.pool.domain_size();
-        let (nw, gpu) = (self.a.len(), self.gpu);
+        let (nw, gpu) = (sets.a.len(), self.gpu);
         // Masked scalars are as good as random: by default the plan keeps its shortcuts.
         let constant = constant_work(&self.tuning).is_some_and(|c| c.full_width);
         // w's plan serves A, B₁, B₂ and C, whose tables (if any) share one width.
@@ -108,20 +113,20 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             unsafe { BatchPlan::<E>::new(&v, len, mont, constant, table, gpu, &self.cuda) }
         };
         let start = Instant::now();
-        let pw = plan(ws, nw, mont_w, self.a.table_wbits())?;
+        let pw = plan(ws, nw, mont_w, sets.a.table_wbits())?;
         let planned = start.elapsed();
         let (a, b1, b2, c, h) = std::thread::scope(|s| {
             // h's plan is made while w's MSMs run.
             let h = s.spawn(|| {
                 ended(
                     start,
-                    plan(hs, n, true, self.h.table_wbits()).and_then(|p| self.h.batch_msm(&p)),
+                    plan(hs, n, true, sets.h.table_wbits()).and_then(|p| sets.h.batch_msm(&p)),
                 )
             });
-            let b2 = g2.then(|| s.spawn(|| ended(start, self.b2.batch_msm(&pw))));
-            let b1 = s.spawn(|| ended(start, self.b1.batch_msm(&pw)));
-            let c = s.spawn(|| ended(start, self.c.batch_msm(&pw)));
-            let a = ended(start, self.a.batch_msm(&pw));
+            let b2 = g2.then(|| s.spawn(|| ended(start, sets.b2.batch_msm(&pw))));
+            let b1 = s.spawn(|| ended(start, sets.b1.batch_msm(&pw)));
+            let c = s.spawn(|| ended(start, sets.c.batch_msm(&pw)));
+            let a = ended(start, sets.a.batch_msm(&pw));
             (a, join(b1), b2.map(join), join(c), join(h))
         });
         if self.cuda.pass_trace {
@@ -150,15 +155,7 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
                 "a batched MSM returned the wrong count".into(),
             ));
         }
-        Ok((0..k)
-            .map(|j| DeviceSums {
-                a: a[j],
-                b1: b1[j],
-                b2: b2.as_ref().map(|v| v[j]),
-                c: c[j],
-                h: h[j],
-            })
-            .collect())
+        Ok(per_proof(k, &a, &b1, b2.as_deref(), &c, &h))
     }
 
     /// Takes the key's mask (if any) off a proof's sums.
@@ -171,6 +168,11 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
     /// One proof: the quotient with h left on the GPU, then the five MSMs (B₂ where
     /// [`zkpipe_core::Caps::g2`]): w crosses once.
     pub(super) fn single_pass(&self, p: &mut PassInput<'_, E>) -> Result<DeviceSums<E>, CudaError> {
+        let KeyPoints::Resident(sets) = &self.points else {
+            return Err(CudaError::Length(
+                "a streamed key's proof on the single-proof path".into(),
+            ));
+        };
         let (evals, w, t) = (&*p.evals, p.w, &mut *p.t);
         self.check_pass(evals, w)?;
         let g2 = self.caps.g2;
@@ -196,18 +198,18 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         let g2_msm = || {
             let start = Instant::now();
             // SAFETY: as above, for w.
-            let r = unsafe { self.b2.msm_device(wd as *const [u64; 4], nw, mont_w) };
+            let r = unsafe { sets.b2.msm_device(wd as *const [u64; 4], nw, mont_w) };
             (r, span(Stage::MsmB2, start))
         };
         type G1R<E> = (Result<<E as Pairing>::G1, CudaError>, Span);
         let (a, b1, b2, c, h): (G1R<E>, G1R<E>, _, G1R<E>, G1R<E>) = if self.tuning.lab.serial_msms
         {
             (
-                msm(&self.a, wd, nw, mont_w, Stage::MsmA),
-                msm(&self.b1, wd, nw, mont_w, Stage::MsmB1),
+                msm(&sets.a, wd, nw, mont_w, Stage::MsmA),
+                msm(&sets.b1, wd, nw, mont_w, Stage::MsmB1),
                 g2.then(g2_msm),
-                msm(&self.c, private, n_private, mont_w, Stage::MsmC),
-                msm(&self.h, hd, n, true, Stage::MsmH),
+                msm(&sets.c, private, n_private, mont_w, Stage::MsmC),
+                msm(&sets.h, hd, n, true, Stage::MsmH),
             )
         } else {
             // The MSMs run at once, each from its own host thread: sppark's per-call host
@@ -216,10 +218,10 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             // device's streams, so kernels stay in stream order.
             std::thread::scope(|s| {
                 let b2 = g2.then(|| s.spawn(g2_msm));
-                let b1 = s.spawn(|| msm(&self.b1, wd, nw, mont_w, Stage::MsmB1));
-                let c = s.spawn(|| msm(&self.c, private, n_private, mont_w, Stage::MsmC));
-                let h = s.spawn(|| msm(&self.h, hd, n, true, Stage::MsmH));
-                let a = msm(&self.a, wd, nw, mont_w, Stage::MsmA);
+                let b1 = s.spawn(|| msm(&sets.b1, wd, nw, mont_w, Stage::MsmB1));
+                let c = s.spawn(|| msm(&sets.c, private, n_private, mont_w, Stage::MsmC));
+                let h = s.spawn(|| msm(&sets.h, hd, n, true, Stage::MsmH));
+                let a = msm(&sets.a, wd, nw, mont_w, Stage::MsmA);
                 (a, join(b1), b2.map(join), join(c), join(h))
             })
         };
@@ -239,6 +241,26 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         self.unmask(&mut sums);
         Ok(sums)
     }
+}
+
+/// Each of `k` proofs' sums, from each set's sums in proof order.
+pub(super) fn per_proof<E: Curve>(
+    k: usize,
+    a: &[E::G1],
+    b1: &[E::G1],
+    b2: Option<&[E::G2]>,
+    c: &[E::G1],
+    h: &[E::G1],
+) -> Vec<DeviceSums<E>> {
+    (0..k)
+        .map(|j| DeviceSums {
+            a: a[j],
+            b1: b1[j],
+            b2: b2.map(|v| v[j]),
+            c: c[j],
+            h: h[j],
+        })
+        .collect()
 }
 
 /// A scoped thread's result; its panic goes on up.

@@ -211,7 +211,7 @@ impl KeyLease {
                     device: device_name.to_string(),
                     source: Arc::new(e),
                 })?;
-            tracing::info!(key = %meta.id, device = device_name, seconds = started.elapsed().as_secs_f64(), "key bound");
+            tracing::info!(key = %meta.id, device = device_name, seconds = started.elapsed().as_secs_f64(), residency = %b.residency(), "key bound");
             Ok((b, reservation))
         })();
         let mut s = self.entry.lock();

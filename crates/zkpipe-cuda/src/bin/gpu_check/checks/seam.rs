@@ -28,7 +28,8 @@ pub(crate) type Sums<E> = Vec<Result<DeviceSums<E>, Error>>;
 
 /// The seam at 2^12 (batched passes) and 2^16 (one proof a pass), up to 2^max_log, for
 /// a key bound once (a one-shot proof's) and a resident one (with window tables and
-/// blinding tables, as the daemon binds them).
+/// blinding tables, as the daemon binds them); then each streamed through the GPU under
+/// a device budget that cuts its point sets into at least 8 chunks.
 pub fn check_seam<E: BindCurve>(name: &str, devices: &CudaDevices, cfg: &Cfg) -> bool {
     let mut ok = true;
     for log in [12u32, 16].into_iter().filter(|&l| l <= cfg.max_log) {
@@ -38,27 +39,79 @@ pub fn check_seam<E: BindCurve>(name: &str, devices: &CudaDevices, cfg: &Cfg) ->
             } else {
                 name.to_string()
             };
-            ok &= seam_at::<E>(&name, devices, log, resident).unwrap_or_else(|e| {
+            ok &= seam_at::<E>(&name, devices, log, resident, false).unwrap_or_else(|e| {
                 println!("{name} seam 2^{log}: {e}");
                 false
             });
         }
+        let name = format!("{name} (streamed, 8+ chunks)");
+        ok &= seam_at::<E>(&name, devices, log, true, true).unwrap_or_else(|e| {
+            println!("{name} seam 2^{log}: {e}");
+            false
+        });
     }
     ok
 }
 
-fn seam_at<E: BindCurve>(name: &str, devices: &CudaDevices, log: u32, resident: bool) -> Res<bool> {
+/// Points a largest G1 chunk holds under [`streaming_devices`]: an eighth of a set.
+const CHUNKS: usize = 8;
+
+/// The GPUs of `devices` under a device budget that streams `shape`'s G1 sets in at
+/// least [`CHUNKS`] chunks: the budget of two proofs, the fixed scratch and two chunks
+/// of an eighth of the largest G1 set, with their scratch.
+fn streaming_devices(devices: &CudaDevices, shape: &KeyShape) -> Res<CudaDevices> {
+    let sets = devices.key_sets(shape);
+    let chunk = (shape.n_vars.max(shape.domain_size) / CHUNKS) as u64;
+    let per_point = 2 * sets.g1_bytes as u64 + sets.scratch.per_point;
+    let budget = 2 * sets.proof_bytes + sets.scratch.fixed + chunk * per_point;
+    let opts = zkpipe_cuda::CudaOptions {
+        memory_limit: Some(budget),
+        ..*devices.options()
+    };
+    Ok(CudaDevices::new(opts)?)
+}
+
+fn seam_at<E: BindCurve>(
+    name: &str,
+    devices: &CudaDevices,
+    log: u32,
+    resident: bool,
+    streamed: bool,
+) -> Res<bool> {
     let (key, witness) = dev_key::<E>(log)?;
     if resident {
         key.prepare_resident();
     }
+    let shape = KeyShape::of_key(&key);
+    let streaming;
+    let devices = match streamed {
+        true => {
+            streaming = streaming_devices(devices, &shape)?;
+            &streaming
+        }
+        false => devices,
+    };
     let gpu = bind(devices, 0, Arc::clone(&key), &Default::default())?;
     let cpu = CpuBound::new(Arc::clone(&key));
     let caps = gpu.caps();
-    let ok = Cell::new(devices.caps(&KeyShape::of_key(&key), &Default::default()) == caps);
+    let ok = Cell::new(devices.caps(&shape, &Default::default()) == caps);
     println!(
         "{name} seam 2^{log}: caps {caps:?}, as CudaDevices says: {}",
         if ok.get() { "OK" } else { "NO" }
+    );
+    let residency = gpu.residency();
+    let as_asked = match (&residency, streamed) {
+        (Ok(zkpipe_core::Residency::InCore), false) => true,
+        (Ok(zkpipe_core::Residency::Streamed(p)), true) => [G1Set::A, G1Set::B1, G1Set::H]
+            .iter()
+            .all(|&s| p.chunk_count(s.into()) >= CHUNKS),
+        _ => false,
+    };
+    ok.set(ok.get() && as_asked);
+    println!(
+        "{name} seam 2^{log}: residency {}: {}",
+        residency.map_or_else(|e| e.to_string(), |r| r.to_string()),
+        if as_asked { "OK" } else { "NOT AS ASKED" }
     );
     let say = |what: &str, good: bool, text: &str| {
         ok.set(ok.get() && good);

@@ -1,0 +1,176 @@
+//! A key larger than its GPU's budget ([`zkpipe_core::Residency::Streamed`]): its points
+//! stay in host memory (the compiled key's) and stream through the GPU in chunks, as its
+//! [`StreamPlan`] cuts them. One walk over a set's chunks serves a whole pass: while a
+//! chunk is on the device, every proof of the batch runs sppark's MSM of its scalars'
+//! slice against it and adds the result to its sum, and the next chunk is copied in
+//! meanwhile (double buffering: two chunk sets, one being added against, one filling,
+//! each through its own pinned staging buffer, kept with the key). The four G1 sets are
+//! walked as one stream, so the next set's first chunk crosses during the last one's sums.
+//! Σ over chunks of Σᵢ∈chunk sᵢ·Pᵢ is Σᵢ sᵢ·Pᵢ: the sums are the in-core ones exactly.
+//!
+//! The CPU's reference of the same walk is `zkpipe_core::msm::streamed`; the verbs and
+//! the batched MSMs of a streamed [`crate::CudaBound`] that walk it are in
+//! `crate::enabled::streamed_msms`.
+
+use crate::enabled::curve::{GpuCurve, GpuGroup};
+use crate::enabled::memory::PinnedBuf;
+use crate::enabled::msm::Resident;
+use crate::CudaError;
+use ark_ec::AdditiveGroup;
+use std::ops::Range;
+use std::sync::{Mutex, MutexGuard};
+use zkpipe_core::msm::stream_plan::KeySet;
+use zkpipe_core::{PinnedKind, StreamPlan};
+
+/// A streamed key's plan, the lock that runs its passes one at a time (the plan's budget
+/// holds one batch's buffers and one pair of chunks in flight), and the pinned buffers
+/// its chunks cross through (two of the plan's chunk bytes, made at the first walk).
+pub(crate) struct Streamed {
+    pub(crate) plan: StreamPlan,
+    pass: Mutex<()>,
+    staging: Mutex<Option<[PinnedBuf; 2]>>,
+    kind: PinnedKind,
+}
+
+impl Streamed {
+    /// Chunks staged through pinned memory of `kind`.
+    pub(crate) fn new(plan: StreamPlan, kind: PinnedKind) -> Self {
+        Self {
+            plan,
+            pass: Mutex::new(()),
+            staging: Mutex::new(None),
+            kind,
+        }
+    }
+
+    /// Held for a whole pass (or verb) of the key.
+    pub(crate) fn one_at_a_time(&self) -> MutexGuard<'_, ()> {
+        self.pass.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The two staging buffers, made on first use.
+    fn staging(&self) -> Result<MutexGuard<'_, Option<[PinnedBuf; 2]>>, CudaError> {
+        let mut s = self.staging.lock().unwrap_or_else(|e| e.into_inner());
+        if s.is_none() {
+            let bytes = self.plan.chunk_bytes() as usize;
+            let make = || PinnedBuf::with_kind(bytes, self.kind);
+            *s = Some([make()?, make()?]);
+        }
+        Ok(s)
+    }
+}
+
+/// Bytes of one scalar on the device.
+pub(super) const SCALAR_BYTES: usize = 32;
+
+/// One point set's part of a walk: its points, the chunks that cover them, and the scalar
+/// vectors added against them (device addresses on the walk's GPU of each proof's scalar
+/// for the set's first point, `points.len()` scalars each, Montgomery form with `mont`,
+/// not written meanwhile).
+pub(super) struct Leg<'a, A> {
+    pub(super) points: &'a [A],
+    pub(super) chunks: Vec<Range<usize>>,
+    pub(super) vectors: Vec<usize>,
+    pub(super) mont: bool,
+}
+
+impl<'a, A> Leg<'a, A> {
+    /// `set`'s leg as `plan` cuts it.
+    pub(super) fn of(
+        plan: &StreamPlan,
+        points: &'a [A],
+        set: KeySet,
+        vectors: &[usize],
+        mont: bool,
+    ) -> Self {
+        Self {
+            points,
+            chunks: plan.chunks(set),
+            vectors: vectors.to_vec(),
+            mont,
+        }
+    }
+
+    /// The chunks cover the points, in order.
+    fn check(&self) -> Result<(), CudaError> {
+        let covered = self.chunks.last().map_or(0, |c| c.end);
+        let in_order = self.chunks.windows(2).all(|w| w[0].end == w[1].start);
+        let from_zero = self.chunks.first().is_none_or(|c| c.start == 0);
+        if covered != self.points.len() || !from_zero || !in_order {
+            return Err(CudaError::Length(format!(
+                "a streamed MSM's chunks cover {covered} of {} points",
+                self.points.len()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Σ scalarsᵢ·pointsᵢ for every vector of every leg, walking the legs' chunks once, one
+/// leg after another, as one stream: the next chunk (of this leg or the next) crosses
+/// while the current one is added against, so a set of one chunk does not wait for its
+/// copy either. Sums per leg, per vector.
+pub(super) fn walk<E: GpuCurve, G: GpuGroup<E>>(
+    streamed: &Streamed,
+    legs: &[Leg<'_, G::Affine>],
+    gpu: usize,
+) -> Result<Vec<Vec<G::Point>>, CudaError> {
+    let mut sums: Vec<Vec<G::Point>> = legs
+        .iter()
+        .map(|l| vec![G::Point::ZERO; l.vectors.len()])
+        .collect();
+    for leg in legs {
+        leg.check()?;
+    }
+    let steps: Vec<(usize, Range<usize>)> = legs
+        .iter()
+        .enumerate()
+        .flat_map(|(l, leg)| leg.chunks.iter().map(move |c| (l, c.clone())))
+        .filter(|(_, c)| !c.is_empty())
+        .collect();
+    let cap = steps.iter().map(|(_, c)| c.len()).max().unwrap_or(0);
+    if cap == 0 {
+        return Ok(sums);
+    }
+    let mut staging = streamed.staging()?;
+    let staging = staging
+        .as_mut()
+        .ok_or_else(|| CudaError::Length("a streamed key without staging buffers".into()))?;
+    let mut sets = [
+        Resident::<E, G>::chunk(cap, gpu)?,
+        Resident::<E, G>::chunk(cap, gpu)?,
+    ];
+    let (l0, c0) = &steps[0];
+    sets[0].fill(&legs[*l0].points[c0.clone()], &mut staging[0])?;
+    for (i, (l, chunk)) in steps.iter().enumerate() {
+        let (first, second) = sets.split_at_mut(1);
+        let (current, next) = match i % 2 {
+            0 => (&first[0], &mut second[0]),
+            _ => (&second[0], &mut first[0]),
+        };
+        let next_staging = &mut staging[(i + 1) % 2];
+        let upcoming = steps.get(i + 1).map(|(l, r)| &legs[*l].points[r.clone()]);
+        let leg = &legs[*l];
+        let leg_sums = &mut sums[*l];
+        std::thread::scope(|s| -> Result<(), CudaError> {
+            // The next chunk crosses while this one is added against.
+            let filling = upcoming.map(|p| s.spawn(move || next.fill(p, next_staging)));
+            let added = leg_sums
+                .iter_mut()
+                .zip(&leg.vectors)
+                .try_for_each(|(sum, &v)| {
+                    let at = (v + chunk.start * SCALAR_BYTES) as *const [u64; 4];
+                    // SAFETY: `at` is this GPU's memory holding the vector's scalars from
+                    // `chunk.start` on, at least `chunk.len()` of them (the leg's contract),
+                    // and `current` holds the chunk's points.
+                    *sum += unsafe { current.msm_device(at, chunk.len(), leg.mont)? };
+                    Ok(())
+                });
+            let filled = filling.map_or(Ok(()), |f| {
+                f.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+            });
+            added.and(filled)
+        })?;
+    }
+    Ok(sums)
+}
