@@ -11,7 +11,7 @@ use crate::msm::{scalars_into, DeviceSums};
 use crate::reduce::{QapEvals, DEFAULT_SCHEDULE};
 use crate::setup::dev_setup;
 use crate::stages::{device_stage, reduce_stage, ReduceOn};
-use crate::synth::{synth, SynthSpec};
+use crate::synth::{synth, SynthSpec, Values};
 use crate::{
     prove, prove_batch, BindCurve, BoundKey, CompiledKey, CpuBound, CpuDevices, CpuOptions, Error,
     PointChecks, ProveOptions, Timings, Witness,
@@ -36,6 +36,7 @@ fn dev_key<E: BindCurve>() -> (Arc<CompiledKey<E>>, R1cs, Witness<Fr<E>>) {
         constraints: (1 << 10) - public - 1,
         public,
         seed: 1,
+        values: Values::Products,
     };
     let (r1cs, wtns) = synth::<E>(&spec);
     let zkey = dev_setup::<E>(&r1cs, &mut ChaCha20Rng::seed_from_u64(1), &|_, _| {}).unwrap();

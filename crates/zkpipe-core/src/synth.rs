@@ -6,14 +6,22 @@
 //! static per-thread row ranges meet stragglers as they would on real circuits. Each
 //! constraint defines one new signal, `new = (A·w)·(B·w)`, so the witness follows by
 //! evaluating rows in order.
+//!
+//! The witness's values are either what the rows' products make of random inputs (almost
+//! all full-size field elements: [`Values::Products`]) or drawn to a profile of value
+//! classes ([`Values::Profile`]), such as a SHA-256 circuit's zeros and ones
+//! ([`ValueProfile::SHA256`]): an MSM's cost depends on its scalars' sizes, so timings
+//! compare with a real circuit's only where the values look like its values.
 
 use crate::curve::{field_to_le, Curve};
 use ark_ec::AdditiveGroup;
-use ark_ff::{Field, PrimeField};
+use ark_ff::{Field, PrimeField, Zero};
 use ark_std::UniformRand;
 use rand::{Rng, SeedableRng};
+use std::fmt;
+use std::str::FromStr;
 use zkpipe_formats::r1cs::{R1cs, R1csHeader, Term};
-use zkpipe_formats::wtns::Wtns;
+use zkpipe_formats::wtns::{ValueClasses, Wtns};
 
 /// What to generate.
 #[derive(Debug, Clone, Copy)]
@@ -24,6 +32,191 @@ pub struct SynthSpec {
     pub public: usize,
     /// Seed of the generator.
     pub seed: u64,
+    /// What the signals' values look like.
+    pub values: Values,
+}
+
+/// What a synthetic witness's values look like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Values {
+    /// What each row's product makes of random inputs: almost all full-size.
+    #[default]
+    Products,
+    /// Each constraint's signal drawn from a class of the profile, at its share.
+    Profile(ValueProfile),
+}
+
+/// Shares of the value classes `zkpipe inspect` counts ([`ValueClasses`]), in hundredths
+/// of a percent, summing to 10,000.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ValueProfile {
+    /// 0.
+    pub zero: u32,
+    /// 1.
+    pub one: u32,
+    /// 2 ..< 2^8.
+    pub up_to_8_bits: u32,
+    /// 2^8 ..< 2^64.
+    pub up_to_64_bits: u32,
+    /// r − x for 0 < x < 2^64.
+    pub negative_up_to_64_bits: u32,
+    /// Any other value.
+    pub full: u32,
+}
+
+impl ValueProfile {
+    /// A circom SHA-256 circuit's witness: only bits, 58.2% of them 0. That is the median
+    /// of 18 witnesses (circomlib 2.0.5's `Sha256` of 448, 512 and 2,048 bits, compiled
+    /// by circom2 0.2.23 with `--O2` and `--O1`, three messages each: 57.0–59.8% zeros,
+    /// nothing but 0 and 1; lab page 043b).
+    pub const SHA256: Self = Self {
+        zero: 5_820,
+        one: 4_180,
+        up_to_8_bits: 0,
+        up_to_64_bits: 0,
+        negative_up_to_64_bits: 0,
+        full: 0,
+    };
+
+    /// The classes' names (as `zkpipe inspect --json` writes them) and shares, in that
+    /// order.
+    fn classes(&self) -> [(&'static str, u32); 6] {
+        [
+            ("zero", self.zero),
+            ("one", self.one),
+            ("upTo8Bits", self.up_to_8_bits),
+            ("upTo64Bits", self.up_to_64_bits),
+            ("negativeUpTo64Bits", self.negative_up_to_64_bits),
+            ("full", self.full),
+        ]
+    }
+
+    /// A value of a class drawn at the profile's shares.
+    fn draw<F: PrimeField>(&self, rng: &mut impl Rng) -> F {
+        let mut at = rng.gen_range(0..10_000u32);
+        let class = self
+            .classes()
+            .iter()
+            .position(|&(_, share)| {
+                let here = at < share;
+                at = at.saturating_sub(share);
+                here
+            })
+            .unwrap_or(5);
+        match class {
+            0 => F::ZERO,
+            1 => F::ONE,
+            2 => F::from(rng.gen_range(2..1u64 << 8)),
+            3 => F::from(rng.gen_range(1u64 << 8..=u64::MAX)),
+            4 => -F::from(rng.gen_range(1..=u64::MAX)),
+            _ => F::rand(rng),
+        }
+    }
+
+    /// How far a witness's counts are from the profile: the largest difference of any
+    /// class's share, in hundredths of a percent.
+    pub fn distance(&self, counts: &ValueClasses) -> u32 {
+        let c = counts;
+        let total = (c.zero + c.one + c.up_to_8_bits + c.up_to_64_bits)
+            + (c.negative_up_to_64_bits + c.full);
+        let seen = [
+            c.zero,
+            c.one,
+            c.up_to_8_bits,
+            c.up_to_64_bits,
+            c.negative_up_to_64_bits,
+            c.full,
+        ];
+        self.classes()
+            .iter()
+            .zip(seen)
+            .map(|(&(_, share), n)| {
+                let got = (n * 10_000).checked_div(total).unwrap_or(0) as u32;
+                got.abs_diff(share)
+            })
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// Why `--values` could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0} (give random, sha256, or shares in percent such as zero=60,one=40)")]
+pub struct ValuesError(String);
+
+/// `random` (the rows' products), `sha256` ([`ValueProfile::SHA256`]), or shares in
+/// percent by class, as `zkpipe inspect --json` names them: `zero=58.2,one=41.8`
+/// (classes left out have none; the shares sum to 100).
+impl FromStr for Values {
+    type Err = ValuesError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "random" => return Ok(Values::Products),
+            "sha256" => return Ok(Values::Profile(ValueProfile::SHA256)),
+            _ => {}
+        }
+        let mut p = ValueProfile {
+            zero: 0,
+            one: 0,
+            up_to_8_bits: 0,
+            up_to_64_bits: 0,
+            negative_up_to_64_bits: 0,
+            full: 0,
+        };
+        for part in s.split(',') {
+            let (name, share) = part
+                .split_once('=')
+                .ok_or_else(|| ValuesError(format!("{part:?} is not class=percent")))?;
+            let share: f64 = share
+                .trim()
+                .parse()
+                .ok()
+                .filter(|v: &f64| (0.0..=100.0).contains(v))
+                .ok_or_else(|| ValuesError(format!("{part:?}: not a percent from 0 to 100")))?;
+            let slot = match name.trim() {
+                "zero" => &mut p.zero,
+                "one" => &mut p.one,
+                "upTo8Bits" => &mut p.up_to_8_bits,
+                "upTo64Bits" => &mut p.up_to_64_bits,
+                "negativeUpTo64Bits" => &mut p.negative_up_to_64_bits,
+                "full" => &mut p.full,
+                other => {
+                    return Err(ValuesError(format!(
+                        "unknown value class {other:?} (zero, one, upTo8Bits, upTo64Bits, \
+                         negativeUpTo64Bits, full)"
+                    )))
+                }
+            };
+            *slot = (share * 100.0).round() as u32;
+        }
+        let sum: u32 = p.classes().iter().map(|&(_, s)| s).sum();
+        if sum != 10_000 {
+            return Err(ValuesError(format!(
+                "the shares in {s:?} sum to {}%, not 100%",
+                f64::from(sum) / 100.0
+            )));
+        }
+        Ok(Values::Profile(p))
+    }
+}
+
+/// `random`, `sha256`, or the shares as `FromStr` reads them.
+impl fmt::Display for Values {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = match self {
+            Values::Products => return f.write_str("random"),
+            Values::Profile(p) if *p == ValueProfile::SHA256 => return f.write_str("sha256"),
+            Values::Profile(p) => p,
+        };
+        let shares: Vec<String> = p
+            .classes()
+            .iter()
+            .filter(|&&(_, s)| s > 0)
+            .map(|&(name, s)| format!("{name}={}", f64::from(s) / 100.0))
+            .collect();
+        f.write_str(&shares.join(","))
+    }
 }
 
 /// Row shapes, with (share of rows in ‰, terms in A as a range).
@@ -77,11 +270,10 @@ pub fn synth<E: Curve>(spec: &SynthSpec) -> (R1cs, Wtns) {
             Shape::Dense => (rng.gen_range(16..=64), rng.gen_range(1..=4)),
             Shape::Wide => (rng.gen_range(128..=512), 0),
         };
-        let lc = |len: usize,
-                  rng: &mut rand_chacha::ChaCha20Rng,
-                  terms: &mut Vec<Term>|
-         -> E::ScalarField {
+        // A linear combination of earlier signals: its terms and its value.
+        let lc = |len: usize, rng: &mut rand_chacha::ChaCha20Rng| {
             let mut acc = E::ScalarField::ZERO;
+            let mut terms = Vec::with_capacity(len);
             for _ in 0..len {
                 // Mostly recent signals, like a circuit's data flow; sometimes any earlier one.
                 let wire = if rng.gen_bool(0.7) {
@@ -95,19 +287,32 @@ pub fn synth<E: Curve>(spec: &SynthSpec) -> (R1cs, Wtns) {
                     E::ScalarField::rand(rng)
                 };
                 acc += coeff * w[wire];
-                terms.push(term(wire, &coeff));
+                terms.push((wire, coeff));
             }
-            acc
+            (terms, acc)
         };
-        lc_starts.push(terms.len());
-        let a = lc(a_len, &mut rng, &mut terms);
-        lc_starts.push(terms.len());
-        let b = if b_len == 0 {
-            terms.push(term(0, &E::ScalarField::ONE));
-            E::ScalarField::ONE
+        let (mut a_terms, mut a) = lc(a_len, &mut rng);
+        let (mut b_terms, mut b) = if b_len == 0 {
+            (vec![(0, E::ScalarField::ONE)], E::ScalarField::ONE)
         } else {
-            lc(b_len, &mut rng, &mut terms)
+            lc(b_len, &mut rng)
         };
+        if let Values::Profile(profile) = &spec.values {
+            // The row makes the drawn value: B·w made non-zero, then A·w made value / B·w,
+            // each by a term on the constant signal w₀ = 1.
+            let value: E::ScalarField = profile.draw(&mut rng);
+            if b.is_zero() {
+                add_to_constant(&mut b_terms, E::ScalarField::ONE);
+                b = E::ScalarField::ONE;
+            }
+            let target = value * b.inverse().unwrap_or(E::ScalarField::ZERO);
+            add_to_constant(&mut a_terms, target - a);
+            a = target;
+        }
+        for lc in [&a_terms, &b_terms] {
+            lc_starts.push(terms.len());
+            terms.extend(lc.iter().map(|(wire, coeff)| term(*wire, coeff)));
+        }
         lc_starts.push(terms.len());
         terms.push(term(new, &E::ScalarField::ONE));
         w.push(a * b);
@@ -136,6 +341,18 @@ pub fn synth<E: Curve>(spec: &SynthSpec) -> (R1cs, Wtns) {
     (r1cs, wtns)
 }
 
+/// Adds `d` to the coefficient of the constant signal w₀ in `lc` (one term per signal, as
+/// circom writes them).
+fn add_to_constant<F: PrimeField>(lc: &mut Vec<(usize, F)>, d: F) {
+    if d.is_zero() {
+        return;
+    }
+    match lc.iter_mut().find(|(wire, _)| *wire == 0) {
+        Some((_, coeff)) => *coeff += d,
+        None => lc.push((0, d)),
+    }
+}
+
 fn pad32(mut b: Vec<u8>) -> Vec<u8> {
     b.resize(32, 0);
     b
@@ -161,6 +378,7 @@ mod tests {
                 constraints,
                 public,
                 seed,
+                values: Values::Products,
             };
             let (r1cs, wtns) = synth::<E>(&spec);
             assert_eq!(r1cs.header.n_constraints as usize, constraints);
@@ -178,20 +396,13 @@ mod tests {
             );
             assert_eq!(Wtns::parse(&wtns.to_bytes()).unwrap(), wtns);
         }
-        let other = synth::<E>(&SynthSpec {
+        let spec = |seed| SynthSpec {
             constraints: 300,
             public: 3,
-            seed: 9,
-        });
-        assert_ne!(
-            other.0,
-            synth::<E>(&SynthSpec {
-                constraints: 300,
-                public: 3,
-                seed: 2
-            })
-            .0
-        );
+            seed,
+            values: Values::Products,
+        };
+        assert_ne!(synth::<E>(&spec(9)).0, synth::<E>(&spec(2)).0);
     }
 
     #[test]
@@ -210,10 +421,76 @@ mod tests {
             constraints: 100,
             public: 1,
             seed: 5,
+            values: Values::Products,
         });
         let last = wtns.values.len() - 32;
         wtns.values[last] ^= 1;
         let err = check_r1cs::<crate::Bn254>(&r1cs, &wtns).unwrap_err();
         assert!(err.to_string().contains("constraint 99"), "{err}");
+    }
+
+    /// Every class of a profile, at its share: the circuit stays satisfied and the same
+    /// for a seed, and the witness's classes (as `zkpipe inspect` counts them) fall
+    /// within 1% of the profile.
+    fn profiled<E: Curve>() {
+        let every = "zero=30,one=20,upTo8Bits=10,upTo64Bits=15,negativeUpTo64Bits=5,full=20";
+        for profile in ["sha256", every] {
+            let values: Values = profile.parse().unwrap();
+            let Values::Profile(p) = values else {
+                panic!("{profile} is not a profile")
+            };
+            let spec = SynthSpec {
+                constraints: 20_000,
+                public: 2,
+                seed: 7,
+                values,
+            };
+            let (r1cs, wtns) = synth::<E>(&spec);
+            check_r1cs::<E>(&r1cs, &wtns).unwrap();
+            assert_eq!(synth::<E>(&spec), (r1cs, wtns.clone()));
+            let classes = wtns.value_classes();
+            assert!(p.distance(&classes) <= 100, "{profile}: {classes:?}");
+        }
+        // Today's values are almost all full-size: far from the SHA-256 profile.
+        let (_, products) = synth::<E>(&SynthSpec {
+            constraints: 2_000,
+            public: 2,
+            seed: 7,
+            values: Values::Products,
+        });
+        assert!(ValueProfile::SHA256.distance(&products.value_classes()) > 5_000);
+    }
+
+    #[test]
+    fn bn254_profiles_hold() {
+        profiled::<crate::Bn254>();
+    }
+
+    #[test]
+    fn bls12_381_profiles_hold() {
+        profiled::<crate::Bls12_381>();
+    }
+
+    /// `--values` reads names and shares, writes them back, and names what is wrong.
+    #[test]
+    fn values_parse_and_print() {
+        for s in ["random", "sha256", "zero=62.5,one=30,full=7.5"] {
+            let v: Values = s.parse().unwrap();
+            assert_eq!(v.to_string(), s);
+        }
+        assert_eq!(
+            "zero=58.2,one=41.8".parse::<Values>(),
+            Ok(Values::Profile(ValueProfile::SHA256))
+        );
+        for (bad, says) in [
+            ("zero=50,one=40", "sum to 90%"),
+            ("zero=50,two=50", "unknown value class \"two\""),
+            ("zero=fifty,one=50", "not a percent"),
+            ("zero", "not class=percent"),
+            ("zero=150,one=-50", "not a percent"),
+        ] {
+            let err = bad.parse::<Values>().unwrap_err().to_string();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
     }
 }

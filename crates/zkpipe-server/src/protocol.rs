@@ -136,6 +136,7 @@ pub fn status_response(s: EngineStatus) -> pb::StatusResponse {
                 domain_size: k.meta.shape.domain_size as u32,
                 device: k.devices.first().map_or(-1, |&d| d as i32),
                 devices: k.devices.iter().map(|&d| d as u32).collect(),
+                paths: k.paths,
                 loads: k.loads,
                 idle_s: k.idle.as_secs_f64(),
                 error: String::new(),

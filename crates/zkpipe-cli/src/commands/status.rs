@@ -77,6 +77,7 @@ fn status_json(s: &pb::StatusResponse, all: bool) -> Value {
                 "loads": k.loads,
                 "idle_s": k.idle_s,
                 "devices": k.devices,
+                "paths": k.paths,
                 "error": (!k.error.is_empty()).then_some(&k.error),
             })
         })
@@ -147,8 +148,16 @@ fn print_text(s: &pb::StatusResponse, all: bool) {
             println!("key {}: {} — {}", k.id, k.residency, k.error);
             continue;
         }
+        // Each bound device with the path its proofs take there: "0 in-core".
+        let paths: Vec<String> = k
+            .devices
+            .iter()
+            .zip(&k.paths)
+            .filter(|(_, p)| !p.is_empty())
+            .map(|(d, p)| format!("{d} {p}"))
+            .collect();
         println!(
-            "key {} ({}): {}, refs {}, {:.1} MiB resident, domain {}, loads {}, devices {:?}",
+            "key {} ({}): {}, refs {}, {:.1} MiB resident, domain {}, loads {}, devices {:?}{}",
             k.id,
             k.curve,
             k.residency,
@@ -156,7 +165,12 @@ fn print_text(s: &pb::StatusResponse, all: bool) {
             mib(k.host_bytes),
             k.domain_size,
             k.loads,
-            k.devices
+            k.devices,
+            if paths.is_empty() {
+                String::new()
+            } else {
+                format!(", on device {}", paths.join("; "))
+            }
         );
     }
     for j in &s.jobs {

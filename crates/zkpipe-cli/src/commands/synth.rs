@@ -3,7 +3,7 @@
 use super::with_curve;
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
-use zkpipe_core::synth::{synth, SynthSpec};
+use zkpipe_core::synth::{synth, SynthSpec, Values};
 use zkpipe_formats::CurveId;
 
 /// Arguments of `synth`.
@@ -32,6 +32,12 @@ pub struct Args {
     /// Seed (same seed, same circuit and witness).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// The witness's values: `random` (what each row's product makes of random inputs,
+    /// almost all full-size), `sha256` (a circom SHA-256 circuit's: 58.2% 0, 41.8% 1), or
+    /// shares in percent by the classes `zkpipe inspect` counts, e.g.
+    /// `zero=50,one=30,upTo64Bits=10,full=10`. MSM times depend on them.
+    #[arg(long, default_value = "random")]
+    values: Values,
     /// Replace existing outputs.
     #[arg(long)]
     force: bool,
@@ -82,16 +88,18 @@ pub fn run(a: Args) -> Result<()> {
         constraints: constraints as usize,
         public: a.public as usize,
         seed: a.seed,
+        values: a.values,
     };
     let (r1cs, wtns) = with_curve!(curve, E => synth::<E>(&spec));
     plan.write(&[&r1cs.to_bytes(), &wtns.to_bytes()])?;
     eprintln!(
-        "wrote {} ({} constraints, {} terms, {} wires) and {}",
+        "wrote {} ({} constraints, {} terms, {} wires) and {} ({} values)",
         a.r1cs.display(),
         constraints,
         r1cs.terms.len(),
         r1cs.header.n_wires,
-        a.wtns.display()
+        a.wtns.display(),
+        a.values
     );
     Ok(())
 }

@@ -166,6 +166,17 @@ fn status_and_await_against_a_daemon() {
     assert_eq!(r["state"], "done", "{r}");
     assert!(r["proofs"][0]["proof"]["pi_a"].is_array(), "{r}");
     assert!(r["proofs"][0]["public"].is_array(), "{r}");
+    // The key that proved is bound in-core on its device, and says so in both forms.
+    let s = json(&cli(&["status", "--json"]));
+    let multi = s["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["id"] == "bn254-multi")
+        .unwrap();
+    assert_eq!(multi["paths"], serde_json::json!(["in-core"]), "{s}");
+    let o = cli(&["status"]);
+    assert!(text(&o).contains("on device 0 in-core"), "{}", text(&o));
 
     // `--out`'s naming rule: proof.json/public.json for one partition, proof-<i>.json/
     // public-<i>.json for several; public files are the fixture's (snarkjs's) bytes.

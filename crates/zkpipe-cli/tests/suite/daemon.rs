@@ -375,8 +375,8 @@ async fn a_budget_for_one_job_at_a_time_completes_twenty_jobs_and_refuses_a_larg
 /// `memory.device_limit` below a key's points makes the CPU device stream it, as a GPU
 /// under that budget would: 160 KiB holds two poseidon proofs (BN254 and BLS12-381) and
 /// two chunks, and BLS12-381 multi_public (191 KB of points), but not their points whole.
-/// Multi-partition jobs (passes of two) and single ones all verify, and the daemon logs
-/// each key's residency when it binds it.
+/// Multi-partition jobs (passes of two) and single ones all verify; the daemon logs each
+/// key's residency when it binds it, and status shows it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn keys_larger_than_the_device_limit_stream_and_verify() {
     let keys = ["bn254-poseidon", "bls-poseidon", "bls-multi"];
@@ -394,6 +394,21 @@ async fn keys_larger_than_the_device_limit_stream_and_verify() {
         .collect();
     for t in tasks {
         check_done(&t.await.unwrap());
+    }
+    // Status names the path each key's proofs take on the device it is bound to.
+    let s = c
+        .clone()
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    for id in keys {
+        let k = s.keys.iter().find(|k| k.id == id).unwrap();
+        assert_eq!(k.paths.len(), k.devices.len(), "{k:?}");
+        assert!(
+            k.paths.iter().all(|p| p.starts_with("streamed: batch 2")) && !k.paths.is_empty(),
+            "{k:?}"
+        );
     }
     let _ = d.child.kill();
     let _ = d.child.wait();

@@ -101,10 +101,10 @@ fn dev_key_works_in_zkpipe_and_snarkjs_on_both_curves() {
 
 #[test]
 fn synthetic_circuits_are_satisfied_and_prove() {
-    for (curve, size, public, seed) in [
-        ("bn254", "2^10", "2", "1"),
-        ("bls12-381", "700", "3", "2"),
-        ("bn254", "3000", "1", "9"),
+    for (curve, size, public, seed, values) in [
+        ("bn254", "2^10", "2", "1", "random"),
+        ("bls12-381", "700", "3", "2", "sha256"),
+        ("bn254", "3000", "1", "9", "zero=50,one=30,full=20"),
     ] {
         let d = tempfile::tempdir().unwrap();
         let p = |n: &str| d.path().join(n);
@@ -125,8 +125,29 @@ fn synthetic_circuits_are_satisfied_and_prove() {
             curve.as_ref(),
             "--seed".as_ref(),
             seed.as_ref(),
+            "--values".as_ref(),
+            values.as_ref(),
         ]);
         ok(&o, "synth");
+        // The witness's values are the profile's, as `inspect` counts them.
+        let o = zkpipe(&["inspect".as_ref(), &p("c.wtns"), "--json".as_ref()]);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let share = |class: &str| {
+            let n = v["values"][class].as_u64().unwrap() as f64;
+            100.0 * n / v["nWitness"].as_u64().unwrap() as f64
+        };
+        let expected: &[(&str, f64)] = match values {
+            "random" => &[("full", 100.0)],
+            "sha256" => &[("zero", 58.2), ("one", 41.8)],
+            _ => &[("zero", 50.0), ("one", 30.0), ("full", 20.0)],
+        };
+        for &(class, want) in expected {
+            let got = share(class);
+            assert!(
+                (got - want).abs() < 6.0,
+                "{values}: {class} {got:.1}% of {v}"
+            );
+        }
         ok(
             &zkpipe(&["check".as_ref(), &p("c.r1cs"), &p("c.wtns")]),
             "check",
@@ -220,6 +241,13 @@ fn setup_and_synth_reject_bad_input() {
     assert_one_line_error(
         &synth(&[], &p("s.r1cs")),
         &["--constraints N or --domain 2^k"],
+    );
+    assert_one_line_error(
+        &synth(
+            &["--constraints", "10", "--values", "zero=50"],
+            &p("s.r1cs"),
+        ),
+        &["--values", "sum to 50%"],
     );
     assert_one_line_error(
         &synth(

@@ -59,6 +59,17 @@ pub(crate) enum Binding {
     },
 }
 
+impl Binding {
+    /// The path a bound key's proofs take on its device ([`DeviceKey::residency`]); empty
+    /// while it is not bound.
+    pub fn path(&self) -> String {
+        match self {
+            Binding::Bound { key, .. } => key.residency(),
+            Binding::InProgress | Binding::Unbound => String::new(),
+        }
+    }
+}
+
 /// A key's place on one device: the device it sticks to (affinity) and its binding there.
 pub(crate) struct DevicePlacement {
     pub device: usize,

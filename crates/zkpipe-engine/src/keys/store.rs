@@ -28,6 +28,9 @@ pub struct KeyStatus {
     pub refs: usize,
     /// The devices it is placed on (first placement first); empty before first use.
     pub devices: Vec<usize>,
+    /// For each of `devices`, the path its proofs take there once bound (`in-core`, or
+    /// `streamed: batch …` for a key larger than the device's budget); empty while not.
+    pub paths: Vec<String>,
     /// Times it was loaded.
     pub loads: u64,
     /// Time since it was last used.
@@ -292,6 +295,7 @@ impl KeyStore {
                         residency: s.residency,
                         refs: s.refs,
                         devices: s.placements.iter().map(|p| p.device).collect(),
+                        paths: s.placements.iter().map(|p| p.binding.path()).collect(),
                         loads: s.loads,
                         idle: s.last_used.elapsed(),
                     });

@@ -17,7 +17,7 @@ use zkpipe_core::msm::{DeviceSums, ScalarInt};
 use zkpipe_core::reduce::{QapEvals, DEFAULT_SCHEDULE};
 use zkpipe_core::setup::dev_setup;
 use zkpipe_core::stages::{device_stage, reduce_stage, ReduceOn};
-use zkpipe_core::synth::{synth, SynthSpec};
+use zkpipe_core::synth::{synth, SynthSpec, Values};
 use zkpipe_core::{prove, BindCurve, BoundKey, CompiledKey, CpuBound, Devices, Error, G1Set};
 use zkpipe_core::{KeyShape, PassInput, PassWitness, ProveOptions, Timings, Witness};
 use zkpipe_cuda::{CudaDevices, CudaError};
@@ -261,6 +261,7 @@ pub(crate) fn dev_key<E: BindCurve>(log: u32) -> Res<DevKey<E>> {
         constraints: (1 << log) - public - 1,
         public,
         seed: 1,
+        values: Values::Products,
     };
     let (r1cs, wtns) = synth::<E>(&spec);
     let zkey = dev_setup::<E>(&r1cs, &mut StdRng::seed_from_u64(1), &|_, _| {})?;
