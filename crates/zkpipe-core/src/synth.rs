@@ -78,16 +78,27 @@ impl ValueProfile {
         full: 0,
     };
 
-    /// The classes' names (as `zkpipe inspect --json` writes them) and shares, in that
-    /// order.
-    fn classes(&self) -> [(&'static str, u32); 6] {
+    /// The shares in [`ValueClasses::NAMES`] order.
+    fn shares(&self) -> [u32; 6] {
         [
-            ("zero", self.zero),
-            ("one", self.one),
-            ("upTo8Bits", self.up_to_8_bits),
-            ("upTo64Bits", self.up_to_64_bits),
-            ("negativeUpTo64Bits", self.negative_up_to_64_bits),
-            ("full", self.full),
+            self.zero,
+            self.one,
+            self.up_to_8_bits,
+            self.up_to_64_bits,
+            self.negative_up_to_64_bits,
+            self.full,
+        ]
+    }
+
+    /// The shares' slots, in [`ValueClasses::NAMES`] order.
+    fn shares_mut(&mut self) -> [&mut u32; 6] {
+        [
+            &mut self.zero,
+            &mut self.one,
+            &mut self.up_to_8_bits,
+            &mut self.up_to_64_bits,
+            &mut self.negative_up_to_64_bits,
+            &mut self.full,
         ]
     }
 
@@ -95,9 +106,9 @@ impl ValueProfile {
     fn draw<F: PrimeField>(&self, rng: &mut impl Rng) -> F {
         let mut at = rng.gen_range(0..10_000u32);
         let class = self
-            .classes()
+            .shares()
             .iter()
-            .position(|&(_, share)| {
+            .position(|&share| {
                 let here = at < share;
                 at = at.saturating_sub(share);
                 here
@@ -116,21 +127,12 @@ impl ValueProfile {
     /// How far a witness's counts are from the profile: the largest difference of any
     /// class's share, in hundredths of a percent.
     pub fn distance(&self, counts: &ValueClasses) -> u32 {
-        let c = counts;
-        let total = (c.zero + c.one + c.up_to_8_bits + c.up_to_64_bits)
-            + (c.negative_up_to_64_bits + c.full);
-        let seen = [
-            c.zero,
-            c.one,
-            c.up_to_8_bits,
-            c.up_to_64_bits,
-            c.negative_up_to_64_bits,
-            c.full,
-        ];
-        self.classes()
+        let seen = counts.counts();
+        let total: u64 = seen.iter().sum();
+        self.shares()
             .iter()
             .zip(seen)
-            .map(|(&(_, share), n)| {
+            .map(|(&share, n)| {
                 let got = (n * 10_000).checked_div(total).unwrap_or(0) as u32;
                 got.abs_diff(share)
             })
@@ -174,23 +176,19 @@ impl FromStr for Values {
                 .ok()
                 .filter(|v: &f64| (0.0..=100.0).contains(v))
                 .ok_or_else(|| ValuesError(format!("{part:?}: not a percent from 0 to 100")))?;
-            let slot = match name.trim() {
-                "zero" => &mut p.zero,
-                "one" => &mut p.one,
-                "upTo8Bits" => &mut p.up_to_8_bits,
-                "upTo64Bits" => &mut p.up_to_64_bits,
-                "negativeUpTo64Bits" => &mut p.negative_up_to_64_bits,
-                "full" => &mut p.full,
-                other => {
-                    return Err(ValuesError(format!(
-                        "unknown value class {other:?} (zero, one, upTo8Bits, upTo64Bits, \
-                         negativeUpTo64Bits, full)"
-                    )))
-                }
-            };
-            *slot = (share * 100.0).round() as u32;
+            let name = name.trim();
+            let class = ValueClasses::NAMES
+                .iter()
+                .position(|&n| n == name)
+                .ok_or_else(|| {
+                    ValuesError(format!(
+                        "unknown value class {name:?} ({})",
+                        ValueClasses::NAMES.join(", ")
+                    ))
+                })?;
+            *p.shares_mut()[class] = (share * 100.0).round() as u32;
         }
-        let sum: u32 = p.classes().iter().map(|&(_, s)| s).sum();
+        let sum: u32 = p.shares().iter().sum();
         if sum != 10_000 {
             return Err(ValuesError(format!(
                 "the shares in {s:?} sum to {}%, not 100%",
@@ -209,11 +207,11 @@ impl fmt::Display for Values {
             Values::Profile(p) if *p == ValueProfile::SHA256 => return f.write_str("sha256"),
             Values::Profile(p) => p,
         };
-        let shares: Vec<String> = p
-            .classes()
+        let shares: Vec<String> = ValueClasses::NAMES
             .iter()
-            .filter(|&&(_, s)| s > 0)
-            .map(|&(name, s)| format!("{name}={}", f64::from(s) / 100.0))
+            .zip(p.shares())
+            .filter(|&(_, s)| s > 0)
+            .map(|(name, s)| format!("{name}={}", f64::from(s) / 100.0))
             .collect();
         f.write_str(&shares.join(","))
     }

@@ -51,6 +51,31 @@ pub struct ValueClasses {
     pub full: u64,
 }
 
+impl ValueClasses {
+    /// The classes' names, in field order, as `zkpipe inspect --json` writes them and
+    /// `zkpipe synth --values` reads them.
+    pub const NAMES: [&'static str; 6] = [
+        "zero",
+        "one",
+        "upTo8Bits",
+        "upTo64Bits",
+        "negativeUpTo64Bits",
+        "full",
+    ];
+
+    /// The counts in [`Self::NAMES`] order.
+    pub fn counts(&self) -> [u64; 6] {
+        [
+            self.zero,
+            self.one,
+            self.up_to_8_bits,
+            self.up_to_64_bits,
+            self.negative_up_to_64_bits,
+            self.full,
+        ]
+    }
+}
+
 /// Bits in a little-endian integer (0 for zero).
 fn bit_len(v: &[u8]) -> u32 {
     match v.iter().rposition(|&b| b != 0) {

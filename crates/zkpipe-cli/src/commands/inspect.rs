@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use zkpipe_formats::container::Container;
 use zkpipe_formats::json::JsonDoc;
 use zkpipe_formats::r1cs::R1cs;
-use zkpipe_formats::wtns::Wtns;
+use zkpipe_formats::wtns::{ValueClasses, Wtns};
 use zkpipe_formats::zkey::ZkeyFile;
 use zkpipe_formats::{sniff, CurveId, FileKind};
 
@@ -45,28 +45,20 @@ fn field(
 /// The witness's values by size: the share the MSMs skip (0), add once (1) or treat as
 /// short scalars.
 fn values_field(w: &Wtns) -> Field {
-    let c = w.value_classes();
-    let classes = [
-        ("0", "zero", c.zero),
-        ("1", "one", c.one),
-        ("2..2^8", "upTo8Bits", c.up_to_8_bits),
-        ("2^8..2^64", "upTo64Bits", c.up_to_64_bits),
-        (
-            "r-2^64..r-1",
-            "negativeUpTo64Bits",
-            c.negative_up_to_64_bits,
-        ),
-        ("full", "full", c.full),
-    ];
+    let counts = w.value_classes().counts();
+    // Text labels, in `ValueClasses::NAMES` order.
+    let labels = ["0", "1", "2..2^8", "2^8..2^64", "r-2^64..r-1", "full"];
     let total = (w.n_witness as f64).max(1.0);
-    let text = classes
+    let text = labels
         .iter()
-        .map(|(label, _, n)| format!("{label} {n} ({:.1}%)", 100.0 * *n as f64 / total))
+        .zip(counts)
+        .map(|(label, n)| format!("{label} {n} ({:.1}%)", 100.0 * n as f64 / total))
         .collect::<Vec<_>>()
         .join(", ");
-    let json: Map<String, Value> = classes
+    let json: Map<String, Value> = ValueClasses::NAMES
         .iter()
-        .map(|(_, key, n)| ((*key).to_string(), json!(n)))
+        .zip(counts)
+        .map(|(key, n)| ((*key).to_string(), json!(n)))
         .collect();
     Field {
         label: "values",
