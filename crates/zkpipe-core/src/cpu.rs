@@ -10,7 +10,7 @@
 use crate::curve::Curve;
 use crate::device::{BindOptions, BoundKey, Caps, DeviceInfo, Devices, G1Set, KeyShape, PassInput};
 use crate::error::Error;
-use crate::key::CompiledKey;
+use crate::key::{CompiledKey, QueryPoints};
 use crate::msm::mask::CpuMask;
 use crate::msm::pippenger::BatchAffineMsm;
 use crate::msm::stream_plan::{KeySet, KeySets, Residency, StreamPlan, StreamPlanError};
@@ -20,7 +20,7 @@ use crate::reduce::QapEvals;
 use crate::timings::{timed, Stage};
 use crate::{Bls12_381, Bn254};
 use std::borrow::Cow;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use zkpipe_formats::CurveId;
 
 mod stream;
@@ -207,6 +207,24 @@ pub struct CpuBound<E: Curve> {
     cpu: CpuOptions,
     /// In-core or streamed under [`CpuOptions::memory_limit`], or why it cannot stream.
     residency: Result<Residency, StreamPlanError>,
+    /// A streamed key's pinned copy ([`BoundKey::pin`]): the CPU has no page-locked
+    /// memory, so it stands in with a copy of the points its walks then read, so that the
+    /// engine's hot tier (made, read, dropped) runs in CI as it runs on a GPU. Shared by
+    /// the binding's clones.
+    pinned: Arc<Mutex<Option<Arc<QueryPoints<E>>>>>,
+}
+
+/// A key's points as a walk reads them: its pinned copy, held for the walk, or the key's.
+struct PointsRef<'a, E: Curve> {
+    pinned: Option<Arc<QueryPoints<E>>>,
+    key: &'a QueryPoints<E>,
+}
+
+impl<E: Curve> std::ops::Deref for PointsRef<'_, E> {
+    type Target = QueryPoints<E>;
+    fn deref(&self) -> &QueryPoints<E> {
+        self.pinned.as_deref().unwrap_or(self.key)
+    }
 }
 
 /// A pass's batch on a key with this residency: a streamed key's plan's, else one.
@@ -299,6 +317,20 @@ impl<E: Curve> CpuBound<E> {
             g2_in_pass: false,
             cpu,
             residency,
+            pinned: Arc::default(),
+        }
+    }
+
+    /// The points its MSMs read: the pinned copy where one is held, else the key's.
+    fn points(&self) -> PointsRef<'_, E> {
+        let pinned = self
+            .pinned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        PointsRef {
+            pinned,
+            key: &self.key.points,
         }
     }
 
@@ -420,8 +452,39 @@ impl<E: Curve> BoundKey<E> for CpuBound<E> {
         Ok(())
     }
 
+    /// The points of every set, where the key streams.
+    fn pinnable_bytes(&self) -> u64 {
+        match &self.residency {
+            Ok(Residency::Streamed(_)) => self.key.points.host_bytes(true),
+            _ => 0,
+        }
+    }
+
+    fn pin(&self) -> Result<(), Error> {
+        if self.pinnable_bytes() == 0 {
+            return Ok(());
+        }
+        let mut pinned = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
+        if pinned.is_none() {
+            *pinned = Some(Arc::new(self.key.points.clone()));
+        }
+        Ok(())
+    }
+
+    fn unpin(&self) {
+        self.pinned.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    fn is_pinned(&self) -> bool {
+        self.pinned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
     fn msm_g1(&self, set: G1Set, scalars: &[ScalarInt<E>]) -> Result<E::G1, Error> {
-        let (points, opts) = (set.points(&self.key), self.msm_options());
+        let (points, opts) = (self.points(), self.msm_options());
+        let points = set.of(&points);
         match self.streaming()? {
             None => msm_g1_with::<E>(points, scalars, opts),
             Some(plan) => stream::one(points, &plan.chunks(set.into()), scalars, opts),
@@ -429,10 +492,10 @@ impl<E: Curve> BoundKey<E> for CpuBound<E> {
     }
 
     fn msm_g2(&self, scalars: &[ScalarInt<E>]) -> Result<E::G2, Error> {
-        let (points, opts) = (&self.key.points.b2, self.msm_options());
+        let (points, opts) = (self.points(), self.msm_options());
         match self.streaming()? {
-            None => msm_g2_with::<E>(points, scalars, opts),
-            Some(plan) => stream::one(points, &plan.chunks(KeySet::B2), scalars, opts),
+            None => msm_g2_with::<E>(&points.b2, scalars, opts),
+            Some(plan) => stream::one(&points.b2, &plan.chunks(KeySet::B2), scalars, opts),
         }
     }
 

@@ -17,8 +17,8 @@
 
 use crate::curve::Curve;
 use crate::error::Error;
-use crate::key::CompiledKey;
 pub use crate::key::KeyShape;
+use crate::key::{CompiledKey, QueryPoints};
 use crate::msm::stream_plan::{KeySet, Residency, StreamPlanError};
 use crate::msm::{scalars_into, DeviceSums, ScalarInt};
 use crate::reduce::QapEvals;
@@ -43,7 +43,11 @@ pub enum G1Set {
 impl G1Set {
     /// The set's points in `key`.
     pub fn points<E: Curve>(self, key: &CompiledKey<E>) -> &[E::G1Affine] {
-        let p = &key.points;
+        self.of(&key.points)
+    }
+
+    /// The set's points among `p`.
+    pub fn of<E: Curve>(self, p: &QueryPoints<E>) -> &[E::G1Affine] {
         match self {
             G1Set::A => &p.a,
             G1Set::B1 => &p.b1,
@@ -240,6 +244,28 @@ pub trait BoundKey<E: Curve>: Send + Sync {
     /// status, logs and `--timings`.
     fn residency(&self) -> Result<Residency, StreamPlanError> {
         Ok(Residency::InCore)
+    }
+
+    /// Host bytes a pinned copy of the points this key streams takes (the hot tier: the
+    /// copy is made once, in the device's layout, so each walk's chunks cross from it
+    /// directly instead of being packed into staging buffers again); 0 where nothing
+    /// streams, so nothing is worth pinning.
+    fn pinnable_bytes(&self) -> u64 {
+        0
+    }
+
+    /// Makes the pinned copy ([`Self::pinnable_bytes`]) if there is none; the caller has
+    /// made room for it in its budget. A pass already walking keeps the path it began on.
+    fn pin(&self) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// Drops the pinned copy; a pass walking from it keeps it until it ends.
+    fn unpin(&self) {}
+
+    /// Whether the pinned copy is held.
+    fn is_pinned(&self) -> bool {
+        false
     }
 
     /// The quotient: a, b, c on the domain → h = a·b − c on the coset, in `evals.a`.

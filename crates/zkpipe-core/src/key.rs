@@ -129,6 +129,20 @@ pub struct QueryPoints<E: Curve> {
     pub h: Vec<E::G1Affine>,
 }
 
+impl<E: Curve> QueryPoints<E> {
+    /// Bytes of the five sets as arkworks holds them (`[B]₂`'s only where `g2`).
+    pub fn host_bytes(&self, g2: bool) -> u64 {
+        let g1 = std::mem::size_of::<E::G1Affine>();
+        let n1 = self.a.len() + self.b1.len() + self.c.len() + self.h.len();
+        let b2 = if g2 {
+            self.b2.len() * std::mem::size_of::<E::G2Affine>()
+        } else {
+            0
+        };
+        (n1 * g1 + b2) as u64
+    }
+}
+
 /// A proving key ready to prove with.
 #[derive(Debug, Clone)]
 pub struct CompiledKey<E: Curve> {

@@ -210,6 +210,25 @@ fn streams_as_in_core<E: BindCurve>() {
     let short = streamed.msm_g1(G1Set::A, &w[1..]).unwrap_err().to_string();
     assert!(short.contains("scalars"), "{short}");
 
+    // Pinned (the hot tier), the walks read the copy: the same sums; unpinned, the key's.
+    // An in-core key has nothing to pin.
+    assert_eq!(in_core.pinnable_bytes(), 0);
+    in_core.pin().unwrap();
+    assert!(!in_core.is_pinned());
+    assert_eq!(streamed.pinnable_bytes(), key.points.host_bytes(true));
+    assert!(streamed.pinnable_bytes() > 0);
+    assert!(!streamed.is_pinned());
+    streamed.pin().unwrap();
+    assert!(streamed.is_pinned());
+    let got: Vec<DeviceSums<E>> = device_sums(&streamed, &all[..2])
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(got, want[..2]);
+    assert_eq!(streamed.msm_g2(&w).unwrap(), want[2].b2.unwrap());
+    streamed.unpin();
+    assert!(!streamed.is_pinned());
+
     // Proofs: with the same randomness, the same proofs; each verifies.
     let opts = ProveOptions::default();
     let rng = || ChaCha20Rng::seed_from_u64(9);

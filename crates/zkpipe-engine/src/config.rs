@@ -157,6 +157,12 @@ pub struct EngineConfig {
     pub memory_limit: u64,
     /// Per-device memory budget in bytes, overriding what the device reports. Default: none.
     pub device_memory_limit: Option<u64>,
+    /// Budget in bytes of the pinned tier: streamed keys' copies of their points in
+    /// page-locked host memory (charged to `memory_limit` too); 0 pins nothing.
+    /// Default: 0. Alone on one H200 a pinned copy did not make a streamed proof faster
+    /// at 2^22 or 2^24 (lab/experiments/043c-pinned-tier.md): the copies already cross
+    /// while the chunk MSMs run.
+    pub pinned_memory_limit: u64,
     /// A resident key unused this long (and not referenced) is evicted. Default: 10 min.
     pub key_idle_timeout: Duration,
     /// Most devices one key is placed on at once: a busy key is copied to a less-loaded
@@ -297,6 +303,7 @@ impl Default for EngineConfig {
             key_checks: PointChecks::Batched,
             memory_limit,
             device_memory_limit: None,
+            pinned_memory_limit: 0,
             key_idle_timeout: Duration::from_secs(600),
             key_max_devices: usize::MAX,
             synthesize: StageConfig {
@@ -396,6 +403,9 @@ impl EngineConfig {
         }
         if self.memory_limit == 0 {
             return Err("memory limit must be positive".into());
+        }
+        if self.pinned_memory_limit > self.memory_limit {
+            return Err("memory.pinned_limit must not exceed memory.host_limit".into());
         }
         if self.fleet.claim_ahead == 0 {
             return Err("store.claim_ahead must be at least 1".into());

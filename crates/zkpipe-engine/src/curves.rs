@@ -148,6 +148,18 @@ pub(crate) trait DeviceKey: Send + Sync {
     /// In-core or streamed, as a line for logs (`BoundKey::residency`).
     fn residency(&self) -> String;
 
+    /// Whether all its points are on the device (the resident tier).
+    fn in_core(&self) -> bool;
+
+    /// Host bytes its pinned copy takes (`BoundKey::pinnable_bytes`; 0: nothing to pin).
+    fn pinnable_bytes(&self) -> u64;
+
+    /// Makes its pinned copy (`BoundKey::pin`).
+    fn pin(&self) -> Result<(), CoreError>;
+
+    /// Drops its pinned copy.
+    fn unpin(&self);
+
     /// The device stage of `parts` (reduced partitions of this key) in one pass, results
     /// in order.
     fn pass(&self, parts: Vec<Partition<AtDevice>>) -> Vec<Result<Partition<AtTail>, CoreError>>;
@@ -308,6 +320,22 @@ impl<E: EngineCurve> DeviceKey for Bound<E> {
     fn residency(&self) -> String {
         let r = self.0.residency();
         r.map_or_else(|e| e.to_string(), |r| r.to_string())
+    }
+
+    fn in_core(&self) -> bool {
+        matches!(self.0.residency(), Ok(zkpipe_core::Residency::InCore))
+    }
+
+    fn pinnable_bytes(&self) -> u64 {
+        self.0.pinnable_bytes()
+    }
+
+    fn pin(&self) -> Result<(), CoreError> {
+        self.0.pin()
+    }
+
+    fn unpin(&self) {
+        self.0.unpin()
     }
 
     fn pass(&self, parts: Vec<Partition<AtDevice>>) -> Vec<Result<Partition<AtTail>, CoreError>> {

@@ -23,8 +23,9 @@ use crate::error::EngineError;
 use crate::janitor::Janitor;
 use crate::job_store::{JobStore, MemoryStore, PartitionBytes, SharedQueue, StagingWitness};
 use crate::jobs::{store_error, JobTable};
-use crate::keys::entry::KeyContext;
+use crate::keys::context::KeyContext;
 use crate::keys::generators::Generators;
+use crate::keys::pinned::PinnedTier;
 use crate::keys::store::KeyStore;
 use crate::memory::{MemoryBudget, Signal};
 use crate::messages::{Admitted, Checked, Proved, Queued, Synthesized};
@@ -135,6 +136,11 @@ impl Engine {
             checks: config.key_checks,
             options: Box::new(move |id| options.bind_options(id)),
             budget: Arc::clone(&budget),
+            pinned: PinnedTier::new(MemoryBudget::new(
+                "pinned memory",
+                config.pinned_memory_limit,
+                Arc::clone(&signal),
+            )),
             signal: Arc::clone(&signal),
             free: Box::new(move |b| freer.free_any(b)),
         };
@@ -152,6 +158,7 @@ impl Engine {
         let devices = build_devices(&config, &*kind, &signal, &pools)?;
         let metrics = Arc::new(Metrics::new());
         metrics.memory_limit.set(config.memory_limit as i64);
+        metrics.pinned_limit.set(config.pinned_memory_limit as i64);
         let names = devices.iter().map(|d| d.info.name.clone()).collect();
         let tracer = Arc::new(Tracer::new(config.trace_capacity, names));
         let outcomes = Arc::new(Outcomes { metrics, tracer });
@@ -364,7 +371,8 @@ impl Engine {
     /// Loads key `id` now (waiting up to `timeout` for host memory) and binds it to the
     /// device its first partition would go to and to every other device with room for a
     /// copy (up to `key_max_devices`), so the first jobs find it hot wherever they are
-    /// routed; compiles its witness generator too, if it has one.
+    /// routed, pinning it where it streams and the pinned tier has room; compiles its
+    /// witness generator too, if it has one.
     pub fn preload(&self, id: &str, timeout: Duration) -> Result<(), EngineError> {
         let i = &self.inner;
         let (lease, key) = i.keys.preload(id, timeout, &i.load_pool)?;
@@ -375,6 +383,8 @@ impl Engine {
             let _pass = d.gate.enter();
             let budget = d.budget.as_ref();
             lease.bind(&key, &*i.kind, d.index, &d.info.name, budget)?;
+            drop(_pass);
+            lease.pin(d.index);
         }
         Ok(())
     }

@@ -53,7 +53,7 @@ pub use engine::Engine;
 pub use error::EngineError;
 pub use job::{JobId, JobSnapshot, JobState, PartitionProof, Priority, ProofTimings, UnknownName};
 pub use job_store::{JobStore, MemoryStore, SharedQueue, StoreError};
-pub use keys::{KeyFailure, KeyMeta, KeyStatus, Residency};
+pub use keys::{KeyFailure, KeyMeta, KeyStatus, Residency, Tier};
 pub use status::{DeviceStatus, EngineStatus, QueueDepths};
 pub use submit::{StreamPlan, SubmitRequest, Submitted};
 pub use zkpipe_core::{CpuDevices, DeviceInfo, Devices, Stage};

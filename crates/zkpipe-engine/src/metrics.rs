@@ -42,6 +42,12 @@ pub struct Metrics {
     pub device_memory_reserved: IntGaugeVec,
     /// Keys resident.
     pub keys_resident: IntGauge,
+    /// Keys per tier (cold, warm, pinned, resident).
+    pub keys_by_tier: IntGaugeVec,
+    /// Host bytes of streamed keys' pinned copies.
+    pub pinned_reserved: IntGauge,
+    /// The pinned tier's budget.
+    pub pinned_limit: IntGauge,
     /// Idle bytes held by the buffer pool.
     pub pool_bytes: IntGauge,
     /// Buffers by fate since start: recycled, allocated, freed (let go of), dropped on
@@ -161,6 +167,21 @@ impl Metrics {
                 "zkpipe_keys_resident",
                 "Keys resident in host memory (binding or hot)",
             )),
+            keys_by_tier: must(IntGaugeVec::new(
+                Opts::new(
+                    "zkpipe_keys_by_tier",
+                    "Keys per tier: cold (file), warm (compiled), pinned (streamed from pinned memory), resident (on a device)",
+                ),
+                &["tier"],
+            )),
+            pinned_reserved: must(IntGauge::new(
+                "zkpipe_pinned_memory_reserved_bytes",
+                "Host bytes of streamed keys' pinned copies",
+            )),
+            pinned_limit: must(IntGauge::new(
+                "zkpipe_pinned_memory_limit_bytes",
+                "The pinned tier's budget (memory.pinned_limit)",
+            )),
             pool_bytes: must(IntGauge::new(
                 "zkpipe_buffer_pool_bytes",
                 "Idle bytes held by the buffer pool",
@@ -228,6 +249,9 @@ impl Metrics {
         must(r.register(Box::new(m.memory_limit.clone())));
         must(r.register(Box::new(m.device_memory_reserved.clone())));
         must(r.register(Box::new(m.keys_resident.clone())));
+        must(r.register(Box::new(m.keys_by_tier.clone())));
+        must(r.register(Box::new(m.pinned_reserved.clone())));
+        must(r.register(Box::new(m.pinned_limit.clone())));
         must(r.register(Box::new(m.pool_bytes.clone())));
         must(r.register(Box::new(m.pool_buffers.clone())));
         must(r.register(Box::new(m.dealloc_threads.clone())));

@@ -160,6 +160,18 @@ impl<E: Curve> BoundKey<E> for Stubbed<E> {
     fn residency(&self) -> Result<Residency, StreamPlanError> {
         self.inner.residency()
     }
+    fn pinnable_bytes(&self) -> u64 {
+        self.inner.pinnable_bytes()
+    }
+    fn pin(&self) -> Result<(), CoreError> {
+        self.inner.pin()
+    }
+    fn unpin(&self) {
+        self.inner.unpin()
+    }
+    fn is_pinned(&self) -> bool {
+        self.inner.is_pinned()
+    }
     fn quotient(&self, evals: &mut QapEvals<E::ScalarField>) -> Result<(), CoreError> {
         self.inner.quotient(evals)
     }

@@ -7,7 +7,7 @@ use crate::buffers::{BufferPool, PoolStats};
 use crate::devices::Device;
 use crate::engine::Engine;
 use crate::job::JobSnapshot;
-use crate::keys::{KeyFailure, KeyStatus, Residency};
+use crate::keys::{KeyFailure, KeyStatus, Residency, Tier};
 use crate::metrics::Metrics;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -77,6 +77,10 @@ pub struct EngineStatus {
     pub memory_used: u64,
     /// Host-memory budget.
     pub memory_limit: u64,
+    /// Bytes of streamed keys' pinned copies (also counted in `memory_used`).
+    pub pinned_used: u64,
+    /// The pinned tier's budget.
+    pub pinned_limit: u64,
     /// Buffer pool counters.
     pub pool: PoolStats,
     /// Partitions accepted and not finished.
@@ -98,6 +102,8 @@ impl Engine {
             devices: i.devices.iter().map(|d| DeviceStatus::of(d)).collect(),
             memory_used: i.budget.used(),
             memory_limit: i.budget.limit(),
+            pinned_used: i.keys.pinned_budget().used(),
+            pinned_limit: i.keys.pinned_budget().limit(),
             pool: i.buffers.stats(),
             pending_partitions: i.jobs.pending(),
             uptime: i.started.elapsed(),
@@ -153,7 +159,7 @@ impl Engine {
             &q,
             &i.devices,
             &keys,
-            i.budget.used(),
+            (i.budget.used(), i.keys.pinned_budget().used()),
             &i.buffers,
             throttle,
         )
@@ -176,14 +182,14 @@ impl Engine {
     }
 }
 
-/// Sets the gauges that are read, not counted, from the engine's state now, and returns
-/// the Prometheus text exposition.
+/// Sets the gauges that are read, not counted, from the engine's state now (the host and
+/// pinned bytes reserved among them), and returns the Prometheus text exposition.
 pub(crate) fn metrics_text(
     m: &Metrics,
     q: &QueueDepths,
     devices: &[std::sync::Arc<Device>],
     keys: &[KeyStatus],
-    memory_used: u64,
+    (memory_used, pinned_used): (u64, u64),
     pool: &BufferPool,
     t: zkpipe_core::throttle::Stats,
 ) -> String {
@@ -210,8 +216,15 @@ pub(crate) fn metrics_text(
             .set(d.memory_reserved() as i64);
     }
     m.memory_reserved.set(memory_used as i64);
+    m.pinned_reserved.set(pinned_used as i64);
     let hot = keys.iter().filter(|k| k.residency.is_loaded()).count();
     m.keys_resident.set(hot as i64);
+    for tier in Tier::ALL {
+        let n = keys.iter().filter(|k| k.tier == tier).count();
+        m.keys_by_tier
+            .with_label_values(&[tier.name()])
+            .set(n as i64);
+    }
     let p = pool.stats();
     m.pool_bytes.set(p.pooled_bytes as i64);
     for (what, n) in [

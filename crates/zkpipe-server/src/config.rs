@@ -210,6 +210,7 @@ struct KeysSection {
 struct MemorySection {
     host_limit: Option<Size>,
     device_limit: Option<Size>,
+    pinned_limit: Option<Size>,
     pool_max: Option<Size>,
     dealloc_queue: Option<usize>,
     dealloc: Option<String>,
@@ -446,6 +447,13 @@ impl FileConfig {
             memory_limit,
             device_memory_limit: size_or_auto(&self.memory.device_limit, None)
                 .map_err(|e| format!("memory.device_limit: {e}"))?,
+            // Off unless set; "auto" is half of the host budget.
+            pinned_memory_limit: match &self.memory.pinned_limit {
+                None => d.pinned_memory_limit,
+                Some(_) => size_or_auto(&self.memory.pinned_limit, Some(memory_limit / 2))
+                    .map_err(|e| format!("memory.pinned_limit: {e}"))?
+                    .unwrap_or(memory_limit / 2),
+            },
             pool_max_bytes: size_or_auto(&self.memory.pool_max, Some(memory_limit / 8))
                 .map_err(|e| format!("memory.pool_max: {e}"))?
                 .unwrap_or(memory_limit / 8),
@@ -824,6 +832,26 @@ mod tests {
         assert_eq!((c.engine.tail_batch, c.engine.tail.workers), (3, 5));
         assert_eq!(cfg("").unwrap().engine.tail_batch, 16);
         assert!(cfg("[tail]\nbatch = 0").unwrap_err().contains("batch"));
+    }
+
+    #[test]
+    fn the_pinned_limit_is_off_unless_set_and_within_the_host_limit() {
+        let cfg = |text: &str| {
+            toml::from_str::<FileConfig>(text)
+                .unwrap()
+                .validate(Path::new("."))
+        };
+        let host = "[memory]\nhost_limit = \"8GiB\"\n";
+        let pinned =
+            |text: &str| cfg(&format!("{host}{text}")).map(|c| c.engine.pinned_memory_limit);
+        assert_eq!(pinned(""), Ok(0));
+        assert_eq!(pinned("pinned_limit = \"auto\""), Ok(4 << 30));
+        assert_eq!(pinned("pinned_limit = \"1GiB\""), Ok(1 << 30));
+        assert_eq!(pinned("pinned_limit = 0"), Ok(0));
+        let over = pinned("pinned_limit = \"9GiB\"").unwrap_err();
+        assert!(over.contains("memory.pinned_limit"), "{over}");
+        let bad = pinned("pinned_limit = \"lots\"").unwrap_err();
+        assert!(bad.starts_with("memory.pinned_limit"), "{bad}");
     }
 
     #[test]

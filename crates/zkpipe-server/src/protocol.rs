@@ -137,6 +137,8 @@ pub fn status_response(s: EngineStatus) -> pb::StatusResponse {
                 device: k.devices.first().map_or(-1, |&d| d as i32),
                 devices: k.devices.iter().map(|&d| d as u32).collect(),
                 paths: k.paths,
+                tier: k.tier.name().into(),
+                pinned_bytes: k.pinned_bytes,
                 loads: k.loads,
                 idle_s: k.idle.as_secs_f64(),
                 error: String::new(),
@@ -167,6 +169,8 @@ pub fn status_response(s: EngineStatus) -> pb::StatusResponse {
             .collect(),
         memory_used: s.memory_used,
         memory_limit: s.memory_limit,
+        pinned_used: s.pinned_used,
+        pinned_limit: s.pinned_limit,
         pending_partitions: s.pending_partitions as u64,
         uptime_s: s.uptime.as_secs_f64(),
     }

@@ -93,6 +93,11 @@ pub struct Args {
     /// The device budget (as `prove --device-limit`): a key larger than it streams.
     #[arg(long, value_name = "SIZE", value_parser = zkpipe_server::config::parse_size)]
     device_limit: Option<u64>,
+    /// Pin a streamed key before the runs (the daemon's pinned tier): its chunks then
+    /// cross from a page-locked copy instead of being packed on every walk. The time it
+    /// takes is printed, not counted in the runs.
+    #[arg(long)]
+    pin: bool,
 }
 
 /// The measurements of one configuration.
@@ -217,6 +222,16 @@ fn bench_with<E: BindCurve>(a: &Args, zkey: &ZkeyFile, plan: Plan) -> Result<()>
         "residency: {}",
         residency.map_or_else(|e| e.to_string(), |r| r.to_string())
     );
+    if a.pin {
+        let (start, bytes) = (Instant::now(), backend.pinnable_bytes());
+        backend.pin()?;
+        eprintln!(
+            "pinned: {:.1} MiB in {:.1} ms{}",
+            bytes as f64 / (1u64 << 20) as f64,
+            start.elapsed().as_secs_f64() * 1e3,
+            if bytes == 0 { " (nothing streams)" } else { "" }
+        );
+    }
     let backend = backend.as_ref();
 
     let thread_counts = if a.threads.is_empty() {

@@ -78,6 +78,8 @@ fn status_json(s: &pb::StatusResponse, all: bool) -> Value {
                 "idle_s": k.idle_s,
                 "devices": k.devices,
                 "paths": k.paths,
+                "tier": k.tier,
+                "pinned_bytes": k.pinned_bytes,
                 "error": (!k.error.is_empty()).then_some(&k.error),
             })
         })
@@ -103,6 +105,8 @@ fn status_json(s: &pb::StatusResponse, all: bool) -> Value {
         "uptime_s": s.uptime_s,
         "memory_used": s.memory_used,
         "memory_limit": s.memory_limit,
+        "pinned_used": s.pinned_used,
+        "pinned_limit": s.pinned_limit,
         "pending_partitions": s.pending_partitions,
         "queues": queues,
         "devices": devices,
@@ -115,9 +119,11 @@ fn status_json(s: &pb::StatusResponse, all: bool) -> Value {
 fn print_text(s: &pb::StatusResponse, all: bool) {
     println!("uptime {:.0} s", s.uptime_s);
     println!(
-        "memory {:.1} / {:.1} MiB reserved; {} partitions pending",
+        "memory {:.1} / {:.1} MiB reserved (pinned {:.1} / {:.1} MiB); {} partitions pending",
         mib(s.memory_used),
         mib(s.memory_limit),
+        mib(s.pinned_used),
+        mib(s.pinned_limit),
         s.pending_partitions
     );
     if let Some(q) = &s.queues {
@@ -156,11 +162,16 @@ fn print_text(s: &pb::StatusResponse, all: bool) {
             .filter(|(_, p)| !p.is_empty())
             .map(|(d, p)| format!("{d} {p}"))
             .collect();
+        let pinned = match k.pinned_bytes {
+            0 => String::new(),
+            b => format!(" ({:.1} MiB pinned)", mib(b)),
+        };
         println!(
-            "key {} ({}): {}, refs {}, {:.1} MiB resident, domain {}, loads {}, devices {:?}{}",
+            "key {} ({}): {}, tier {}{pinned}, refs {}, {:.1} MiB resident, domain {}, loads {}, devices {:?}{}",
             k.id,
             k.curve,
             k.residency,
+            k.tier,
             k.refs,
             mib(k.host_bytes),
             k.domain_size,

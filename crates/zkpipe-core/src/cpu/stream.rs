@@ -102,6 +102,7 @@ fn msms<E: Curve>(
     live: &[usize],
 ) -> (Result<Vec<DeviceSums<E>>, Error>, Vec<crate::timings::Span>) {
     let key = &*bound.key;
+    let points = bound.points();
     let opts = bound.msm_options();
     let w = |k: usize| match &ws[k] {
         Ok(w) => &w[..],
@@ -119,7 +120,7 @@ fn msms<E: Curve>(
             .collect();
         let chunks = plan.chunks(set.into());
         let (sums, span) = timed(set.stage(), || {
-            streamed_msm(set.points(key), &chunks, &scalars, opts)
+            streamed_msm(set.of(&points), &chunks, &scalars, opts)
         });
         spans.push(span);
         sums
@@ -129,7 +130,7 @@ fn msms<E: Curve>(
         let scalars: Vec<&[ScalarInt<E>]> = live.iter().map(|&k| w(k)).collect();
         let chunks = plan.chunks(KeySet::B2);
         let (sums, span) = timed(Stage::MsmB2, || {
-            streamed_msm(&key.points.b2, &chunks, &scalars, opts)
+            streamed_msm(&points.b2, &chunks, &scalars, opts)
         });
         spans.push(span);
         sums

@@ -10,7 +10,7 @@ use crate::enabled::mask::DeviceMask;
 use crate::enabled::msm::{ResidentG1, ResidentG2};
 use crate::enabled::reduce::GpuMatrices;
 use crate::enabled::runtime::device_info;
-use crate::enabled::streamed::Streamed;
+use crate::enabled::streamed::{Pack, Streamed};
 use crate::shape::{
     binds_tables, caps, constant_work, device_bytes_for_shape, lone_on_batch, residency, Tuning,
 };
@@ -290,6 +290,54 @@ impl<E: Curve + GpuCurve> BoundKey<E> for CudaBound<E> {
 
     fn residency(&self) -> Result<Residency, StreamPlanError> {
         Ok(CudaBound::residency(self))
+    }
+
+    /// The streamed sets packed as the device holds them ([B]₂'s where the pass makes it).
+    fn pinnable_bytes(&self) -> u64 {
+        match &self.points {
+            KeyPoints::Resident(_) => 0,
+            KeyPoints::Streamed(_) => {
+                let p = &self.key.points;
+                let g1 = p.a.len() + p.b1.len() + p.c.len() + p.h.len();
+                let g2 = if self.caps.g2 { p.b2.len() } else { 0 };
+                (g1 * ResidentG1::<E>::device_point_bytes()
+                    + g2 * ResidentG2::<E>::device_point_bytes()) as u64
+            }
+        }
+    }
+
+    fn pin(&self) -> Result<(), Error> {
+        let KeyPoints::Streamed(s) = &self.points else {
+            return Ok(());
+        };
+        let p = &self.key.points;
+        fn g1<'a, E: Curve + GpuCurve>(points: &'a [E::G1Affine]) -> Pack<'a> {
+            let bytes = points.len() * ResidentG1::<E>::device_point_bytes();
+            Some((bytes, Box::new(move |d| ResidentG1::<E>::pack(points, d))))
+        }
+        let b2: Pack<'_> = self.caps.g2.then(|| {
+            let bytes = p.b2.len() * ResidentG2::<E>::device_point_bytes();
+            let pack: Box<dyn Fn(&mut [u8])> = Box::new(|d| ResidentG2::<E>::pack(&p.b2, d));
+            (bytes, pack)
+        });
+        let sets = [
+            (KeySet::A, g1::<E>(&p.a)),
+            (KeySet::B1, g1::<E>(&p.b1)),
+            (KeySet::B2, b2),
+            (KeySet::C, g1::<E>(&p.c)),
+            (KeySet::H, g1::<E>(&p.h)),
+        ];
+        s.pin(sets).map_err(|e| e.on_gpu(self.gpu))
+    }
+
+    fn unpin(&self) {
+        if let KeyPoints::Streamed(s) = &self.points {
+            s.unpin();
+        }
+    }
+
+    fn is_pinned(&self) -> bool {
+        matches!(&self.points, KeyPoints::Streamed(s) if s.pinned().is_some())
     }
 
     fn msm_g1(&self, set: G1Set, scalars: &[ScalarInt<E>]) -> Result<E::G1, Error> {

@@ -160,6 +160,11 @@ impl PinnedBuf {
         )
     }
 
+    /// Its first byte (for reading the buffer where it is shared).
+    pub fn as_ptr(&self) -> *const u8 {
+        self.ptr
+    }
+
     /// Raw pointer at byte `offset`.
     pub fn ptr_at(&mut self, offset: usize) -> *mut u8 {
         assert!(offset <= self.len);

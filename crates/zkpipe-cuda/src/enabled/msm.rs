@@ -143,8 +143,7 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
     /// transfer; returns when they are on the device. Through pinned memory because the
     /// driver's own staging of pageable memory is many times slower (see [`PinnedBuf`]).
     pub fn fill(&mut self, points: &[G::Affine], staging: &mut PinnedBuf) -> Result<(), CudaError> {
-        let point = Self::device_point_bytes();
-        let bytes = points.len() * point;
+        let bytes = points.len() * Self::device_point_bytes();
         if points.len() > self.cap || bytes > staging.len() {
             return Err(CudaError::Length(format!(
                 "a chunk of {} points into a chunk set of room {} ({} staging bytes)",
@@ -154,37 +153,64 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
             )));
         }
         let _burst = zkpipe_core::throttle::burst();
-        {
-            use rayon::prelude::*;
-            const PER_TASK: usize = 1 << 12;
-            // SAFETY: the first `bytes` bytes of the staging buffer (checked), ours alone.
-            let packed = unsafe { std::slice::from_raw_parts_mut(staging.ptr_at(0), bytes) };
-            packed
-                .par_chunks_mut(point * PER_TASK)
-                .zip(points.par_chunks(PER_TASK))
-                .for_each(|(dst, src)| {
-                    for (d, p) in dst.chunks_exact_mut(point).zip(src) {
-                        // SAFETY: an arkworks affine point starts with its x and y in
-                        // Montgomery form, `point` bytes (as the shims read it too).
-                        let xy = unsafe {
-                            std::slice::from_raw_parts(p as *const G::Affine as *const u8, point)
-                        };
-                        d.copy_from_slice(xy);
-                    }
-                });
+        // SAFETY: the first `bytes` bytes of the staging buffer (checked), ours alone.
+        let packed = unsafe { std::slice::from_raw_parts_mut(staging.ptr_at(0), bytes) };
+        Self::pack(points, packed);
+        // SAFETY: the staging buffer now holds the chunk's packed points.
+        unsafe { self.fill_packed(staging.ptr_at(0), points.len()) }
+    }
+
+    /// Packs `points` into `dst` in the device's layout: each point's x and y,
+    /// [`Self::device_point_bytes`] apart (in parallel). `dst` holds exactly that many.
+    pub fn pack(points: &[G::Affine], dst: &mut [u8]) {
+        use rayon::prelude::*;
+        const PER_TASK: usize = 1 << 12;
+        let point = Self::device_point_bytes();
+        assert_eq!(
+            dst.len(),
+            points.len() * point,
+            "packing into the wrong size"
+        );
+        dst.par_chunks_mut(point * PER_TASK)
+            .zip(points.par_chunks(PER_TASK))
+            .for_each(|(dst, src)| {
+                for (d, p) in dst.chunks_exact_mut(point).zip(src) {
+                    // SAFETY: an arkworks affine point starts with its x and y in
+                    // Montgomery form, `point` bytes (as the shims read it too).
+                    let xy = unsafe {
+                        std::slice::from_raw_parts(p as *const G::Affine as *const u8, point)
+                    };
+                    d.copy_from_slice(xy);
+                }
+            });
+    }
+
+    /// Replaces a chunk set's points with `n` points already packed in the device's
+    /// layout at `packed` (pinned memory: a staging buffer, or a key's pinned copy), in
+    /// one transfer; returns when they are on the device.
+    ///
+    /// # Safety
+    /// `packed` must be valid for `n` × [`Self::device_point_bytes`] bytes, and not
+    /// written until this returns.
+    pub unsafe fn fill_packed(&mut self, packed: *const u8, n: usize) -> Result<(), CudaError> {
+        if n > self.cap {
+            return Err(CudaError::Length(format!(
+                "a chunk of {n} points into a chunk set of room {}",
+                self.cap
+            )));
         }
-        // SAFETY: the staging buffer holds the `points.len()` packed points (`point` bytes
-        // apart, the device's layout), at most the set's room; the shim copies them before
-        // returning, and `&mut self` keeps every MSM of this set off it meanwhile.
+        // SAFETY: `packed` holds the `n` packed points (`point` bytes apart, the device's
+        // layout), at most the set's room; the shim copies them before returning, and
+        // `&mut self` keeps every MSM of this set off it meanwhile.
         check(unsafe {
             (G::fns().chunk_fill)(
                 self.handle,
-                staging.ptr_at(0) as *const c_void,
-                points.len(),
-                point,
+                packed as *const c_void,
+                n,
+                Self::device_point_bytes(),
             )
         })?;
-        self.len = points.len();
+        self.len = n;
         Ok(())
     }
 

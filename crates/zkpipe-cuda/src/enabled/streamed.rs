@@ -8,6 +8,10 @@
 //! walked as one stream, so the next set's first chunk crosses during the last one's sums.
 //! Σ over chunks of Σᵢ∈chunk sᵢ·Pᵢ is Σᵢ sᵢ·Pᵢ: the sums are the in-core ones exactly.
 //!
+//! Pinned ([`Streamed::pin`], the engine's hot tier), the key's points are packed once
+//! into page-locked memory in the device's layout, and each chunk crosses from there
+//! directly: no packing into the staging buffers on every walk.
+//!
 //! The CPU's reference of the same walk is `zkpipe_core::msm::streamed`; the verbs and
 //! the batched MSMs of a streamed [`crate::CudaBound`] that walk it are in
 //! `crate::enabled::streamed_msms`.
@@ -18,18 +22,35 @@ use crate::enabled::msm::Resident;
 use crate::CudaError;
 use ark_ec::AdditiveGroup;
 use std::ops::Range;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use zkpipe_core::msm::stream_plan::KeySet;
 use zkpipe_core::{PinnedKind, StreamPlan};
 
 /// A streamed key's plan, the lock that runs its passes one at a time (the plan's budget
-/// holds one batch's buffers and one pair of chunks in flight), and the pinned buffers
-/// its chunks cross through (two of the plan's chunk bytes, made at the first walk).
+/// holds one batch's buffers and one pair of chunks in flight), the pinned buffers its
+/// chunks cross through (two of the plan's chunk bytes, made at the first walk), and its
+/// pinned copy where it has one.
 pub(crate) struct Streamed {
     pub(crate) plan: StreamPlan,
     pass: Mutex<()>,
     staging: Mutex<Option<[PinnedBuf; 2]>>,
     kind: PinnedKind,
+    pinned: Mutex<Option<Arc<PinnedPoints>>>,
+}
+
+/// A streamed key's point sets packed in the device's layout in page-locked memory, in
+/// [`KeySet::ALL`]'s order (`None`: a set that does not stream here, [B]₂ where the CPU
+/// tail makes it).
+pub(crate) struct PinnedPoints {
+    sets: [Option<PinnedBuf>; 5],
+}
+
+impl PinnedPoints {
+    /// The packed points of `set`, if pinned.
+    pub(super) fn set(&self, set: KeySet) -> Option<&PinnedBuf> {
+        let i = KeySet::ALL.iter().position(|&s| s == set)?;
+        self.sets[i].as_ref()
+    }
 }
 
 impl Streamed {
@@ -40,7 +61,42 @@ impl Streamed {
             pass: Mutex::new(()),
             staging: Mutex::new(None),
             kind,
+            pinned: Mutex::new(None),
         }
+    }
+
+    /// Its pinned copy, if it has one (held by a walk for the walk's length).
+    pub(super) fn pinned(&self) -> Option<Arc<PinnedPoints>> {
+        self.pinned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Pins `sets` (each set's points and whether its MSMs run here), packing each
+    /// that runs here into page-locked memory; nothing if pinned already.
+    pub(super) fn pin(&self, sets: [(KeySet, Pack<'_>); 5]) -> Result<(), CudaError> {
+        if self.pinned().is_some() {
+            return Ok(());
+        }
+        let mut out: [Option<PinnedBuf>; 5] = Default::default();
+        for (i, (set, pack)) in sets.into_iter().enumerate() {
+            debug_assert_eq!(set, KeySet::ALL[i]);
+            if let Some((bytes, pack)) = pack {
+                let mut buf = PinnedBuf::with_kind(bytes, self.kind)?;
+                // SAFETY: the whole new buffer, ours alone.
+                pack(unsafe { std::slice::from_raw_parts_mut(buf.ptr_at(0), bytes) });
+                out[i] = Some(buf);
+            }
+        }
+        let pinned = Arc::new(PinnedPoints { sets: out });
+        *self.pinned.lock().unwrap_or_else(|e| e.into_inner()) = Some(pinned);
+        Ok(())
+    }
+
+    /// Drops the pinned copy (a walk reading it keeps it until it ends).
+    pub(super) fn unpin(&self) {
+        self.pinned.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
 
     /// Held for a whole pass (or verb) of the key.
@@ -60,6 +116,10 @@ impl Streamed {
     }
 }
 
+/// How one set is pinned: its packed bytes and what packs them into a buffer of that
+/// size; `None` where the set's MSMs do not run on this device.
+pub(super) type Pack<'a> = Option<(usize, Box<dyn Fn(&mut [u8]) + 'a>)>;
+
 /// Bytes of one scalar on the device.
 pub(super) const SCALAR_BYTES: usize = 32;
 
@@ -69,22 +129,27 @@ pub(super) const SCALAR_BYTES: usize = 32;
 /// not written meanwhile).
 pub(super) struct Leg<'a, A> {
     pub(super) points: &'a [A],
+    /// The same points packed in the device's layout in pinned memory, where the key is
+    /// pinned: chunks cross from there without packing.
+    pub(super) packed: Option<&'a PinnedBuf>,
     pub(super) chunks: Vec<Range<usize>>,
     pub(super) vectors: Vec<usize>,
     pub(super) mont: bool,
 }
 
 impl<'a, A> Leg<'a, A> {
-    /// `set`'s leg as `plan` cuts it.
+    /// `set`'s leg as `plan` cuts it, from `pinned` where the key is pinned.
     pub(super) fn of(
         plan: &StreamPlan,
         points: &'a [A],
         set: KeySet,
+        pinned: Option<&'a PinnedPoints>,
         vectors: &[usize],
         mont: bool,
     ) -> Self {
         Self {
             points,
+            packed: pinned.and_then(|p| p.set(set)),
             chunks: plan.chunks(set),
             vectors: vectors.to_vec(),
             mont,
@@ -103,6 +168,32 @@ impl<'a, A> Leg<'a, A> {
             )));
         }
         Ok(())
+    }
+
+    /// Fills `set` with `chunk`'s points: from the pinned copy where there is one, else
+    /// packed through `staging`.
+    fn fill<E: GpuCurve, G: GpuGroup<E, Affine = A>>(
+        &self,
+        chunk: Range<usize>,
+        set: &mut Resident<E, G>,
+        staging: &mut PinnedBuf,
+    ) -> Result<(), CudaError> {
+        let point = Resident::<E, G>::device_point_bytes();
+        match self.packed {
+            Some(packed) if chunk.end * point <= packed.len() => {
+                let _burst = zkpipe_core::throttle::burst();
+                // SAFETY: the pinned copy holds every point of the set, packed `point`
+                // bytes apart (checked for this chunk), and is never written after packing.
+                unsafe {
+                    let at = packed.as_ptr().add(chunk.start * point);
+                    set.fill_packed(at, chunk.len())
+                }
+            }
+            Some(_) => Err(CudaError::Length(
+                "a pinned point set shorter than its chunks".into(),
+            )),
+            None => set.fill(&self.points[chunk], staging),
+        }
     }
 }
 
@@ -141,7 +232,7 @@ pub(super) fn walk<E: GpuCurve, G: GpuGroup<E>>(
         Resident::<E, G>::chunk(cap, gpu)?,
     ];
     let (l0, c0) = &steps[0];
-    sets[0].fill(&legs[*l0].points[c0.clone()], &mut staging[0])?;
+    legs[*l0].fill(c0.clone(), &mut sets[0], &mut staging[0])?;
     for (i, (l, chunk)) in steps.iter().enumerate() {
         let (first, second) = sets.split_at_mut(1);
         let (current, next) = match i % 2 {
@@ -149,12 +240,12 @@ pub(super) fn walk<E: GpuCurve, G: GpuGroup<E>>(
             _ => (&second[0], &mut first[0]),
         };
         let next_staging = &mut staging[(i + 1) % 2];
-        let upcoming = steps.get(i + 1).map(|(l, r)| &legs[*l].points[r.clone()]);
+        let upcoming = steps.get(i + 1).map(|(l, r)| (&legs[*l], r.clone()));
         let leg = &legs[*l];
         let leg_sums = &mut sums[*l];
         std::thread::scope(|s| -> Result<(), CudaError> {
             // The next chunk crosses while this one is added against.
-            let filling = upcoming.map(|p| s.spawn(move || next.fill(p, next_staging)));
+            let filling = upcoming.map(|(leg, r)| s.spawn(move || leg.fill(r, next, next_staging)));
             let added = leg_sums
                 .iter_mut()
                 .zip(&leg.vectors)

@@ -23,15 +23,17 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         mont_w: bool,
     ) -> Result<Vec<DeviceSums<E>>, CudaError> {
         let (plan, p, gpu) = (&streamed.plan, &self.key.points, self.gpu);
+        let pinned = streamed.pinned();
+        let pinned = pinned.as_deref();
         // The G1 sets as one stream, then [B]₂ (its points are another type).
         // C's points multiply w's private part, past the public inputs.
         let private = (self.key.n_public + 1) * SCALAR_BYTES;
         let cs: Vec<usize> = ws.iter().map(|&w| w + private).collect();
         let g1 = [
-            Leg::of(plan, &p.a, KeySet::A, ws, mont_w),
-            Leg::of(plan, &p.b1, KeySet::B1, ws, mont_w),
-            Leg::of(plan, &p.c, KeySet::C, &cs, mont_w),
-            Leg::of(plan, &p.h, KeySet::H, hs, true),
+            Leg::of(plan, &p.a, KeySet::A, pinned, ws, mont_w),
+            Leg::of(plan, &p.b1, KeySet::B1, pinned, ws, mont_w),
+            Leg::of(plan, &p.c, KeySet::C, pinned, &cs, mont_w),
+            Leg::of(plan, &p.h, KeySet::H, pinned, hs, true),
         ];
         let mut g1 = walk::<E, G1>(streamed, &g1, gpu)?.into_iter();
         let mut next = || {
@@ -41,7 +43,7 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         let (a, b1, c, h) = (next()?, next()?, next()?, next()?);
         let b2 = match self.caps.g2 {
             true => {
-                let b2 = [Leg::of(plan, &p.b2, KeySet::B2, ws, mont_w)];
+                let b2 = [Leg::of(plan, &p.b2, KeySet::B2, pinned, ws, mont_w)];
                 walk::<E, G2>(streamed, &b2, gpu)?.pop()
             }
             false => None,
@@ -72,12 +74,16 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         let mut on_device = DeviceBuf::new(self.gpu, bytes.max(SCALAR_BYTES))?;
         // SAFETY: `staged` holds the `bytes` bytes of `scalars`, which fit the buffer.
         unsafe { on_device.upload_raw(staged, bytes)? };
-        let leg = Leg {
+        let pinned = streamed.pinned();
+        let vectors = [on_device.device_ptr(0) as usize];
+        let leg = Leg::of(
+            &streamed.plan,
             points,
-            chunks: streamed.plan.chunks(set),
-            vectors: vec![on_device.device_ptr(0) as usize],
-            mont: false,
-        };
+            set,
+            pinned.as_deref(),
+            &vectors,
+            false,
+        );
         let sums = walk::<E, G>(streamed, &[leg], self.gpu)?;
         sums.into_iter()
             .flatten()

@@ -1,17 +1,16 @@
 //! One key known to the store: its header, its state, and what the store's parts share.
 //!
 //! A key's state moves Cold → Reserved → Loading → Binding → Hot and back to Cold on
-//! eviction or a failed load. Every change is made under the entry's mutex, which is
+//! eviction or a failed load; its [`Tier`] follows from that state and its bindings. Every change is made under the entry's mutex, which is
 //! never held across a wait, a load or an upload: a thread that must wait for a load or
 //! a binding waits on the entry's condition variable, so `status()` never blocks.
 
 use crate::curves::{DeviceKey, LoadedKey};
 use crate::error::EngineError;
 use crate::keys::meta::KeyMeta;
-use crate::memory::{MemoryBudget, Reservation, Signal};
+use crate::memory::Reservation;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
-use zkpipe_core::{BindOptions, PointChecks};
 
 /// Where a key is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,26 +45,106 @@ impl Residency {
     }
 }
 
+/// The tier a key is in, the highest any of its bindings reaches (see the module doc of
+/// [`crate::keys`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Tier {
+    /// Not compiled: its file only (and pages the OS may cache).
+    Cold,
+    /// Compiled in host memory; a streamed binding packs its chunks into staging
+    /// buffers on every walk.
+    Warm,
+    /// Streamed, from a pinned copy in the device's layout (`memory.pinned_limit`).
+    Pinned,
+    /// All its points on a device.
+    Resident,
+}
+
+impl Tier {
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Cold => "cold",
+            Tier::Warm => "warm",
+            Tier::Pinned => "pinned",
+            Tier::Resident => "resident",
+        }
+    }
+
+    /// Every tier, lowest first.
+    pub const ALL: [Tier; 4] = [Tier::Cold, Tier::Warm, Tier::Pinned, Tier::Resident];
+}
+
 /// A key's binding on one device.
 pub(crate) enum Binding {
     /// Not bound (before first use there, or after eviction).
     Unbound,
     /// A partition is binding it now; others wait on the entry's condition variable.
     InProgress,
-    /// Bound: the device's copy, and the device memory it holds (given back on drop).
+    /// Bound: the device's copy, the device memory it holds (given back on drop), and
+    /// its pinned copy's state.
     Bound {
         key: Arc<dyn DeviceKey>,
         _memory: Option<Reservation>,
+        pin: Pin,
     },
 }
 
+/// A streamed binding's pinned copy ([`crate::keys::pinned`]).
+pub(crate) enum Pin {
+    /// None held (an in-core binding, or no room yet).
+    Unpinned,
+    /// A partition is making it now.
+    Pinning,
+    /// Held: its bytes, reserved from the pinned and the host budgets (given back on drop).
+    Held {
+        bytes: u64,
+        _pinned: Reservation,
+        _host: Reservation,
+    },
+    /// Making it failed; not tried again while the key stays bound.
+    Failed,
+}
+
 impl Binding {
+    /// A new binding of `key` holding `memory`, unpinned.
+    pub fn bound(key: Arc<dyn DeviceKey>, memory: Option<Reservation>) -> Self {
+        Binding::Bound {
+            key,
+            _memory: memory,
+            pin: Pin::Unpinned,
+        }
+    }
+
     /// The path a bound key's proofs take on its device ([`DeviceKey::residency`]); empty
     /// while it is not bound.
     pub fn path(&self) -> String {
         match self {
             Binding::Bound { key, .. } => key.residency(),
             Binding::InProgress | Binding::Unbound => String::new(),
+        }
+    }
+
+    /// The tier this binding puts its key in (`Warm` while not bound).
+    pub fn tier(&self) -> Tier {
+        match self {
+            Binding::Bound { key, .. } if key.in_core() => Tier::Resident,
+            Binding::Bound {
+                pin: Pin::Held { .. },
+                ..
+            } => Tier::Pinned,
+            _ => Tier::Warm,
+        }
+    }
+
+    /// Host bytes its pinned copy holds.
+    pub fn pinned_bytes(&self) -> u64 {
+        match self {
+            Binding::Bound {
+                pin: Pin::Held { bytes, .. },
+                ..
+            } => *bytes,
+            _ => 0,
         }
     }
 }
@@ -105,6 +184,25 @@ pub(crate) struct KeyEntry {
     pub changed: Condvar,
 }
 
+impl EntryState {
+    /// The key's tier: cold until compiled, else the highest of its bindings'.
+    pub fn tier(&self) -> Tier {
+        if !self.residency.is_loaded() {
+            return Tier::Cold;
+        }
+        let bound = self.placements.iter().map(|p| p.binding.tier());
+        bound.max().unwrap_or(Tier::Warm)
+    }
+
+    /// Host bytes its bindings' pinned copies hold.
+    pub fn pinned_bytes(&self) -> u64 {
+        self.placements
+            .iter()
+            .map(|p| p.binding.pinned_bytes())
+            .sum()
+    }
+}
+
 impl KeyEntry {
     pub fn new(meta: KeyMeta) -> Self {
         Self {
@@ -138,17 +236,4 @@ impl KeyEntry {
         let m = std::fs::metadata(&self.meta.path).ok()?;
         Some((m.len(), m.modified().ok()?))
     }
-}
-
-/// What the store and its leases share: the host budget keys are reserved from, how
-/// much of a key to check when loading it, how each key binds, the wake-up signal, and
-/// where evicted keys go to be freed.
-pub(crate) struct KeyContext {
-    pub checks: PointChecks,
-    /// How each key binds, by id.
-    pub options: Box<dyn Fn(&str) -> BindOptions + Send + Sync>,
-    pub budget: Arc<MemoryBudget>,
-    pub signal: Arc<Signal>,
-    /// Frees an evicted key on the deallocation worker.
-    pub free: Box<dyn Fn(crate::buffers::Garbage) + Send + Sync>,
 }

@@ -4,7 +4,8 @@
 
 use crate::curves::{curve, DeviceKey, LoadedKey};
 use crate::error::EngineError;
-use crate::keys::entry::{Binding, DevicePlacement, KeyContext, KeyEntry, Residency};
+use crate::keys::context::KeyContext;
+use crate::keys::entry::{Binding, DevicePlacement, KeyEntry, Residency};
 use crate::keys::meta::KeyMeta;
 use crate::keys::placement::Placement;
 use crate::memory::MemoryBudget;
@@ -217,13 +218,7 @@ impl KeyLease {
         let mut s = self.entry.lock();
         // Placements are never removed, so this is the one marked above.
         let (binding, r) = match bound {
-            Ok((b, memory)) => (
-                Binding::Bound {
-                    key: Arc::clone(&b),
-                    _memory: memory,
-                },
-                Ok(b),
-            ),
+            Ok((b, memory)) => (Binding::bound(Arc::clone(&b), memory), Ok(b)),
             Err(e) => (Binding::Unbound, Err(e)),
         };
         if r.is_ok() && s.residency == Residency::Binding {
@@ -234,6 +229,15 @@ impl KeyLease {
         }
         self.entry.changed.notify_all();
         r
+    }
+}
+
+impl KeyLease {
+    /// Pins the key's binding on `device` where it streams and the pinned tier has room
+    /// ([`crate::keys::pinned::PinnedTier::pin`]). Call it outside the device's gate:
+    /// packing the copy is host work.
+    pub fn pin(&self, device: usize) {
+        self.ctx.pinned.pin(&self.entry, device, &self.ctx.budget);
     }
 }
 

@@ -6,7 +6,8 @@
 
 use crate::curves::LoadedKey;
 use crate::error::EngineError;
-use crate::keys::entry::{Binding, KeyContext, KeyEntry, Residency};
+use crate::keys::context::KeyContext;
+use crate::keys::entry::{Binding, KeyEntry, Residency, Tier};
 use crate::keys::lease::KeyLease;
 use crate::keys::meta::{valid_key_id, KeyMeta};
 use crate::memory::Reservation;
@@ -31,6 +32,10 @@ pub struct KeyStatus {
     /// For each of `devices`, the path its proofs take there once bound (`in-core`, or
     /// `streamed: batch …` for a key larger than the device's budget); empty while not.
     pub paths: Vec<String>,
+    /// Its tier: cold, warm, pinned or resident.
+    pub tier: Tier,
+    /// Host bytes its pinned copies hold (0 unless pinned).
+    pub pinned_bytes: u64,
     /// Times it was loaded.
     pub loads: u64,
     /// Time since it was last used.
@@ -72,6 +77,11 @@ impl KeyStore {
             tracing::warn!(file = %file.display(), error = %f.error, "key file cannot be served");
         }
         store
+    }
+
+    /// The pinned tier's budget (for status and metrics).
+    pub fn pinned_budget(&self) -> &Arc<crate::memory::MemoryBudget> {
+        self.ctx.pinned.budget()
     }
 
     fn entries(&self) -> MutexGuard<'_, HashMap<String, Arc<KeyEntry>>> {
@@ -296,6 +306,8 @@ impl KeyStore {
                         refs: s.refs,
                         devices: s.placements.iter().map(|p| p.device).collect(),
                         paths: s.placements.iter().map(|p| p.binding.path()).collect(),
+                        tier: s.tier(),
+                        pinned_bytes: s.pinned_bytes(),
                         loads: s.loads,
                         idle: s.last_used.elapsed(),
                     });

@@ -157,10 +157,24 @@ impl DeviceStage {
                 .zip(results)
                 .filter_map(|(r, result)| self.finish(r, result, start, end))
                 .collect();
+            // A streamed binding is pinned after its pass, outside the gate (inside it
+            // only where the tail stays there too), through a lease of the batch: a no-op
+            // once pinned.
+            let pin = |proved: &[Proved]| {
+                if bound.as_ref().is_ok_and(|b| b.pinnable_bytes() > 0) {
+                    if let Some(p) = proved.first() {
+                        p.lease.pin(device.index);
+                    }
+                }
+            };
             match &self.inline_tail {
-                Some(tail) => tail.process(proved),
+                Some(tail) => {
+                    pin(&proved);
+                    tail.process(proved)
+                }
                 None => {
                     drop(permit);
+                    pin(&proved);
                     for p in proved {
                         // A closed queue drops it: the engine is shutting down and its job
                         // was cancelled.

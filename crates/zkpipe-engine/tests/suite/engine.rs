@@ -1573,3 +1573,128 @@ fn two_engines_with_their_own_options_prove_side_by_side() {
     a.shutdown();
     b.shutdown();
 }
+
+/// Polls `engine`'s status until key `id` is unreferenced (a finished job's leases go
+/// just after the job is marked done).
+fn wait_idle(engine: &Engine, id: &str) {
+    for _ in 0..500 {
+        let s = engine.status();
+        if s.keys.iter().any(|k| k.meta.id == id && k.refs == 0) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("key {id} still referenced");
+}
+
+/// Key `id` in `engine`'s status.
+fn key_status(engine: &Engine, id: &str) -> zkpipe_engine::KeyStatus {
+    let s = engine.status();
+    s.keys.into_iter().find(|k| k.meta.id == id).unwrap()
+}
+
+/// The key tiers (issue 43) on a CPU device whose memory limit makes keys stream: a key
+/// is cold, then pinned after its first pass (its copy within `memory.pinned_limit`, in
+/// status and metrics); a second key's copy that does not fit beside the first unpins
+/// it (idle, least recently used), which stays warm; evicted, a key is cold and its
+/// pinned bytes are given back. With no pinned budget keys stay warm; without a memory
+/// limit nothing streams and a key is resident. Every proof verifies.
+#[test]
+fn streamed_keys_move_through_the_tiers_under_their_budgets() {
+    use zkpipe_core::cpu::cpu_key_sets;
+    use zkpipe_core::CpuOptions;
+    use zkpipe_engine::Tier;
+    let dir = tempfile::tempdir().unwrap();
+    for id in ["bn254-a", "bn254-b"] {
+        let to = dir.path().join(format!("{id}.zkey"));
+        std::fs::copy(fixture("bn254", "poseidon", "circuit.zkey"), to).unwrap();
+    }
+    let z = ZkeyFile::open(dir.path().join("bn254-a.zkey")).unwrap();
+    let key = CompiledKey::<Bn254>::compile(&z, PointChecks::Trusted).unwrap();
+    let copy = key.points.host_bytes(true);
+    let sets = cpu_key_sets(&KeyShape::of_key(&key));
+    let streams = CpuOptions {
+        memory_limit: Some(2 * sets.proof_bytes + 2 * sets.min_chunk_bytes()),
+        ..CpuOptions::default()
+    };
+    let submit = |engine: &Engine, id: &str| {
+        let w = std::fs::read(fixture("bn254", "poseidon", "witness.wtns")).unwrap();
+        let req = SubmitRequest {
+            key_id: id.into(),
+            witnesses: vec![w; 2],
+            priority: Priority::Normal,
+            request_id: String::new(),
+        };
+        let job = engine.submit(req).unwrap().job_id;
+        check_job(engine, dir.path(), job);
+        wait_idle(engine, id);
+    };
+    let start = |pinned: u64, cpu: CpuOptions| {
+        let cfg = EngineConfig {
+            pinned_memory_limit: pinned,
+            ..config(dir.path())
+        };
+        Engine::start(cfg, Arc::new(CpuDevices::new(cpu))).unwrap()
+    };
+
+    // Room for one copy.
+    let engine = start(copy, streams);
+    let s = engine.status();
+    assert_eq!((s.pinned_used, s.pinned_limit), (0, copy));
+    assert!(s.keys.iter().all(|k| k.tier == Tier::Cold));
+    submit(&engine, "bn254-a");
+    let a = key_status(&engine, "bn254-a");
+    assert!(a.paths[0].starts_with("streamed"), "{:?}", a.paths);
+    assert_eq!((a.tier, a.pinned_bytes), (Tier::Pinned, copy));
+    assert_eq!(engine.status().pinned_used, copy);
+    let m = engine.metrics_text();
+    assert!(m.contains("zkpipe_keys_by_tier{tier=\"pinned\"} 1"), "{m}");
+    assert!(m.contains("zkpipe_keys_by_tier{tier=\"cold\"} 1"), "{m}");
+    assert!(m.contains(&format!("zkpipe_pinned_memory_reserved_bytes {copy}")));
+    assert!(m.contains(&format!("zkpipe_pinned_memory_limit_bytes {copy}")));
+    // Its next job reads the copy.
+    submit(&engine, "bn254-a");
+
+    // The second key's copy takes the first one's room; the first streams warm.
+    submit(&engine, "bn254-b");
+    let (a, b) = (
+        key_status(&engine, "bn254-a"),
+        key_status(&engine, "bn254-b"),
+    );
+    assert_eq!((a.tier, a.pinned_bytes), (Tier::Warm, 0));
+    assert_eq!((b.tier, b.pinned_bytes), (Tier::Pinned, copy));
+    assert_eq!(engine.status().pinned_used, copy);
+    submit(&engine, "bn254-a");
+    assert_eq!(key_status(&engine, "bn254-a").tier, Tier::Pinned);
+    assert_eq!(key_status(&engine, "bn254-b").tier, Tier::Warm);
+
+    // Evicted: cold, its pinned bytes given back.
+    assert!(engine.evict("bn254-a").unwrap());
+    assert_eq!(key_status(&engine, "bn254-a").tier, Tier::Cold);
+    assert_eq!(engine.status().pinned_used, 0);
+    engine.shutdown();
+
+    // No pinned budget (the default): warm.
+    let engine = start(0, streams);
+    submit(&engine, "bn254-a");
+    assert_eq!(key_status(&engine, "bn254-a").tier, Tier::Warm);
+    assert_eq!(engine.status().pinned_used, 0);
+    engine.shutdown();
+
+    // Nothing streams: resident, nothing to pin.
+    let engine = start(0, CpuOptions::default());
+    submit(&engine, "bn254-a");
+    let a = key_status(&engine, "bn254-a");
+    assert_eq!((a.tier, a.pinned_bytes), (Tier::Resident, 0));
+    engine.shutdown();
+
+    // A pinned budget beyond the host's is refused.
+    let cfg = EngineConfig {
+        pinned_memory_limit: 2 << 30,
+        ..config(dir.path())
+    };
+    let e = Engine::start(cfg, Arc::new(CpuDevices::default()))
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("memory.pinned_limit"), "{e}");
+}

@@ -205,6 +205,35 @@ fn seam_at<E: BindCurve>(
         );
     }
 
+    // Pinned (the daemon's pinned tier): the chunks cross from the key's page-locked copy.
+    if streamed {
+        let bytes = gpu.pinnable_bytes();
+        let pinned = gpu.pin();
+        line(
+            &format!("pinned ({bytes} bytes)"),
+            pinned.is_ok() && gpu.is_pinned() && bytes > 0,
+        );
+        let (three, ms) = stage(&*gpu, &key, &witnesses, on, mont)?;
+        line(
+            &format!("{what} of three proofs, pinned ({ms:.1} ms)"),
+            matches(&three, &want),
+        );
+        let (one, _) = stage(&*gpu, &key, &witnesses[1..2], on, mont)?;
+        line("pass of one proof, pinned", matches(&one, &want[1..2]));
+        for set in [G1Set::A, G1Set::H] {
+            let s = if set == G1Set::H { &h[..] } else { &w[..] };
+            line(
+                &format!("msm_g1({set:?}), pinned"),
+                same(gpu.msm_g1(set, s), cpu.msm_g1(set, s)),
+            );
+        }
+        line("msm_g2, pinned", same(gpu.msm_g2(&w), cpu.msm_g2(&w)));
+        gpu.unpin();
+        line("unpinned", !gpu.is_pinned());
+    } else {
+        line("in-core: nothing to pin", gpu.pinnable_bytes() == 0);
+    }
+
     // Whole proofs: self-checked against the key's verification key.
     let mut rng = StdRng::seed_from_u64(3);
     let opts = ProveOptions::default();
