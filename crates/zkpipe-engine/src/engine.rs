@@ -133,6 +133,7 @@ impl Engine {
         let freer = Arc::clone(&buffers);
         let options = config.clone();
         let ctx = KeyContext {
+            entries: Default::default(),
             checks: config.key_checks,
             options: Box::new(move |id| options.bind_options(id)),
             budget: Arc::clone(&budget),

@@ -8,7 +8,8 @@ use crate::keys::context::KeyContext;
 use crate::keys::entry::{Binding, DevicePlacement, KeyEntry, Residency};
 use crate::keys::meta::KeyMeta;
 use crate::keys::placement::Placement;
-use crate::memory::MemoryBudget;
+use crate::keys::resident::unbind_least_recent;
+use crate::memory::{MemoryBudget, Reservation};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -190,13 +191,7 @@ impl KeyLease {
         let bytes = devices.key_device_bytes(&meta.shape, &meta.bind);
         let bound = (|| {
             let reservation = match budget {
-                Some(b) => Some(b.reserve_wait(bytes, BIND_MEMORY_WAIT).ok_or_else(|| {
-                    EngineError::Busy(format!(
-                        "no room for key {:?} ({bytes} bytes) in {}",
-                        meta.id,
-                        b.name()
-                    ))
-                })?),
+                Some(b) => Some(self.reserve_device(b, bytes, device)?),
                 None => None,
             };
             let started = Instant::now();
@@ -233,6 +228,33 @@ impl KeyLease {
 }
 
 impl KeyLease {
+    /// `bytes` of device `device`'s `budget` for the key's copy there: at once if they
+    /// fit, else after unbinding idle keys' copies on the device, least recently used
+    /// first (they stay compiled, warm), else waiting up to [`BIND_MEMORY_WAIT`] for
+    /// partitions to give theirs back.
+    fn reserve_device(
+        &self,
+        budget: &Arc<MemoryBudget>,
+        bytes: u64,
+        device: usize,
+    ) -> Result<Reservation, EngineError> {
+        loop {
+            if let Some(r) = budget.try_reserve(bytes) {
+                return Ok(r);
+            }
+            if !unbind_least_recent(&self.ctx, device, &self.entry) {
+                break;
+            }
+        }
+        budget.reserve_wait(bytes, BIND_MEMORY_WAIT).ok_or_else(|| {
+            EngineError::Busy(format!(
+                "no room for key {:?} ({bytes} bytes) in {}",
+                self.entry.meta.id,
+                budget.name()
+            ))
+        })
+    }
+
     /// Pins the key's binding on `device` where it streams and the pinned tier has room
     /// ([`crate::keys::pinned::PinnedTier::pin`]). Call it outside the device's gate:
     /// packing the copy is host work.

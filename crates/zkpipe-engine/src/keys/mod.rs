@@ -14,7 +14,7 @@
 //! | cold | the `.zkey` file | — |
 //! | warm | compiled in host memory; streamed bindings pack chunks on every walk | `memory.host_limit` |
 //! | pinned | warm, and a streamed binding's copy in page-locked memory ([`pinned`]) | `memory.pinned_limit` (and the host's) |
-//! | resident | on a device, in-core | `memory.device_limit` |
+//! | resident | on a device, in-core ([`resident`]) | `memory.device_limit` |
 //!
 //! Keys are `.zkey` files in one directory; a key's id is its file stem ([`meta`]). The
 //! [`store`] admits, evicts and reports them; a partition's [`lease`] loads its key,
@@ -28,6 +28,7 @@ pub(crate) mod lease;
 pub mod meta;
 pub(crate) mod pinned;
 pub mod placement;
+pub(crate) mod resident;
 pub(crate) mod store;
 
 pub use entry::{Residency, Tier};

@@ -13,7 +13,7 @@ use crate::keys::meta::{valid_key_id, KeyMeta};
 use crate::memory::Reservation;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, MutexGuard};
 use std::time::{Duration, Instant};
 use zkpipe_core::Devices;
 use zkpipe_formats::zkey::ZkeyFile;
@@ -56,7 +56,6 @@ pub struct KeyFailure {
 pub(crate) struct KeyStore {
     dir: PathBuf,
     ctx: Arc<KeyContext>,
-    entries: Mutex<HashMap<String, Arc<KeyEntry>>>,
     /// Whose per-partition host bytes count in each key's `partition_bytes`.
     devices: Arc<dyn Devices>,
 }
@@ -69,7 +68,6 @@ impl KeyStore {
         let store = Self {
             dir,
             ctx: Arc::new(ctx),
-            entries: Mutex::new(HashMap::new()),
             devices,
         };
         for f in store.scan().1 {
@@ -85,7 +83,7 @@ impl KeyStore {
     }
 
     fn entries(&self) -> MutexGuard<'_, HashMap<String, Arc<KeyEntry>>> {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+        self.ctx.entries()
     }
 
     /// The entry of key `id`, reading its header on first use.

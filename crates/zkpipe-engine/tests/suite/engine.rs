@@ -105,6 +105,20 @@ fn check_job(engine: &Engine, dir: &Path, job: u64) {
     }
 }
 
+/// The engine's status once every finished partition has let go (a job is marked done
+/// when its last proof is recorded; the partition's ticket and lease go just after).
+fn settled(engine: &Engine) -> zkpipe_engine::EngineStatus {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let st = engine.status();
+        let idle = st.pending_partitions == 0 && st.keys.iter().all(|k| k.refs == 0);
+        if idle || std::time::Instant::now() >= deadline {
+            return st;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// The scheduling switches (issue 16) change where work runs, never what it computes:
 /// a shared pool, the gate kept through the tail, and the throttle in both modes.
 #[test]
@@ -140,7 +154,7 @@ fn every_scheduling_switch_proves_correctly() {
         for j in jobs {
             check_job(&engine, dir.path(), j);
         }
-        assert_eq!(engine.status().pending_partitions, 0);
+        assert_eq!(settled(&engine).pending_partitions, 0);
         let m = engine.metrics_text();
         if mode == Mode::Pause {
             // The CPU MSMs raised bursts (the counters are this engine's totals).
@@ -190,7 +204,7 @@ fn mixed_concurrent_jobs_all_verify_and_memory_returns_to_the_keys() {
     for j in jobs {
         check_job(&engine, dir.path(), j);
     }
-    let st = engine.status();
+    let st = settled(&engine);
     let resident: u64 = st
         .keys
         .iter()
@@ -295,7 +309,7 @@ fn cancel_idempotency_and_bad_input() {
         .submit(request("bls-multi", 1, Priority::High))
         .unwrap();
     check_job(&engine, dir.path(), ok.job_id);
-    let st = engine.status();
+    let st = settled(&engine);
     assert_eq!(st.pending_partitions, 0);
     assert!(st.keys.iter().all(|k| k.refs == 0));
     engine.shutdown();
@@ -1017,7 +1031,7 @@ fn queued_proofs_of_one_key_share_device_passes_up_to_the_backend_limit() {
     let (count, sum) = batch_size_metric(&engine);
     assert_eq!(count as usize, batches.len() + log.singles());
     assert_eq!(sum as usize, 24);
-    let st = engine.status();
+    let st = settled(&engine);
     assert_eq!(st.pending_partitions, 0);
     assert!(st.keys.iter().all(|k| k.refs == 0));
     engine.shutdown();
@@ -1697,4 +1711,57 @@ fn streamed_keys_move_through_the_tiers_under_their_budgets() {
         .err()
         .unwrap();
     assert!(e.to_string().contains("memory.pinned_limit"), "{e}");
+}
+
+/// The resident tier under a device budget that holds one key's copy (issue 43): a second
+/// key's binding unbinds the first, idle, key there instead of waiting for room; the first
+/// stays compiled (warm) and binds again, unbinding the second, when its next job comes.
+/// Device memory reserved is one copy throughout, and every proof verifies.
+#[test]
+fn a_device_full_of_idle_keys_gives_the_least_recent_copy_up() {
+    use zkpipe_engine::Tier;
+    let dir = tempfile::tempdir().unwrap();
+    for id in ["bn254-a", "bn254-b"] {
+        let to = dir.path().join(format!("{id}.zkey"));
+        std::fs::copy(fixture("bn254", "poseidon", "circuit.zkey"), to).unwrap();
+    }
+    let z = ZkeyFile::open(dir.path().join("bn254-a.zkey")).unwrap();
+    let shape = KeyShape::of_key(&CompiledKey::<Bn254>::compile(&z, PointChecks::Trusted).unwrap());
+    let (copy, partition) = test_device_bytes(&shape);
+    let devices = TestDevices {
+        name: "small",
+        // One copy and two partitions; never two copies.
+        memory: Some(copy + 2 * partition),
+        ..TestDevices::default()
+    };
+    assert!(2 * copy > copy + 2 * partition);
+    let engine = Engine::start(config(dir.path()), Arc::new(devices)).unwrap();
+    let run = |id: &str| {
+        let w = std::fs::read(fixture("bn254", "poseidon", "witness.wtns")).unwrap();
+        let req = SubmitRequest {
+            key_id: id.into(),
+            witnesses: vec![w; 2],
+            priority: Priority::Normal,
+            request_id: String::new(),
+        };
+        let job = engine.submit(req).unwrap().job_id;
+        check_job(&engine, dir.path(), job);
+        wait_idle(&engine, id);
+    };
+    let tiers = || {
+        let s = engine.status();
+        assert_eq!(s.devices[0].memory_reserved, copy, "{:?}", s.devices);
+        let tier = |id: &str| s.keys.iter().find(|k| k.meta.id == id).unwrap().tier;
+        (tier("bn254-a"), tier("bn254-b"))
+    };
+    run("bn254-a");
+    assert_eq!(tiers(), (Tier::Resident, Tier::Cold));
+    run("bn254-b");
+    assert_eq!(tiers(), (Tier::Warm, Tier::Resident));
+    run("bn254-a");
+    assert_eq!(tiers(), (Tier::Resident, Tier::Warm));
+    let a = key_status(&engine, "bn254-a");
+    assert_eq!((a.residency, a.loads), (Residency::Hot, 1));
+    assert_eq!(key_status(&engine, "bn254-b").residency, Residency::Binding);
+    engine.shutdown();
 }
