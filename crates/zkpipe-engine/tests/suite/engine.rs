@@ -1601,6 +1601,34 @@ fn wait_idle(engine: &Engine, id: &str) {
     panic!("key {id} still referenced");
 }
 
+/// A key directory with two copies of the bn254 poseidon fixture, `bn254-a` and
+/// `bn254-b`, and the key compiled.
+fn two_poseidon_keys() -> (tempfile::TempDir, CompiledKey<Bn254>) {
+    let dir = tempfile::tempdir().unwrap();
+    for id in ["bn254-a", "bn254-b"] {
+        let to = dir.path().join(format!("{id}.zkey"));
+        std::fs::copy(fixture("bn254", "poseidon", "circuit.zkey"), to).unwrap();
+    }
+    let z = ZkeyFile::open(dir.path().join("bn254-a.zkey")).unwrap();
+    let key = CompiledKey::<Bn254>::compile(&z, PointChecks::Trusted).unwrap();
+    (dir, key)
+}
+
+/// A job of two poseidon partitions on key `id` of `dir`, proved and verified, and its
+/// partitions gone from the key.
+fn poseidon_job(engine: &Engine, dir: &Path, id: &str) {
+    let w = std::fs::read(fixture("bn254", "poseidon", "witness.wtns")).unwrap();
+    let req = SubmitRequest {
+        key_id: id.into(),
+        witnesses: vec![w; 2],
+        priority: Priority::Normal,
+        request_id: String::new(),
+    };
+    let job = engine.submit(req).unwrap().job_id;
+    check_job(engine, dir, job);
+    wait_idle(engine, id);
+}
+
 /// Key `id` in `engine`'s status.
 fn key_status(engine: &Engine, id: &str) -> zkpipe_engine::KeyStatus {
     let s = engine.status();
@@ -1618,31 +1646,14 @@ fn streamed_keys_move_through_the_tiers_under_their_budgets() {
     use zkpipe_core::cpu::cpu_key_sets;
     use zkpipe_core::CpuOptions;
     use zkpipe_engine::Tier;
-    let dir = tempfile::tempdir().unwrap();
-    for id in ["bn254-a", "bn254-b"] {
-        let to = dir.path().join(format!("{id}.zkey"));
-        std::fs::copy(fixture("bn254", "poseidon", "circuit.zkey"), to).unwrap();
-    }
-    let z = ZkeyFile::open(dir.path().join("bn254-a.zkey")).unwrap();
-    let key = CompiledKey::<Bn254>::compile(&z, PointChecks::Trusted).unwrap();
+    let (dir, key) = two_poseidon_keys();
     let copy = key.points.host_bytes(true);
     let sets = cpu_key_sets(&KeyShape::of_key(&key));
     let streams = CpuOptions {
         memory_limit: Some(2 * sets.proof_bytes + 2 * sets.min_chunk_bytes()),
         ..CpuOptions::default()
     };
-    let submit = |engine: &Engine, id: &str| {
-        let w = std::fs::read(fixture("bn254", "poseidon", "witness.wtns")).unwrap();
-        let req = SubmitRequest {
-            key_id: id.into(),
-            witnesses: vec![w; 2],
-            priority: Priority::Normal,
-            request_id: String::new(),
-        };
-        let job = engine.submit(req).unwrap().job_id;
-        check_job(engine, dir.path(), job);
-        wait_idle(engine, id);
-    };
+    let submit = |engine: &Engine, id: &str| poseidon_job(engine, dir.path(), id);
     let start = |pinned: u64, cpu: CpuOptions| {
         let cfg = EngineConfig {
             pinned_memory_limit: pinned,
@@ -1720,13 +1731,8 @@ fn streamed_keys_move_through_the_tiers_under_their_budgets() {
 #[test]
 fn a_device_full_of_idle_keys_gives_the_least_recent_copy_up() {
     use zkpipe_engine::Tier;
-    let dir = tempfile::tempdir().unwrap();
-    for id in ["bn254-a", "bn254-b"] {
-        let to = dir.path().join(format!("{id}.zkey"));
-        std::fs::copy(fixture("bn254", "poseidon", "circuit.zkey"), to).unwrap();
-    }
-    let z = ZkeyFile::open(dir.path().join("bn254-a.zkey")).unwrap();
-    let shape = KeyShape::of_key(&CompiledKey::<Bn254>::compile(&z, PointChecks::Trusted).unwrap());
+    let (dir, key) = two_poseidon_keys();
+    let shape = KeyShape::of_key(&key);
     let (copy, partition) = test_device_bytes(&shape);
     let devices = TestDevices {
         name: "small",
@@ -1736,18 +1742,7 @@ fn a_device_full_of_idle_keys_gives_the_least_recent_copy_up() {
     };
     assert!(2 * copy > copy + 2 * partition);
     let engine = Engine::start(config(dir.path()), Arc::new(devices)).unwrap();
-    let run = |id: &str| {
-        let w = std::fs::read(fixture("bn254", "poseidon", "witness.wtns")).unwrap();
-        let req = SubmitRequest {
-            key_id: id.into(),
-            witnesses: vec![w; 2],
-            priority: Priority::Normal,
-            request_id: String::new(),
-        };
-        let job = engine.submit(req).unwrap().job_id;
-        check_job(&engine, dir.path(), job);
-        wait_idle(&engine, id);
-    };
+    let run = |id: &str| poseidon_job(&engine, dir.path(), id);
     let tiers = || {
         let s = engine.status();
         assert_eq!(s.devices[0].memory_reserved, copy, "{:?}", s.devices);
