@@ -235,6 +235,11 @@ pub(crate) struct Device {
     /// Admits a few device passes at once, held only around device work.
     pub gate: PassGate,
     pub pool: Arc<rayon::ThreadPool>,
+    /// Held by a pass of a key that streams, around the pool's `install`: its passes run
+    /// one at a time (the plan's budget holds one batch), and a pass waiting for another
+    /// must not wait inside the pool, where a pool thread busy with the first pass's
+    /// parallel work may steal the waiting pass and block under its own lock.
+    pub streamed_pass: std::sync::Mutex<()>,
     /// Device-memory budget, for devices with memory of their own.
     pub budget: Option<Arc<MemoryBudget>>,
     pub queue: PriorityQueue<Routed>,
@@ -259,6 +264,7 @@ impl Device {
             info,
             gate: PassGate::new(passes),
             pool,
+            streamed_pass: std::sync::Mutex::new(()),
             budget,
             queue: PriorityQueue::new(queue_depth),
             keys: AtomicUsize::new(0),

@@ -317,6 +317,13 @@ impl DeviceStage {
             stage: "device",
             source: Arc::new(e),
         };
+        // A streamed key's passes wait for each other here, on this worker's own thread.
+        let _one = (!bound.in_core()).then(|| {
+            self.device
+                .streamed_pass
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+        });
         match self
             .device
             .pool

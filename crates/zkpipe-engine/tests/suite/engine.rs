@@ -428,6 +428,8 @@ struct TestDevices {
     log: Arc<PassLog>,
     /// Devices whose passes wait, once started, until released ([`Holds`]).
     holds: Arc<Holds>,
+    /// Keys bind as streamed (as a GPU binds a key larger than its budget).
+    streamed: bool,
 }
 
 /// Devices held busy: a pass on one of them, once started and logged, waits until the
@@ -480,6 +482,7 @@ impl Default for TestDevices {
             bind_delay: Duration::ZERO,
             log: Arc::default(),
             holds: Arc::default(),
+            streamed: false,
         }
     }
 }
@@ -633,6 +636,16 @@ impl<E: Curve> BoundKey<E> for TestBound<E> {
     }
     fn caps(&self) -> Caps {
         self.devices.caps()
+    }
+    /// Streamed with the plan the CPU would make under a small limit, where the devices
+    /// say so.
+    fn residency(&self) -> Result<zkpipe_core::Residency, zkpipe_core::StreamPlanError> {
+        if !self.devices.streamed {
+            return Ok(zkpipe_core::Residency::InCore);
+        }
+        let sets = zkpipe_core::cpu::cpu_key_sets(&KeyShape::of_key(self.key()));
+        let limit = 2 * sets.proof_bytes + 2 * sets.min_chunk_bytes();
+        zkpipe_core::Residency::decide(&sets, Some(limit), 2)
     }
     fn quotient(
         &self,
@@ -1083,6 +1096,46 @@ fn a_tail_batch_fails_only_the_proofs_whose_self_check_fails() {
         "some tail batches held several proofs"
     );
     engine.shutdown();
+}
+
+/// Two passes of a streamed key never run at once on a device, even with two passes a
+/// device allowed (its plan's budget holds one batch, and on a GPU a pass waiting inside
+/// the device's pool could be stolen by the running pass's own thread and block under its
+/// lock); in-core keys' passes do overlap under the same load. Every proof verifies.
+#[test]
+fn a_streamed_keys_passes_run_one_at_a_time_on_a_device() {
+    let dir = key_dir();
+    for streamed in [true, false] {
+        let cfg = EngineConfig {
+            device_passes: Some(2),
+            device_overlap_share: 0.0,
+            ..config(dir.path())
+        };
+        let devices = TestDevices {
+            streamed,
+            batch_limit: 2,
+            pass_delay: Duration::from_millis(30),
+            ..TestDevices::default()
+        };
+        let log = Arc::clone(&devices.log);
+        let engine = Engine::start(cfg, Arc::new(devices)).unwrap();
+        prove_many(&engine, dir.path(), "bn254-poseidon", 12);
+        let overlapping = log.overlapping.lock().unwrap().clone();
+        assert_eq!(overlapping.is_empty(), streamed, "{overlapping:?}");
+        let st = engine.status();
+        let key = st
+            .keys
+            .iter()
+            .find(|k| k.meta.id == "bn254-poseidon")
+            .unwrap();
+        assert_eq!(
+            key.paths[0].starts_with("streamed"),
+            streamed,
+            "{:?}",
+            key.paths
+        );
+        engine.shutdown();
+    }
 }
 
 /// With `device_overlap_share = 2`, a pass starts beside another only with twice that
