@@ -25,7 +25,6 @@ use crate::job_store::{JobStore, MemoryStore, PartitionBytes, SharedQueue, Stagi
 use crate::jobs::{store_error, JobTable};
 use crate::keys::context::KeyContext;
 use crate::keys::generators::Generators;
-use crate::keys::pinned::PinnedTier;
 use crate::keys::store::KeyStore;
 use crate::memory::{MemoryBudget, Signal};
 use crate::messages::{Admitted, Checked, Proved, Queued, Synthesized};
@@ -137,11 +136,11 @@ impl Engine {
             checks: config.key_checks,
             options: Box::new(move |id| options.bind_options(id)),
             budget: Arc::clone(&budget),
-            pinned: PinnedTier::new(MemoryBudget::new(
+            pinned: MemoryBudget::new(
                 "pinned memory",
                 config.pinned_memory_limit,
                 Arc::clone(&signal),
-            )),
+            ),
             signal: Arc::clone(&signal),
             free: Box::new(move |b| freer.free_any(b)),
         };

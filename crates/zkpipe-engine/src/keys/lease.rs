@@ -256,10 +256,10 @@ impl KeyLease {
     }
 
     /// Pins the key's binding on `device` where it streams and the pinned tier has room
-    /// ([`crate::keys::pinned::PinnedTier::pin`]). Call it outside the device's gate:
+    /// ([`crate::keys::pinned::pin`]). Call it outside the device's gate:
     /// packing the copy is host work.
     pub fn pin(&self, device: usize) {
-        self.ctx.pinned.pin(&self.entry, device, &self.ctx.budget);
+        crate::keys::pinned::pin(&self.ctx, &self.entry, device);
     }
 }
 

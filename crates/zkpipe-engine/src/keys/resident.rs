@@ -4,28 +4,19 @@
 //! goes back to the device and binds again.
 
 use crate::keys::context::KeyContext;
-use crate::keys::entry::{Binding, KeyEntry, Residency};
+use crate::keys::entry::{Binding, EntryState, KeyEntry, Residency};
 use std::sync::Arc;
 
 /// Unbinds, on device `device`, the copy of the least recently used idle key other than
 /// `except` bound there; whether there was one. Call it inside the device's gate: the
 /// copy's device memory is freed here, before its reservation is given back.
 pub(crate) fn unbind_least_recent(ctx: &KeyContext, device: usize, except: &Arc<KeyEntry>) -> bool {
-    let entries: Vec<Arc<KeyEntry>> = ctx.entries().values().cloned().collect();
-    let bound_here = |e: &KeyEntry| {
-        let s = e.lock();
-        let bound = s
-            .placements
+    let bound_here = |s: &EntryState| {
+        s.placements
             .iter()
-            .any(|p| p.device == device && matches!(p.binding, Binding::Bound { .. }));
-        (s.refs == 0 && bound).then_some(s.last_used)
+            .any(|p| p.device == device && matches!(p.binding, Binding::Bound { .. }))
     };
-    let lru = entries
-        .iter()
-        .filter(|e| !Arc::ptr_eq(e, except))
-        .filter_map(|e| Some((bound_here(e)?, e)))
-        .min_by_key(|(t, _)| *t);
-    let Some((_, victim)) = lru else {
+    let Some(victim) = ctx.least_recent_idle(except, bound_here) else {
         return false;
     };
     let binding = {

@@ -79,7 +79,7 @@ impl KeyStore {
 
     /// The pinned tier's budget (for status and metrics).
     pub fn pinned_budget(&self) -> &Arc<crate::memory::MemoryBudget> {
-        self.ctx.pinned.budget()
+        &self.ctx.pinned
     }
 
     fn entries(&self) -> MutexGuard<'_, HashMap<String, Arc<KeyEntry>>> {

@@ -1122,12 +1122,7 @@ fn a_streamed_keys_passes_run_one_at_a_time_on_a_device() {
         prove_many(&engine, dir.path(), "bn254-poseidon", 12);
         let overlapping = log.overlapping.lock().unwrap().clone();
         assert_eq!(overlapping.is_empty(), streamed, "{overlapping:?}");
-        let st = engine.status();
-        let key = st
-            .keys
-            .iter()
-            .find(|k| k.meta.id == "bn254-poseidon")
-            .unwrap();
+        let key = key_status(&engine, "bn254-poseidon");
         assert_eq!(
             key.paths[0].starts_with("streamed"),
             streamed,
