@@ -7,6 +7,9 @@
 # its sweep starts) and target/cuda/release/zkpipe-gpu-check (GPU vs CPU checks and kernel
 # timings).
 #
+# LAB=1 builds them with the lab switches (`zkpipe-cli/lab`: ZKPIPE_CUDA_HOST_REDUCE and the
+# other experiments' losing sides), which the product build refuses.
+#
 # Every package is pinned to 13.0: nvcc alone pulls newer crt/runtime/nvvm, a mismatched set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +27,8 @@ cu=$(echo "$PWD"/$venv/lib/python3*/site-packages/nvidia/cu13)
 export PATH="$cu/bin:$PATH" NVCC="$cu/bin/nvcc" LIBRARY_PATH="$cu/lib" CUDA_LIB_DIR="$cu/lib"
 export CARGO_TARGET_DIR=target/cuda
 # One invocation: the binaries share one resolution of features, so nothing is built twice.
+features=zkpipe-cli/cuda,zkpipe-bench/cuda
+[ "${LAB:-0}" = 1 ] && features+=,zkpipe-cli/lab
 cargo build --release --locked -p zkpipe-cli -p zkpipe-bench -p zkpipe-cuda \
-  --features zkpipe-cli/cuda,zkpipe-bench/cuda --bin zkpipe --bin zkpipe-bench --bin zkpipe-gpu-check
+  --features "$features" --bin zkpipe --bin zkpipe-bench --bin zkpipe-gpu-check
 echo "built target/cuda/release/{zkpipe,zkpipe-bench,zkpipe-gpu-check} ($(nvcc --version | grep -o 'release [0-9.]*'))"

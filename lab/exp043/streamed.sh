@@ -8,7 +8,10 @@
 # speed: for each 2^LOG BN254 dev key, `zkpipe-bench bench` one proof and a batch of two
 #        in-core (no limit) against streamed (--device-limit LIMIT), interleaved, ROUNDS
 #        rounds of 3 runs each; the bench lines go to OUT/speed-LOG.txt. OTHER_BIN=DIR adds
-#        a third variant, DIR's build streamed ("streamed-other"), for an A/B of builds.
+#        a third variant, DIR's build streamed ("streamed-other"), for an A/B of builds;
+#        HOST_REDUCE=1 adds "streamed-host-reduce", streamed with a, b, c computed on the
+#        CPU (ZKPIPE_CUDA_HOST_REDUCE=1: a build with the lab switches, LAB=1
+#        scripts/build-cuda.sh).
 # BIN_DIR holds zkpipe, zkpipe-bench and zkpipe-gpu-check (scripts/build-cuda.sh's).
 set -euo pipefail
 out=${1:?output dir}; bin=${2:?binary dir}; what=${3:?check or speed}
@@ -27,13 +30,16 @@ case $what in
            '$bin/zkpipe' setup --dev --seed 1 '$w/c.r1cs' '$w/c.zkey' 2>/dev/null" 2>> "$out/speed-$k.txt"
       fi
       for r in $(seq "$rounds"); do
-        for mode in in-core streamed ${OTHER_BIN:+streamed-other}; do
+        modes=(in-core streamed ${OTHER_BIN:+streamed-other})
+        [ "${HOST_REDUCE:-0}" = 1 ] && modes+=(streamed-host-reduce)
+        for mode in "${modes[@]}"; do
           for batch in 1 2; do
             flags=(--trusted-key --backend cuda --runs 3 --warmup 1 --batch $batch)
             [ $mode != in-core ] && flags+=(--device-limit "$limit")
             b=$bin; [ $mode = streamed-other ] && b=$OTHER_BIN
             echo "== 2^$k round $r $mode batch $batch" >> "$out/speed-$k.txt"
-            timeout 300 "$b/zkpipe-bench" bench "${flags[@]}" "$w/c.zkey" "$w/c.wtns" \
+            host=(); [ $mode = streamed-host-reduce ] && host=(ZKPIPE_CUDA_HOST_REDUCE=1)
+            env "${host[@]}" timeout 300 "$b/zkpipe-bench" bench "${flags[@]}" "$w/c.zkey" "$w/c.wtns" \
               >> "$out/speed-$k.txt" 2>&1 || echo "FAILED rc=$?" >> "$out/speed-$k.txt"
           done
         done

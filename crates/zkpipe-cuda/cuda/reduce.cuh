@@ -38,14 +38,16 @@ struct zkp_csr_t {
 
 // ⟨row, w⟩. With w in standard form a Montgomery product of a Montgomery value and a
 // standard one is the standard product, so the sum is converted once, not each w read;
-// with w in Montgomery form (`mont`) the sum already is.
+// with w in Montgomery form (`mont`) the sum already is. `cols` and `vals` hold the
+// entries from `base` on (0 for whole matrices; a chunk's first offset when its rows
+// stream).
 __device__ __forceinline__ fr_t zkp_row_dot(const uint32_t* starts, const uint32_t* cols,
-                                            const fr_t* vals, const fr_t* w, size_t row,
-                                            bool mont)
+                                            const fr_t* vals, uint32_t base, const fr_t* w,
+                                            size_t row, bool mont)
 {
     fr_t s;
     s.zero();
-    for (uint32_t j = starts[row], end = starts[row + 1]; j < end; j++)
+    for (uint32_t j = starts[row] - base, end = starts[row + 1] - base; j < end; j++)
         s += vals[j] * w[cols[j]];
     if (!mont)
         s.to();
@@ -59,19 +61,27 @@ __device__ __forceinline__ bool zkp_is_long(const uint32_t* a_starts, const uint
         || b_starts[row + 1] - b_starts[row] > ZKP_LONG_ROW;
 }
 
+// One matrix's rows on the device: offsets, and the entries from `base` on.
+struct zkp_rows_t {
+    const uint32_t* starts;
+    const uint32_t* cols;
+    const fr_t* vals;
+    uint32_t base;
+};
+
 // One thread per short row: rows come in runs of similar length (circom emits them that
 // way), so a warp's rows cost about the same. Long rows are left to zkp_reduce_long.
-__global__ void zkp_reduce(fr_t* a, fr_t* b, fr_t* c,
-                           const uint32_t* a_starts, const uint32_t* a_cols, const fr_t* a_vals,
-                           const uint32_t* b_starts, const uint32_t* b_cols, const fr_t* b_vals,
+__global__ void zkp_reduce(fr_t* a, fr_t* b, fr_t* c, zkp_rows_t ma, zkp_rows_t mb,
                            const fr_t* w, size_t n, bool mont)
 {
+    const uint32_t* a_starts = ma.starts;
+    const uint32_t* b_starts = mb.starts;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         if (zkp_is_long(a_starts, b_starts, i))
             continue;
-        fr_t ai = zkp_row_dot(a_starts, a_cols, a_vals, w, i, mont);
-        fr_t bi = zkp_row_dot(b_starts, b_cols, b_vals, w, i, mont);
+        fr_t ai = zkp_row_dot(ma.starts, ma.cols, ma.vals, ma.base, w, i, mont);
+        fr_t bi = zkp_row_dot(mb.starts, mb.cols, mb.vals, mb.base, w, i, mont);
         a[i] = ai;
         b[i] = bi;
         c[i] = ai * bi;
@@ -80,14 +90,14 @@ __global__ void zkp_reduce(fr_t* a, fr_t* b, fr_t* c,
 
 // ⟨row, w⟩ (unconverted, as in zkp_row_dot) summed by a whole warp: each lane takes
 // every 32nd entry, then the lanes' sums are folded with shuffles, limb by limb.
-__device__ __forceinline__ fr_t zkp_row_dot_warp(const uint32_t* starts, const uint32_t* cols,
-                                                 const fr_t* vals, const fr_t* w, size_t row,
+__device__ __forceinline__ fr_t zkp_row_dot_warp(zkp_rows_t m, const fr_t* w, size_t row,
                                                  uint32_t lane)
 {
     fr_t s;
     s.zero();
-    for (uint32_t j = starts[row] + lane, end = starts[row + 1]; j < end; j += 32)
-        s += vals[j] * w[cols[j]];
+    for (uint32_t j = m.starts[row] - m.base + lane, end = m.starts[row + 1] - m.base; j < end;
+         j += 32)
+        s += m.vals[j] * w[m.cols[j]];
     for (int delta = 16; delta > 0; delta /= 2) {
         fr_t other;
         const uint32_t* from = reinterpret_cast<const uint32_t*>(&s);
@@ -101,10 +111,7 @@ __device__ __forceinline__ fr_t zkp_row_dot_warp(const uint32_t* starts, const u
 
 // One warp per long row (rows listed in `long_rows`).
 __global__ void zkp_reduce_long(fr_t* a, fr_t* b, fr_t* c, const uint32_t* long_rows,
-                                uint32_t n_long,
-                                const uint32_t* a_starts, const uint32_t* a_cols,
-                                const fr_t* a_vals, const uint32_t* b_starts,
-                                const uint32_t* b_cols, const fr_t* b_vals, const fr_t* w,
+                                uint32_t n_long, zkp_rows_t ma, zkp_rows_t mb, const fr_t* w,
                                 bool mont)
 {
     uint32_t lane = threadIdx.x % 32;
@@ -112,8 +119,8 @@ __global__ void zkp_reduce_long(fr_t* a, fr_t* b, fr_t* c, const uint32_t* long_
     for (size_t k = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 32; k < n_long;
          k += warps) {
         size_t row = long_rows[k];
-        fr_t ai = zkp_row_dot_warp(a_starts, a_cols, a_vals, w, row, lane);
-        fr_t bi = zkp_row_dot_warp(b_starts, b_cols, b_vals, w, row, lane);
+        fr_t ai = zkp_row_dot_warp(ma, w, row, lane);
+        fr_t bi = zkp_row_dot_warp(mb, w, row, lane);
         if (lane == 0) {
             if (!mont) {
                 ai.to();
@@ -174,6 +181,28 @@ extern "C" void ZKP_FN(zkp_csr_drop_, CURVE)(zkp_csr_t* m)
     delete m;
 }
 
+// Launches the reduce of `n` rows (`long_rows` of them summed by a warp each) into a, b,
+// c on `stream`.
+static void zkp_reduce_launch(const gpu_t& gpu, stream_t& stream, fr_t* a, fr_t* b, fr_t* c,
+                              zkp_rows_t ma, zkp_rows_t mb, const uint32_t* long_rows,
+                              uint32_t n_long, const fr_t* w, size_t n, bool mont)
+{
+    uint32_t threads = 128;
+    uint32_t blocks = (uint32_t)std::min<size_t>((n + threads - 1) / threads,
+                                                 (size_t)gpu.sm_count() * 16);
+    if (blocks > 0) {
+        zkp_reduce<<<blocks, threads, 0, (cudaStream_t)stream>>>(a, b, c, ma, mb, w, n, mont);
+        CUDA_OK(cudaGetLastError());
+    }
+    if (n_long > 0) {
+        uint32_t long_blocks = (uint32_t)std::min<size_t>((n_long + 3) / 4,
+                                                          (size_t)gpu.sm_count() * 16);
+        zkp_reduce_long<<<long_blocks, 128, 0, (cudaStream_t)stream>>>(
+            a, b, c, long_rows, n_long, ma, mb, w, mont);
+        CUDA_OK(cudaGetLastError());
+    }
+}
+
 // a, b, c of the witness `w` (device memory on the quotient's GPU, the key's nVars
 // values in standard form, or Montgomery form with `mont`) into the quotient's buffers,
 // for a zkp_quotient_run_ with no host inputs. Returns when they are there.
@@ -189,21 +218,42 @@ extern "C" RustError ZKP_FN(zkp_reduce_run_, CURVE)(zkp_quotient_t* q, const zkp
     try {
         gpu.select();
         fr_t* d = &q->d[0];
-        uint32_t threads = 128;
-        uint32_t blocks = (uint32_t)std::min<size_t>((n + threads - 1) / threads,
-                                                     (size_t)gpu.sm_count() * 16);
-        zkp_reduce<<<blocks, threads, 0, (cudaStream_t)stream>>>(
-            d, d + n, d + 2 * n, m->starts[0], m->cols[0], m->vals[0],
-            m->starts[1], m->cols[1], m->vals[1], w, n, mont);
-        CUDA_OK(cudaGetLastError());
-        if (m->n_long > 0) {
-            uint32_t long_blocks = (uint32_t)std::min<size_t>((m->n_long + 3) / 4,
-                                                              (size_t)gpu.sm_count() * 16);
-            zkp_reduce_long<<<long_blocks, 128, 0, (cudaStream_t)stream>>>(
-                d, d + n, d + 2 * n, m->long_rows, m->n_long, m->starts[0], m->cols[0],
-                m->vals[0], m->starts[1], m->cols[1], m->vals[1], w, mont);
-            CUDA_OK(cudaGetLastError());
-        }
+        zkp_rows_t ma{m->starts[0], m->cols[0], m->vals[0], 0};
+        zkp_rows_t mb{m->starts[1], m->cols[1], m->vals[1], 0};
+        zkp_reduce_launch(gpu, stream, d, d + n, d + 2 * n, ma, mb, m->long_rows, m->n_long,
+                          w, n, mont);
+        stream.sync();
+    } catch (const cuda_error& e) {
+        stream.sync();
+        return RustError{e.code(), e.what()};
+    }
+    return RustError{cudaSuccess};
+}
+
+// a, b, c of rows [row0, row0 + rows) of the witness `w` (as for zkp_reduce_run_) into
+// the quotient's buffers, from those rows of A and B on the device: a key whose matrices
+// do not fit the device streams them chunk by chunk (zkpipe-cuda's streamed_reduce.rs).
+// Each matrix's `rows + 1` offsets are the whole matrix's, its columns and values start
+// at its first offset (`base`); `long_rows` lists the chunk's rows (from 0) with more than
+// ZKP_LONG_ROW entries in either. Returns when they are there.
+extern "C" RustError ZKP_FN(zkp_reduce_rows_, CURVE)(
+    zkp_quotient_t* q, uint32_t row0, uint32_t rows, const uint32_t* a_starts,
+    const uint32_t* a_cols, const fr_t* a_vals, uint32_t a_base, const uint32_t* b_starts,
+    const uint32_t* b_cols, const fr_t* b_vals, uint32_t b_base, const uint32_t* long_rows,
+    uint32_t n_long, const fr_t* w, bool mont)
+{
+    const gpu_t& gpu = q->gpu;
+    stream_t& stream = q->stream;
+    size_t n = (size_t)1 << q->lg_n;
+    if ((size_t)row0 + rows > n)
+        return RustError{cudaErrorInvalidValue, "a chunk of rows past the quotient's domain"};
+    try {
+        gpu.select();
+        fr_t* d = &q->d[0] + row0;
+        zkp_rows_t ma{a_starts, a_cols, a_vals, a_base};
+        zkp_rows_t mb{b_starts, b_cols, b_vals, b_base};
+        zkp_reduce_launch(gpu, stream, d, d + n, d + 2 * n, ma, mb, long_rows, n_long, w,
+                          rows, mont);
         stream.sync();
     } catch (const cuda_error& e) {
         stream.sync();

@@ -187,9 +187,9 @@ pub(crate) const BATCH_MAX_PROOFS: usize = 32;
 /// What a key of this shape bound to a GPU does in its pass: the reduce (unless
 /// [`reduces_on_gpu`] is off), always [B]₂, batches of up to [`BATCH_MAX_PROOFS`]
 /// proofs where the domain is at most [`BATCH_MAX_DOMAIN`], and the witness read as
-/// field elements (unless [`converts_on_host`]). A streamed key ([`residency`]) takes
-/// a, b, c from the host (its matrices are not on the GPU either) and batches as its
-/// plan says.
+/// field elements (unless [`converts_on_host`]). A streamed key ([`residency`]) batches
+/// as its plan says; where it reduces on the GPU its matrices cross in chunks of rows
+/// with its points (`crate::enabled::streamed_reduce`).
 pub(crate) fn caps(lab: &LabSwitches, shape: &KeyShape, residency: &Residency) -> Caps {
     let in_core = Caps {
         reduces: reduces_on_gpu(lab),
@@ -204,7 +204,6 @@ pub(crate) fn caps(lab: &LabSwitches, shape: &KeyShape, residency: &Residency) -
     match residency.plan() {
         None => in_core,
         Some(plan) => Caps {
-            reduces: false,
             batch_limit: plan.batch(),
             ..in_core
         },
@@ -496,8 +495,15 @@ mod tests {
             for set in [KeySet::A, KeySet::B1, KeySet::C, KeySet::H] {
                 assert!(plan.chunk_count(set) >= 8, "{curve:?} {set:?}: {r}");
             }
+            // A streamed key reduces on the GPU too (its matrices cross in chunks of
+            // rows), unless the lab switch puts the reduce on the host.
             let c = caps(&LabSwitches::default(), &s, &r);
-            assert_eq!((c.batch_limit, c.reduces, c.g2), (2, false, true));
+            assert_eq!((c.batch_limit, c.reduces, c.g2), (2, true, true));
+            let host = LabSwitches {
+                host_reduce: true,
+                ..LabSwitches::default()
+            };
+            assert!(!caps(&host, &s, &r).reduces);
             // Four asked for, two fit.
             let r4 = residency(&t, &s, true, budget, 4).unwrap();
             assert_eq!(r4.plan().map(|p| p.batch()), Some(2));

@@ -10,7 +10,8 @@ use crate::enabled::mask::DeviceMask;
 use crate::enabled::msm::{ResidentG1, ResidentG2};
 use crate::enabled::reduce::GpuMatrices;
 use crate::enabled::runtime::device_info;
-use crate::enabled::streamed::{Pack, Streamed};
+use crate::enabled::streamed::{Pack, Packer, Streamed};
+use crate::enabled::streamed_reduce::StreamedMatrices;
 use crate::shape::{
     binds_tables, caps, constant_work, device_bytes_for_shape, lone_on_batch, residency, Tuning,
 };
@@ -36,7 +37,8 @@ use zkpipe_core::{
 pub struct CudaBound<E: Curve + GpuCurve> {
     pub(super) key: Arc<CompiledKey<E>>,
     pub(super) points: KeyPoints<E>,
-    /// A and B, where a, b, c are computed on the GPU.
+    /// A and B, where a, b, c are computed on the GPU and the key is in-core (a streamed
+    /// key's cross in chunks: `Streamed::matrices`).
     pub(super) matrices: Option<GpuMatrices<E>>,
     /// Idle buffer sets, one per proof in flight at once (made on demand).
     pub(super) pool: Pool<E>,
@@ -142,6 +144,7 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             gpu,
             staging: cuda.upload_staging,
         };
+        let residency_in_core = residency.plan().is_none();
         let points = match residency {
             Residency::InCore => KeyPoints::Resident(ResidentSets {
                 a: ResidentG1::upload_tabled(&p.a, 0, tables, gpu)?,
@@ -151,12 +154,18 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
                 b2: ResidentG2::upload_tabled(&p.b2, 0, tables, gpu)?,
             }),
             Residency::Streamed(plan) => {
-                KeyPoints::Streamed(Streamed::new(plan, cuda.upload_staging))
+                // Where the GPU reduces, the matrices cross in chunks of rows as large as
+                // a staging buffer (a chunk of points') holds.
+                let matrices = match caps.reduces {
+                    true => Some(StreamedMatrices::cut(&key.a, &key.b, plan.chunk_bytes())?),
+                    false => None,
+                };
+                KeyPoints::Streamed(Streamed::new(plan, matrices, cuda.upload_staging))
             }
         };
         let mut bound = Self {
             points,
-            matrices: if caps.reduces {
+            matrices: if caps.reduces && residency_in_core {
                 Some(GpuMatrices::upload(&key.a, &key.b, gpu)?)
             } else {
                 None
@@ -235,7 +244,7 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         w: PassWitness<'_, E>,
     ) -> Result<(), CudaError> {
         let n = self.pool.domain_size();
-        let rows = if self.matrices.is_some() && evals.a.is_empty() {
+        let rows = if self.caps.reduces && evals.a.is_empty() {
             0
         } else {
             n
@@ -317,7 +326,7 @@ impl<E: Curve + GpuCurve> BoundKey<E> for CudaBound<E> {
         }
         let b2: Pack<'_> = self.caps.g2.then(|| {
             let bytes = p.b2.len() * ResidentG2::<E>::device_point_bytes();
-            let pack: Box<dyn Fn(&mut [u8])> = Box::new(|d| ResidentG2::<E>::pack(&p.b2, d));
+            let pack: Packer<'_> = Box::new(|d| ResidentG2::<E>::pack(&p.b2, d));
             (bytes, pack)
         });
         let sets = [

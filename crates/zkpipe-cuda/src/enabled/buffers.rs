@@ -27,7 +27,7 @@ pub(crate) struct PassBuffers<E: GpuCurve> {
 impl<E: GpuCurve + Curve> PassBuffers<E> {
     /// Stages `w` (the key's nVars values, in the form the pass got them: the kernels are
     /// told which) and copies it to the device buffer.
-    fn upload_w(&mut self, w: PassWitness<'_, E>) -> Result<(), CudaError> {
+    pub(crate) fn upload_w(&mut self, w: PassWitness<'_, E>) -> Result<(), CudaError> {
         let _burst = zkpipe_core::throttle::burst();
         let (pw, bytes) = match w {
             PassWitness::Scalars(s) => (self.staging.stage(0, s) as *const u8, size_of_val(s)),
@@ -68,8 +68,19 @@ impl<E: GpuCurve + Curve> PassBuffers<E> {
             // matrices' column count, on this set's GPU, and nothing writes it meanwhile.
             unsafe { self.quotient.reduce_raw(m, wd, w.is_montgomery()) }
         })?;
+        self.quotient_of_reduced(w, mask, t)
+    }
+
+    /// The quotient from a, b, c left in its buffers by a reduce on the GPU, h staying
+    /// there; then `mask`, as [`Self::quotient_and_w`] does.
+    pub(crate) fn quotient_of_reduced(
+        &mut self,
+        w: PassWitness<'_, E>,
+        mask: Option<&DeviceMask<E>>,
+        t: &mut Timings,
+    ) -> Result<(), CudaError> {
         let null = std::ptr::null_mut();
-        // SAFETY: null inputs: a, b, c are where reduce_raw left them; h stays there.
+        // SAFETY: null inputs: a, b, c are where the reduce left them; h stays there.
         t.time(Stage::Quotient, || {
             unsafe { self.quotient.run_raw(null, null, null, null) }?;
             self.mask(mask, w)

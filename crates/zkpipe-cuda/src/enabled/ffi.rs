@@ -186,6 +186,27 @@ curve_ffi! {
             w: *const c_void,
             mont: bool,
         ) -> sppark::Error;
+        /// a, b, c of rows `row0..row0 + rows` of a device witness into the quotient's
+        /// buffers, from those rows of A and B on the device (a streamed key's chunk):
+        /// each matrix's rows + 1 offsets, its entries' columns and values from offset
+        /// `base` on, and the chunk's long rows.
+        reduce_rows = "reduce_rows" fn(
+            q: QuotientHandle,
+            row0: u32,
+            rows: u32,
+            a_starts: *const u32,
+            a_cols: *const u32,
+            a_vals: *const c_void,
+            a_base: u32,
+            b_starts: *const u32,
+            b_cols: *const u32,
+            b_vals: *const c_void,
+            b_base: u32,
+            long_rows: *const u32,
+            n_long: u32,
+            w: *const c_void,
+            mont: bool,
+        ) -> sppark::Error;
         /// Constant-work masking after the quotient: w += mw (nw values, w's form given by
         /// `mont`), and the h left on the device += mh.
         quotient_mask = "quotient_mask" fn(

@@ -15,6 +15,7 @@
 //!  pass       its device pass, for one proof or a batch
 //!  streamed   a key larger than the device budget: its chunks' walk through the GPU
 //!  streamed_msms  a streamed key's verbs and batched MSMs, over that walk
+//!  streamed_reduce  a streamed key's matrices, crossing in chunks of rows for the reduce
 //! ```
 
 mod bound;
@@ -30,6 +31,7 @@ mod reduce;
 mod runtime;
 mod streamed;
 mod streamed_msms;
+mod streamed_reduce;
 
 pub use bound::CudaBound;
 pub use curve::{GpuCurve, GpuGroup, G1, G2};

@@ -44,13 +44,25 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         // interrupts every core running the process) slowed every pass.
         let (matrices, mask) = (self.matrices.as_ref(), self.mask.as_ref());
         let pass_start = Instant::now();
-        {
-            use rayon::prelude::*;
-            inputs
-                .par_iter_mut()
-                .zip(lent.par_iter_mut())
-                .with_max_len(1)
-                .try_for_each(|(p, bufs)| bufs.quotient_and_w(p.evals, p.w, matrices, mask, p.t))?;
+        let streamed_matrices = match &self.points {
+            KeyPoints::Streamed(s) => s.matrices.as_ref().map(|m| (s, m)),
+            KeyPoints::Resident(_) => None,
+        };
+        match streamed_matrices {
+            // a, b, c from matrices that cross in chunks: one walk over them for the batch.
+            Some((s, m)) if inputs.iter().all(|p| p.evals.a.is_empty()) => {
+                self.streamed_quotients(s, m, inputs, &mut lent)?
+            }
+            _ => {
+                use rayon::prelude::*;
+                inputs
+                    .par_iter_mut()
+                    .zip(lent.par_iter_mut())
+                    .with_max_len(1)
+                    .try_for_each(|(p, bufs)| {
+                        bufs.quotient_and_w(p.evals, p.w, matrices, mask, p.t)
+                    })?;
+            }
         }
         let start = Instant::now();
         // Device addresses as integers, to hand to the planning threads.

@@ -19,6 +19,7 @@
 use crate::enabled::curve::{GpuCurve, GpuGroup};
 use crate::enabled::memory::PinnedBuf;
 use crate::enabled::msm::Resident;
+use crate::enabled::streamed_reduce::StreamedMatrices;
 use crate::CudaError;
 use ark_ec::AdditiveGroup;
 use std::ops::Range;
@@ -28,10 +29,12 @@ use zkpipe_core::{PinnedKind, StreamPlan};
 
 /// A streamed key's plan, the lock that runs its passes one at a time (the plan's budget
 /// holds one batch's buffers and one pair of chunks in flight), the pinned buffers its
-/// chunks cross through (two of the plan's chunk bytes, made at the first walk), and its
-/// pinned copy where it has one.
+/// chunks cross through (two of the plan's chunk bytes, made at the first walk), its
+/// pinned copy where it has one, and its matrices' row chunks where the GPU reduces.
 pub(crate) struct Streamed {
     pub(crate) plan: StreamPlan,
+    /// A's and B's rows as they cross, where a, b, c are computed on the GPU.
+    pub(crate) matrices: Option<StreamedMatrices>,
     pass: Mutex<()>,
     staging: Mutex<Option<[PinnedBuf; 2]>>,
     kind: PinnedKind,
@@ -54,10 +57,15 @@ impl PinnedPoints {
 }
 
 impl Streamed {
-    /// Chunks staged through pinned memory of `kind`.
-    pub(crate) fn new(plan: StreamPlan, kind: PinnedKind) -> Self {
+    /// Chunks staged through pinned memory of `kind`; `matrices` where the GPU reduces.
+    pub(crate) fn new(
+        plan: StreamPlan,
+        matrices: Option<StreamedMatrices>,
+        kind: PinnedKind,
+    ) -> Self {
         Self {
             plan,
+            matrices,
             pass: Mutex::new(()),
             staging: Mutex::new(None),
             kind,
@@ -105,7 +113,7 @@ impl Streamed {
     }
 
     /// The two staging buffers, made on first use.
-    fn staging(&self) -> Result<MutexGuard<'_, Option<[PinnedBuf; 2]>>, CudaError> {
+    pub(super) fn staging(&self) -> Result<MutexGuard<'_, Option<[PinnedBuf; 2]>>, CudaError> {
         let mut s = self.staging.lock().unwrap_or_else(|e| e.into_inner());
         if s.is_none() {
             let bytes = self.plan.chunk_bytes() as usize;
@@ -118,7 +126,10 @@ impl Streamed {
 
 /// How one set is pinned: its packed bytes and what packs them into a buffer of that
 /// size; `None` where the set's MSMs do not run on this device.
-pub(super) type Pack<'a> = Option<(usize, Box<dyn Fn(&mut [u8]) + 'a>)>;
+pub(super) type Pack<'a> = Option<(usize, Packer<'a>)>;
+
+/// What packs one set's points into a buffer of its packed size.
+pub(super) type Packer<'a> = Box<dyn Fn(&mut [u8]) + 'a>;
 
 /// Bytes of one scalar on the device.
 pub(super) const SCALAR_BYTES: usize = 32;
