@@ -11,7 +11,8 @@
 #        a third variant, DIR's build streamed ("streamed-other"), for an A/B of builds;
 #        HOST_REDUCE=1 adds "streamed-host-reduce", streamed with a, b, c computed on the
 #        CPU (ZKPIPE_CUDA_HOST_REDUCE=1: a build with the lab switches, LAB=1
-#        scripts/build-cuda.sh).
+#        scripts/build-cuda.sh). SETUP_BACKEND=cuda makes the dev keys on the GPU
+#        (`setup --dev --backend cuda`: the same keys, minutes sooner at 2^24).
 # BIN_DIR holds zkpipe, zkpipe-bench and zkpipe-gpu-check (scripts/build-cuda.sh's).
 set -euo pipefail
 out=${1:?output dir}; bin=${2:?binary dir}; what=${3:?check or speed}
@@ -27,7 +28,7 @@ case $what in
       if [ ! -f "$w/c.zkey" ]; then
         /usr/bin/time -f "synth+setup 2^$k: %e s, %M KiB" bash -c \
           "'$bin/zkpipe' synth --domain '2^$k' --public 4 --seed 1 '$w/c.r1cs' '$w/c.wtns' 2>/dev/null &&
-           '$bin/zkpipe' setup --dev --seed 1 '$w/c.r1cs' '$w/c.zkey' 2>/dev/null" 2>> "$out/speed-$k.txt"
+           '$bin/zkpipe' setup --dev --seed 1 --backend ${SETUP_BACKEND:-cpu} '$w/c.r1cs' '$w/c.zkey' 2>/dev/null" 2>> "$out/speed-$k.txt"
       fi
       for r in $(seq "$rounds"); do
         modes=(in-core streamed ${OTHER_BIN:+streamed-other})

@@ -20,6 +20,7 @@ use ark_poly::EvaluationDomain;
 use ark_std::UniformRand;
 use rand::RngCore;
 use rayon::prelude::*;
+use std::sync::OnceLock;
 use zkpipe_formats::r1cs::R1cs;
 use zkpipe_formats::zkey::{Groth16Header, Matrix, ZkeyContents};
 
@@ -29,11 +30,91 @@ const CHUNK: usize = 1 << 14;
 /// Reports (points done, points total) as the setup proceeds.
 pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Sync);
 
-/// Makes a development key for `r1cs` from toxic waste drawn from `rng`.
+/// Makes a development key for `r1cs` from toxic waste drawn from `rng`, its points on
+/// the CPU ([`CpuFixedBase`]).
 pub fn dev_setup<E: Curve>(
     r1cs: &R1cs,
     rng: &mut impl RngCore,
     progress: Progress<'_>,
+) -> Result<ZkeyContents, Error> {
+    let h = &r1cs.header;
+    let n = (h.n_constraints as usize + h.n_public() as usize + 1).next_power_of_two();
+    let fixed = CpuFixedBase::<E>::new((h.n_wires as usize).max(n), h.n_wires as usize);
+    dev_setup_with(r1cs, rng, progress, &fixed)
+}
+
+/// The fixed-base multiplications a dev key's points are made of: for scalars sᵢ, the
+/// points sᵢ·G of the group's generator G. The CPU's is [`CpuFixedBase`]; a GPU backend
+/// brings its own (zkpipe-cuda's `GpuFixedBase`). Every implementation gives the same
+/// points for the same scalars, so a key does not depend on which made it.
+pub trait FixedBase<E: Curve>: Sync {
+    /// sᵢ·G₁ for each scalar, in order.
+    fn g1(&self, scalars: &[E::ScalarField]) -> Result<Vec<E::G1Affine>, Error>;
+    /// sᵢ·G₂ for each scalar, in order.
+    fn g2(&self, scalars: &[E::ScalarField]) -> Result<Vec<E::G2Affine>, Error>;
+    /// Scalars per call (progress is reported after each).
+    fn chunk(&self) -> usize {
+        CHUNK
+    }
+}
+
+/// [`FixedBase`] on the CPU: arkworks' window tables of the generators, each made at its
+/// first use, with windows sized for the scalars per set it was told to expect.
+pub struct CpuFixedBase<E: Curve> {
+    sizes: (usize, usize),
+    g1: OnceLock<BatchMulPreprocessing<E::G1>>,
+    g2: OnceLock<BatchMulPreprocessing<E::G2>>,
+}
+
+impl<E: Curve> CpuFixedBase<E> {
+    /// Tables for sets of up to `g1` and `g2` scalars (any count works; this sizes the
+    /// windows).
+    pub fn new(g1: usize, g2: usize) -> Self {
+        Self {
+            sizes: (g1.max(1), g2.max(1)),
+            g1: OnceLock::new(),
+            g2: OnceLock::new(),
+        }
+    }
+}
+
+impl<E: Curve> FixedBase<E> for CpuFixedBase<E> {
+    fn g1(&self, scalars: &[E::ScalarField]) -> Result<Vec<E::G1Affine>, Error> {
+        let table = self
+            .g1
+            .get_or_init(|| BatchMulPreprocessing::new(E::G1::generator(), self.sizes.0));
+        Ok(table.batch_mul(scalars))
+    }
+
+    fn g2(&self, scalars: &[E::ScalarField]) -> Result<Vec<E::G2Affine>, Error> {
+        let table = self
+            .g2
+            .get_or_init(|| BatchMulPreprocessing::new(E::G2::generator(), self.sizes.1));
+        Ok(table.batch_mul(scalars))
+    }
+}
+
+/// Appends `points` in file layout (`size` bytes each, written by `write`; in parallel).
+fn write_all<P: Sync>(points: &[P], size: usize, write: fn(&P, &mut Vec<u8>), out: &mut Vec<u8>) {
+    let at = out.len();
+    out.resize(at + points.len() * size, 0);
+    out[at..]
+        .par_chunks_mut(size)
+        .zip(points)
+        .for_each(|(dst, p)| {
+            let mut b = Vec::with_capacity(size);
+            write(p, &mut b);
+            dst.copy_from_slice(&b);
+        });
+}
+
+/// Makes a development key for `r1cs` from toxic waste drawn from `rng`, its points by
+/// `fixed`: the same key as [`dev_setup`] for the same draws.
+pub fn dev_setup_with<E: Curve>(
+    r1cs: &R1cs,
+    rng: &mut impl RngCore,
+    progress: Progress<'_>,
+    fixed: &dyn FixedBase<E>,
 ) -> Result<ZkeyContents, Error> {
     let h = &r1cs.header;
     if h.curve != E::ID {
@@ -135,30 +216,8 @@ pub fn dev_setup<E: Curve>(
 
     let total = (3 * n_vars + c.len() + n + ic.len()) as u64;
     let done = std::sync::atomic::AtomicU64::new(0);
-    let g1_table = BatchMulPreprocessing::new(E::G1::generator(), n_vars.max(n));
-    let g2_table = BatchMulPreprocessing::new(E::G2::generator(), n_vars);
-    let g1_bytes = |s: &[E::ScalarField]| {
-        encode_points(
-            s,
-            &|chunk| g1_table.batch_mul(chunk),
-            &|p, out| E::g1_to_bytes(p, out),
-            E::ID.g1_bytes(),
-            &done,
-            total,
-            progress,
-        )
-    };
-    let g2_bytes = |s: &[E::ScalarField]| {
-        encode_points(
-            s,
-            &|chunk| g2_table.batch_mul(chunk),
-            &|p, out| E::g2_to_bytes(p, out),
-            E::ID.g2_bytes(),
-            &done,
-            total,
-            progress,
-        )
-    };
+    let points =
+        |s: &[E::ScalarField], g2: bool| encode_points(fixed, s, g2, &done, total, progress);
     let point1 = |s: E::ScalarField| {
         let mut b = Vec::new();
         E::g1_to_bytes(&(E::G1::generator() * s).into_affine(), &mut b);
@@ -183,12 +242,12 @@ pub fn dev_setup<E: Curve>(
             delta2: point2(delta),
         },
         coefficients,
-        ic: g1_bytes(&ic),
-        a: g1_bytes(&u),
-        b1: g1_bytes(&v),
-        b2: g2_bytes(&v),
-        c: g1_bytes(&c),
-        h: g1_bytes(&hq),
+        ic: points(&ic, false)?,
+        a: points(&u, false)?,
+        b1: points(&v, false)?,
+        b2: points(&v, true)?,
+        c: points(&c, false)?,
+        h: points(&hq, false)?,
     })
 }
 
@@ -213,33 +272,118 @@ fn lagrange_at<F: PrimeField>(points: &[F], tau: F, z: F, size: usize) -> Result
         .collect())
 }
 
-/// Fixed-base multiplications in chunks (for progress), serialized in file layout.
-fn encode_points<F: Sync, P: Send + Sync>(
-    scalars: &[F],
-    mul: &(dyn Fn(&[F]) -> Vec<P> + Sync),
-    write: &(dyn Fn(&P, &mut Vec<u8>) + Sync),
-    size: usize,
+/// sᵢ·G for every scalar, G₂'s generator where `g2` else G₁'s, in file layout, by
+/// `fixed` in its chunks (progress after each).
+fn encode_points<E: Curve>(
+    fixed: &dyn FixedBase<E>,
+    scalars: &[E::ScalarField],
+    g2: bool,
     done: &std::sync::atomic::AtomicU64,
     total: u64,
     progress: Progress<'_>,
-) -> Vec<u8> {
+) -> Result<Vec<u8>, Error> {
+    let size = if g2 {
+        E::ID.g2_bytes()
+    } else {
+        E::ID.g1_bytes()
+    };
     let mut out = Vec::with_capacity(scalars.len() * size);
-    for chunk in scalars.chunks(CHUNK) {
-        let points = mul(chunk);
-        let bytes: Vec<Vec<u8>> = points
-            .par_iter()
-            .map(|p| {
-                let mut b = Vec::with_capacity(size);
-                write(p, &mut b);
-                b
-            })
-            .collect();
-        for b in bytes {
-            out.extend_from_slice(&b);
+    for chunk in scalars.chunks(fixed.chunk().max(1)) {
+        let before = out.len();
+        match g2 {
+            true => write_all(&fixed.g2(chunk)?, size, E::g2_to_bytes, &mut out),
+            false => write_all(&fixed.g1(chunk)?, size, E::g1_to_bytes, &mut out),
+        }
+        if out.len() - before != chunk.len() * size {
+            return Err(Error::InvalidKey(format!(
+                "{} points for {} scalars",
+                (out.len() - before) / size,
+                chunk.len()
+            )));
         }
         let d = done.fetch_add(chunk.len() as u64, std::sync::atomic::Ordering::Relaxed)
             + chunk.len() as u64;
         progress(d, total);
     }
-    out
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::{synth, SynthSpec, Values};
+    use ark_bls12_381::Bls12_381;
+    use ark_bn254::Bn254;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha20Rng;
+
+    /// The CPU's multiplications in chunks of `chunk`, or one point short of each chunk.
+    struct Chunked<E: Curve> {
+        cpu: CpuFixedBase<E>,
+        chunk: usize,
+        short: bool,
+    }
+
+    impl<E: Curve> FixedBase<E> for Chunked<E> {
+        fn g1(&self, s: &[E::ScalarField]) -> Result<Vec<E::G1Affine>, Error> {
+            let mut p = self.cpu.g1(s)?;
+            p.truncate(p.len() - usize::from(self.short));
+            Ok(p)
+        }
+        fn g2(&self, s: &[E::ScalarField]) -> Result<Vec<E::G2Affine>, Error> {
+            self.cpu.g2(s)
+        }
+        fn chunk(&self) -> usize {
+            self.chunk
+        }
+    }
+
+    fn r1cs<E: Curve>() -> R1cs {
+        let spec = SynthSpec {
+            constraints: 200,
+            public: 3,
+            seed: 7,
+            values: Values::Products,
+        };
+        synth::<E>(&spec).0
+    }
+
+    fn same_key_in_any_chunks<E: Curve>() {
+        let r1cs = r1cs::<E>();
+        let key = |fixed: &dyn FixedBase<E>| {
+            let mut rng = ChaCha20Rng::seed_from_u64(3);
+            dev_setup_with(&r1cs, &mut rng, &|_, _| {}, fixed)
+                .unwrap()
+                .to_bytes()
+        };
+        let whole = dev_setup::<E>(&r1cs, &mut ChaCha20Rng::seed_from_u64(3), &|_, _| {})
+            .unwrap()
+            .to_bytes();
+        for chunk in [1, 7, 1 << 20] {
+            let chunked = Chunked {
+                cpu: CpuFixedBase::<E>::new(4, 4),
+                chunk,
+                short: false,
+            };
+            assert!(key(&chunked) == whole, "{:?}: chunks of {chunk}", E::ID);
+        }
+    }
+
+    #[test]
+    fn a_dev_key_does_not_depend_on_how_its_points_are_made() {
+        same_key_in_any_chunks::<Bn254>();
+        same_key_in_any_chunks::<Bls12_381>();
+    }
+
+    #[test]
+    fn points_that_do_not_match_their_scalars_are_refused() {
+        let short = Chunked {
+            cpu: CpuFixedBase::<Bn254>::new(4, 4),
+            chunk: 64,
+            short: true,
+        };
+        let mut rng = ChaCha20Rng::seed_from_u64(3);
+        let err = dev_setup_with(&r1cs::<Bn254>(), &mut rng, &|_, _| {}, &short).unwrap_err();
+        assert!(err.to_string().contains("3 points for 4 scalars"), "{err}");
+    }
 }

@@ -28,3 +28,4 @@ typedef fr_t scalar_t;
 #include "msm.cuh"
 #include "quotient.cuh"
 #include "reduce.cuh"
+#include "setup.cuh"

@@ -96,6 +96,30 @@ impl<E: Curve + GpuCurve> BoundKey<E> for CudaBound<E> {
     }
 }
 
+/// A dev key's fixed-base multiplications on a GPU (never made without the `cuda`
+/// feature).
+pub struct GpuFixedBase<E: Curve + GpuCurve> {
+    never: Infallible,
+    _curve: PhantomData<E>,
+}
+
+impl<E: Curve + GpuCurve> GpuFixedBase<E> {
+    /// Always [`CudaError::NotBuilt`].
+    pub fn new(_gpu: usize) -> Result<Self, CudaError> {
+        Err(CudaError::NotBuilt)
+    }
+}
+
+impl<E: Curve + GpuCurve> zkpipe_core::setup::FixedBase<E> for GpuFixedBase<E> {
+    fn g1(&self, _scalars: &[E::ScalarField]) -> Result<Vec<E::G1Affine>, Error> {
+        match self.never {}
+    }
+
+    fn g2(&self, _scalars: &[E::ScalarField]) -> Result<Vec<E::G2Affine>, Error> {
+        match self.never {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::{CudaBound, CudaDevices, CudaError};

@@ -39,9 +39,9 @@ pub use options::{ConstantMode, CudaOptions, HostWait, LabSwitches, DEFAULT_STRE
 pub use zkpipe_core::PinnedKind;
 
 #[cfg(not(feature = "cuda"))]
-pub use disabled::{device_count, device_info, set_host_wait, CudaBound, GpuCurve};
+pub use disabled::{device_count, device_info, set_host_wait, CudaBound, GpuCurve, GpuFixedBase};
 #[cfg(feature = "cuda")]
-pub use enabled::{device_count, device_info, set_host_wait, CudaBound, GpuCurve};
+pub use enabled::{device_count, device_info, set_host_wait, CudaBound, GpuCurve, GpuFixedBase};
 
 /// The kernel-level GPU pieces the check binary drives directly (CUDA builds only).
 #[cfg(feature = "cuda")]

@@ -201,6 +201,19 @@ fn setup_and_synth_reject_bad_input() {
         &p("k.zkey"),
     ]);
     assert_one_line_error(&o, &["missing.r1cs"]);
+    // The GPU's setup in a build without CUDA (as CI's): refused in one line, no key.
+    if !cfg!(feature = "cuda") {
+        let o = zkpipe(&[
+            "setup".as_ref(),
+            "--dev".as_ref(),
+            "--backend".as_ref(),
+            "cuda".as_ref(),
+            &r1cs,
+            &p("k.zkey"),
+        ]);
+        assert_one_line_error(&o, &["--backend cuda", "without CUDA support"]);
+        assert!(!p("k.zkey").exists());
+    }
     let junk = p("junk.r1cs");
     std::fs::write(&junk, b"r1cs\x01\x00\x00\x00\x05").unwrap();
     let o = zkpipe(&["setup".as_ref(), "--dev".as_ref(), &junk, &p("k.zkey")]);

@@ -112,6 +112,15 @@ curve_ffi! {
         ) -> sppark::Error;
         /// A plan's k MSMs as bit sums: k·groups·wbits xyzz points into `out`.
         batch = "batch_msm" fn(set: SetHandle, plan: PlanHandle, out: *mut c_void) -> sppark::Error;
+        /// out[i] = scalars[i]·G (xyzz) for i < n from a window table of G
+        /// (`setup.cuh`), all in device memory on `dev`; returns when they are there.
+        fixed_base = "fixed_base" fn(
+            out: *mut c_void,
+            scalars: *const c_void,
+            table: *const c_void,
+            n: usize,
+            dev: c_int,
+        ) -> sppark::Error;
     }
     curve {
         /// One-shot G1 MSM (points uploaded with the scalars, sppark's own entry point):

@@ -16,6 +16,7 @@
 //!  streamed   a key larger than the device budget: its chunks' walk through the GPU
 //!  streamed_msms  a streamed key's verbs and batched MSMs, over that walk
 //!  streamed_reduce  a streamed key's matrices, crossing in chunks of rows for the reduce
+//!  setup      GpuFixedBase: a dev key's fixed-base multiplications (`setup --dev`)
 //! ```
 
 mod bound;
@@ -29,6 +30,7 @@ mod pass;
 mod quotient;
 mod reduce;
 mod runtime;
+mod setup;
 mod streamed;
 mod streamed_msms;
 mod streamed_reduce;
@@ -40,6 +42,7 @@ pub use msm::{msm_oneshot, BatchPlan, Resident, ResidentG1, ResidentG2};
 pub use quotient::GpuQuotient;
 pub use reduce::GpuMatrices;
 pub use runtime::{device_count, device_info, set_host_wait};
+pub use setup::GpuFixedBase;
 
 // blst provides host-side symbols sppark's headers call; link it.
 extern crate blst;

@@ -1,16 +1,21 @@
-//! The verbs and batched MSMs of a [`CudaBound`] whose key streams
-//! ([`crate::enabled::streamed`]): each walks the key's chunks once for all its scalar
-//! vectors.
+//! The verbs, batched MSMs and batched reduce of a [`CudaBound`] whose key streams
+//! ([`crate::enabled::streamed`]): each walks the key's chunks (of points, or of its
+//! matrices' rows: `crate::enabled::streamed_reduce`) once for all its scalar vectors.
 
 use crate::enabled::bound::CudaBound;
+use crate::enabled::buffers::Lent;
 use crate::enabled::curve::{GpuCurve, GpuGroup, G1, G2};
 use crate::enabled::memory::DeviceBuf;
 use crate::enabled::pass::per_proof;
+use crate::enabled::quotient::GpuQuotient;
 use crate::enabled::streamed::{walk, Leg, Streamed, SCALAR_BYTES};
+use crate::enabled::streamed_reduce::StreamedMatrices;
 use crate::CudaError;
+use std::time::Instant;
 use zkpipe_core::msm::stream_plan::KeySet;
 use zkpipe_core::msm::{DeviceSums, ScalarInt};
-use zkpipe_core::Curve;
+use zkpipe_core::timings::{Span, Stage};
+use zkpipe_core::{Curve, PassInput};
 
 impl<E: Curve + GpuCurve> CudaBound<E> {
     /// The five MSMs of k proofs of a streamed key, each set's chunks walked once for
@@ -89,5 +94,53 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             .flatten()
             .next()
             .ok_or_else(|| CudaError::Length("a streamed MSM returned nothing".into()))
+    }
+}
+
+impl<E: Curve + GpuCurve> CudaBound<E> {
+    /// A batch's quotients where the streamed key's GPU reduces: each proof's witness
+    /// uploaded, a, b, c of all of them from one walk over the matrices (timed as each
+    /// proof's `reduce_device`), then each proof's quotient with h left on the GPU, as
+    /// [`crate::enabled::buffers::PassBuffers::quotient_and_w`] does for an in-core key.
+    pub(super) fn streamed_quotients(
+        &self,
+        streamed: &Streamed,
+        matrices: &StreamedMatrices,
+        inputs: &mut [PassInput<'_, E>],
+        lent: &mut [Lent<'_, E>],
+    ) -> Result<(), CudaError> {
+        use rayon::prelude::*;
+        let start = Instant::now();
+        inputs
+            .par_iter()
+            .zip(lent.par_iter_mut())
+            .with_max_len(1)
+            .try_for_each(|(p, bufs)| bufs.upload_w(p.w))?;
+        // The caller checked that the batch's witnesses share one form.
+        let mont = inputs.first().is_some_and(|p| p.w.is_montgomery());
+        let proofs: Vec<(&GpuQuotient<E>, usize)> = lent
+            .iter()
+            .map(|b| (&b.quotient, b.w.device_ptr(0) as usize))
+            .collect();
+        let key = &self.key;
+        let mut staging = streamed.staging()?;
+        let staging = staging
+            .as_mut()
+            .ok_or_else(|| CudaError::Length("a streamed key without staging buffers".into()))?;
+        matrices.reduce(staging, (&key.a, &key.b), &proofs, mont, self.gpu)?;
+        let reduced = Span {
+            stage: Stage::ReduceDevice,
+            start,
+            end: Instant::now(),
+        };
+        let mask = self.mask.as_ref();
+        inputs
+            .par_iter_mut()
+            .zip(lent.par_iter_mut())
+            .with_max_len(1)
+            .try_for_each(|(p, bufs)| {
+                p.t.spans.push(reduced);
+                bufs.quotient_of_reduced(p.w, mask, p.t)
+            })
     }
 }

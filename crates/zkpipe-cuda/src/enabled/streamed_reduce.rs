@@ -10,18 +10,12 @@
 //! key's passes run one at a time, so they use the device memory its plan keeps for the
 //! two chunks in flight and their scratch (`StreamPlan::device_bytes`), nothing more.
 
-use crate::enabled::bound::CudaBound;
-use crate::enabled::buffers::Lent;
 use crate::enabled::curve::GpuCurve;
 use crate::enabled::memory::{DeviceBuf, PinnedBuf};
 use crate::enabled::quotient::GpuQuotient;
-use crate::enabled::streamed::Streamed;
 use crate::CudaError;
 use std::ops::Range;
-use std::time::Instant;
 use zkpipe_core::csr::{row_chunks, Csr, RowChunkLayout, RowChunkShape};
-use zkpipe_core::timings::{Span, Stage};
-use zkpipe_core::{Curve, PassInput};
 
 /// Rows with more entries than this in A or B are summed by a warp each (reduce.cuh's
 /// `ZKP_LONG_ROW`).
@@ -60,10 +54,11 @@ impl StreamedMatrices {
     /// a = A·w, b = B·w, c = a∘b into each of `proofs`' quotient buffers, each from its
     /// witness on the device (`w`: an address on `gpu` of the key's nVars values, in
     /// Montgomery form with `mont`, not written meanwhile), the matrices walked once for
-    /// all of them through `streamed`'s staging buffers.
+    /// all of them through `staging` (the key's two pinned buffers, each at least the
+    /// chunks' size).
     pub(crate) fn reduce<E: GpuCurve>(
         &self,
-        streamed: &Streamed,
+        staging: &mut [PinnedBuf; 2],
         (a, b): (&Csr<E::ScalarField>, &Csr<E::ScalarField>),
         proofs: &[(&GpuQuotient<E>, usize)],
         mont: bool,
@@ -72,10 +67,6 @@ impl StreamedMatrices {
         if self.chunks.is_empty() || proofs.is_empty() {
             return Ok(());
         }
-        let mut staging = streamed.staging()?;
-        let staging = staging
-            .as_mut()
-            .ok_or_else(|| CudaError::Length("a streamed key without staging buffers".into()))?;
         let bytes = self.capacity as usize;
         let mut on_device = [DeviceBuf::new(gpu, bytes)?, DeviceBuf::new(gpu, bytes)?];
         let cross = |r: &Range<usize>, stage: &mut PinnedBuf, dev: &mut DeviceBuf| {
@@ -173,48 +164,4 @@ unsafe fn reduce_chunk<E: GpuCurve>(
         w as *const [u64; 4],
         mont,
     )
-}
-
-impl<E: Curve + GpuCurve> CudaBound<E> {
-    /// A batch's quotients where the streamed key's GPU reduces: each proof's witness
-    /// uploaded, a, b, c of all of them from one walk over the matrices (timed as each
-    /// proof's `reduce_device`), then each proof's quotient with h left on the GPU, as
-    /// [`crate::enabled::buffers::PassBuffers::quotient_and_w`] does for an in-core key.
-    pub(super) fn streamed_quotients(
-        &self,
-        streamed: &Streamed,
-        matrices: &StreamedMatrices,
-        inputs: &mut [PassInput<'_, E>],
-        lent: &mut [Lent<'_, E>],
-    ) -> Result<(), CudaError> {
-        use rayon::prelude::*;
-        let start = Instant::now();
-        inputs
-            .par_iter()
-            .zip(lent.par_iter_mut())
-            .with_max_len(1)
-            .try_for_each(|(p, bufs)| bufs.upload_w(p.w))?;
-        // The caller checked that the batch's witnesses share one form.
-        let mont = inputs.first().is_some_and(|p| p.w.is_montgomery());
-        let proofs: Vec<(&GpuQuotient<E>, usize)> = lent
-            .iter()
-            .map(|b| (&b.quotient, b.w.device_ptr(0) as usize))
-            .collect();
-        let key = &self.key;
-        matrices.reduce(streamed, (&key.a, &key.b), &proofs, mont, self.gpu)?;
-        let reduced = Span {
-            stage: Stage::ReduceDevice,
-            start,
-            end: Instant::now(),
-        };
-        let mask = self.mask.as_ref();
-        inputs
-            .par_iter_mut()
-            .zip(lent.par_iter_mut())
-            .with_max_len(1)
-            .try_for_each(|(p, bufs)| {
-                p.t.spans.push(reduced);
-                bufs.quotient_of_reduced(p.w, mask, p.t)
-            })
-    }
 }

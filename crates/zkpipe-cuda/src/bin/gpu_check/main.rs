@@ -18,16 +18,18 @@
 //!   wrong lengths refused, whole proofs self-checked ([`checks::seam`]);
 //! - constant-work MSMs: every witness distribution through a resident key's pass with
 //!   constant work off and on, against the CPU, timed, and the spread of those times
-//!   ([`checks::constant`]).
+//!   ([`checks::constant`]);
+//! - `setup --dev --backend cuda`: dev keys of 2^10, 2^13 and 2^16 whose points the GPU
+//!   made, byte for byte against the CPU's ([`checks::setup`]).
 //!
 //! Timings (median of `runs` after one warm-up, points resident, scalars from pinned
 //! memory): G1 MSM at 2^16/20/22/24, G2 at 2^20, quotient at 2^20/22/24, the GPU reduce
 //! at 2^20/22 (against the CPU's, once), capped at 2^max_timed_log.
 //!
 //! Run on the GPU machine: `zkpipe-gpu-check [max_log=22] [runs=7] [max_timed_log=24]
-//! [kernels|batch|seam|constant|pinned]` (one part only: the first four checks, the
-//! batched MSM, the seam, constant work, or pinned staging: portable vs write-combined,
-//! each direction timed).
+//! [kernels|batch|seam|constant|pinned|setup]` (one part only: the first four checks,
+//! the batched MSM, the seam, constant work, pinned staging: portable vs write-combined,
+//! each direction timed, or the GPU's dev setup).
 //!
 //! `ZKPIPE_CUDA_PASS_TRACE=1` traces every batched pass; in a `lab` build
 //! `ZKPIPE_CUDA_CONSTANT=mask|full|both` picks how constant work is kept constant.
@@ -37,7 +39,7 @@ mod common;
 
 use ark_bls12_381::Bls12_381;
 use ark_bn254::Bn254;
-use checks::{batch, constant, msm, pinned, quotient, seam};
+use checks::{batch, constant, msm, pinned, quotient, seam, setup};
 use common::Cfg;
 use zkpipe_core::Devices;
 use zkpipe_cuda::{CudaDevices, CudaOptions};
@@ -114,6 +116,10 @@ fn main() {
     if run("seam") {
         ok &= seam::check_seam::<Bn254>("BN254", &devices, &cfg);
         ok &= seam::check_seam::<Bls12_381>("BLS12-381", &devices, &cfg);
+    }
+    if run("setup") {
+        ok &= setup::check_setup::<Bn254>("BN254", cfg.max_log);
+        ok &= setup::check_setup::<Bls12_381>("BLS12-381", cfg.max_log);
     }
     println!("{}", if ok { "ALL OK" } else { "FAILURES" });
     if !ok {

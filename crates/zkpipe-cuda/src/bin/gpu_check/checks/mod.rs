@@ -7,3 +7,4 @@ pub mod msm;
 pub mod pinned;
 pub mod quotient;
 pub mod seam;
+pub mod setup;

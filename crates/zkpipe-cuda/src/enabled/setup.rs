@@ -1,0 +1,171 @@
+//! [`GpuFixedBase`]: the fixed-base multiplications of `zkpipe setup --dev --backend cuda`
+//! (zkpipe-core's [`FixedBase`]) on one GPU. A dev key's points are sᵢ·G for millions of
+//! scalars and one generator per group; the GPU sums each scalar's bytes' entries of a
+//! window table of G (row w: d·2^(8w)·G for d < 256, made here on the host) in one thread
+//! per scalar (`cuda/setup.cuh`), the host makes the results (xyzz) affine in batches.
+//! The points equal the CPU's ([`zkpipe_core::setup::CpuFixedBase`]), so the key's bytes do
+//! too. G1's five sets run here; [B]₂ (G2) runs on the CPU for now (see the `g2` field).
+
+use crate::enabled::curve::{GpuCurve, GpuGroup, G1};
+use crate::enabled::memory::{DeviceBuf, PinnedBuf};
+use crate::enabled::msm::Resident;
+use crate::enabled::runtime::{check, check_device};
+use crate::CudaError;
+use ark_ec::{AdditiveGroup, CurveGroup, PrimeGroup};
+use ark_ff::PrimeField;
+use rayon::prelude::*;
+use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::sync::Mutex;
+use zkpipe_core::setup::{CpuFixedBase, FixedBase};
+use zkpipe_core::Curve;
+
+/// Bits per window of the table (`ZKP_FB_WBITS` in `cuda/setup.cuh`).
+const WBITS: u32 = 8;
+
+/// Scalars per call: a call's buffers (pinned and on the device) hold this many scalars
+/// and G1 points, 192 MiB of points on BLS12-381.
+const CHUNK: usize = 1 << 20;
+
+/// A dev key's fixed-base multiplications on GPU `gpu`: the generators' window tables
+/// there, and one call's buffers (made once: pinning hundreds of MiB per call would cost
+/// more than the call).
+pub struct GpuFixedBase<E: Curve + GpuCurve> {
+    gpu: usize,
+    g1: DeviceBuf,
+    bufs: Mutex<Buffers>,
+    /// G2's multiplications, on the CPU: the G2 kernel's points did not match the CPU's
+    /// on the H200 (lab 043e: every result the identity or stale, no error returned), so
+    /// G2 stays on the CPU until that is found.
+    g2: CpuFixedBase<E>,
+    _curve: PhantomData<E>,
+}
+
+/// A call's buffers: its scalars and points through `staging` (pinned), each on the device.
+struct Buffers {
+    staging: PinnedBuf,
+    scalars: DeviceBuf,
+    points: DeviceBuf,
+}
+
+/// Bytes of one xyzz point of group `G` as the device writes it (four coordinates).
+fn xyzz_bytes<E: GpuCurve, G: GpuGroup<E>>() -> usize {
+    4 * G::coord_words() * 8
+}
+
+impl<E: Curve + GpuCurve> GpuFixedBase<E> {
+    /// The generators' tables, made on the host and uploaded to GPU `gpu`, and the
+    /// buffers of a call.
+    pub fn new(gpu: usize) -> Result<Self, CudaError> {
+        check_device(gpu)?;
+        let scalar = std::mem::size_of::<E::ScalarField>();
+        let point = xyzz_bytes::<E, G1>();
+        Ok(Self {
+            gpu,
+            g1: table::<E, G1>(E::G1::generator(), gpu)?,
+            g2: CpuFixedBase::new(CHUNK, CHUNK),
+            bufs: Mutex::new(Buffers {
+                staging: PinnedBuf::new(CHUNK * scalar.max(point))?,
+                scalars: DeviceBuf::new(gpu, CHUNK * scalar)?,
+                points: DeviceBuf::new(gpu, CHUNK * point)?,
+            }),
+            _curve: PhantomData,
+        })
+    }
+
+    /// sᵢ·G for `scalars` against `table` (group `G`'s), affine, [`CHUNK`] at a time.
+    fn run<G: GpuGroup<E>>(
+        &self,
+        table: &DeviceBuf,
+        scalars: &[E::ScalarField],
+    ) -> Result<Vec<<G::Point as CurveGroup>::Affine>, CudaError> {
+        let mut bufs = self.bufs.lock().unwrap_or_else(|e| e.into_inner());
+        let Buffers {
+            staging,
+            scalars: on_device,
+            points,
+        } = &mut *bufs;
+        let (point, scalar) = (xyzz_bytes::<E, G>(), std::mem::size_of::<E::ScalarField>());
+        let mut out = Vec::with_capacity(scalars.len());
+        for chunk in scalars.chunks(CHUNK) {
+            let n = chunk.len();
+            let staged = staging.stage(0, chunk) as *const u8;
+            // SAFETY: `staged` holds the chunk's bytes, at most CHUNK scalars (the
+            // buffer's size).
+            unsafe { on_device.upload_raw(staged, n * scalar)? };
+            // SAFETY: device buffers on `self.gpu` holding n scalars (arkworks'
+            // Montgomery limbs, as the kernel reads them), room for n xyzz points of
+            // the group, and the group's table.
+            check(unsafe {
+                (G::fns().fixed_base)(
+                    points.device_ptr(0) as *mut c_void,
+                    on_device.device_ptr(0) as *const c_void,
+                    table.device_ptr(0) as *const c_void,
+                    n,
+                    self.gpu as i32,
+                )
+            })?;
+            // SAFETY: `points` holds n points of `point` bytes, which fit the staging
+            // buffer (sized for CHUNK of them).
+            unsafe { staging.download_raw(0, points.device_ptr(0), n * point)? };
+            let words = point / 8;
+            // SAFETY: the staging buffer (page-aligned) now holds n·words limbs.
+            let limbs =
+                unsafe { std::slice::from_raw_parts(staging.as_ptr() as *const u64, n * words) };
+            let projective: Vec<G::Point> =
+                limbs.par_chunks_exact(words).map(G::from_xyzz).collect();
+            out.extend(G::Point::normalize_batch(&projective));
+        }
+        Ok(out)
+    }
+}
+
+impl<E: Curve + GpuCurve> FixedBase<E> for GpuFixedBase<E> {
+    fn g1(&self, scalars: &[E::ScalarField]) -> Result<Vec<E::G1Affine>, zkpipe_core::Error> {
+        self.run::<G1>(&self.g1, scalars)
+            .map_err(|e| e.on_gpu(self.gpu))
+    }
+
+    fn g2(&self, scalars: &[E::ScalarField]) -> Result<Vec<E::G2Affine>, zkpipe_core::Error> {
+        self.g2.g2(scalars)
+    }
+
+    fn chunk(&self) -> usize {
+        CHUNK
+    }
+}
+
+/// The window table of `generator` on GPU `gpu`: ⌈bits / 8⌉ rows of 256 affine points,
+/// entry d of row w d·2^(8w)·G (the identity, d = 0, as (0, 0): the device's infinity),
+/// packed as the device holds points.
+fn table<E: Curve + GpuCurve, G: GpuGroup<E>>(
+    generator: G::Point,
+    gpu: usize,
+) -> Result<DeviceBuf, CudaError>
+where
+    G::Point: CurveGroup<Affine = G::Affine>,
+{
+    let rows = E::ScalarField::MODULUS_BIT_SIZE.div_ceil(WBITS) as usize;
+    let row = 1usize << WBITS;
+    let mut points = Vec::with_capacity(rows * row);
+    let mut base = generator;
+    for _ in 0..rows {
+        let mut entry = G::Point::ZERO;
+        for _ in 0..row {
+            points.push(entry);
+            entry += base;
+        }
+        base = entry; // 256·base: the next row's 2^8 step.
+    }
+    let affine = G::Point::normalize_batch(&points);
+    let bytes = affine.len() * Resident::<E, G>::device_point_bytes();
+    let mut staging = PinnedBuf::new(bytes)?;
+    // SAFETY: the whole new buffer, ours alone.
+    Resident::<E, G>::pack(&affine, unsafe {
+        std::slice::from_raw_parts_mut(staging.ptr_at(0), bytes)
+    });
+    let mut on_device = DeviceBuf::new(gpu, bytes)?;
+    // SAFETY: the staging buffer holds `bytes` packed points.
+    unsafe { on_device.upload_raw(staging.ptr_at(0), bytes)? };
+    Ok(on_device)
+}
