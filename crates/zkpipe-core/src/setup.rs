@@ -37,10 +37,14 @@ pub fn dev_setup<E: Curve>(
     rng: &mut impl RngCore,
     progress: Progress<'_>,
 ) -> Result<ZkeyContents, Error> {
+    dev_setup_with(r1cs, rng, progress, &CpuFixedBase::<E>::for_r1cs(r1cs))
+}
+
+/// The domain of `r1cs`'s key, as snarkjs's `zkey new` sizes it: the next power of two
+/// ≥ constraints + nPublic + 1.
+fn domain_size(r1cs: &R1cs) -> usize {
     let h = &r1cs.header;
-    let n = (h.n_constraints as usize + h.n_public() as usize + 1).next_power_of_two();
-    let fixed = CpuFixedBase::<E>::new((h.n_wires as usize).max(n), h.n_wires as usize);
-    dev_setup_with(r1cs, rng, progress, &fixed)
+    (h.n_constraints as usize + h.n_public() as usize + 1).next_power_of_two()
 }
 
 /// The fixed-base multiplications a dev key's points are made of: for scalars sᵢ, the
@@ -75,6 +79,13 @@ impl<E: Curve> CpuFixedBase<E> {
             g1: OnceLock::new(),
             g2: OnceLock::new(),
         }
+    }
+
+    /// Tables sized for `r1cs`'s key: its G1 sets have up to max(signals, domain) points,
+    /// [B]₂ one per signal.
+    pub fn for_r1cs(r1cs: &R1cs) -> Self {
+        let signals = r1cs.header.n_wires as usize;
+        Self::new(signals.max(domain_size(r1cs)), signals)
     }
 }
 
@@ -129,7 +140,7 @@ pub fn dev_setup_with<E: Curve>(
         h.n_public() as usize,
         h.n_wires as usize,
     );
-    let n = (m + n_public + 1).next_power_of_two();
+    let n = domain_size(r1cs);
     let domain = QuotientDomain::<E::ScalarField>::new(n)
         .filter(|_| n.trailing_zeros() < E::ScalarField::TWO_ADICITY)
         .ok_or_else(|| {

@@ -84,14 +84,9 @@ pub fn run(a: Args) -> Result<()> {
     };
     let start = Instant::now();
     let points_time = AtomicU64::new(0);
-    let h = &r1cs.header;
-    let domain = (h.n_constraints as usize + h.n_public() as usize + 1).next_power_of_two();
-    let zkey = with_curve!(h.curve, E => {
+    let zkey = with_curve!(r1cs.header.curve, E => {
         let fixed: Box<dyn FixedBase<E>> = match a.backend {
-            SetupBackend::Cpu => Box::new(CpuFixedBase::<E>::new(
-                (h.n_wires as usize).max(domain),
-                h.n_wires as usize,
-            )),
+            SetupBackend::Cpu => Box::new(CpuFixedBase::<E>::for_r1cs(&r1cs)),
             SetupBackend::Cuda => Box::new(
                 GpuFixedBase::<E>::new(a.gpu).with_context(|| format!("--backend cuda (GPU {})", a.gpu))?,
             ),

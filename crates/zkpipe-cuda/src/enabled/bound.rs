@@ -144,7 +144,6 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             gpu,
             staging: cuda.upload_staging,
         };
-        let residency_in_core = residency.plan().is_none();
         let points = match residency {
             Residency::InCore => KeyPoints::Resident(ResidentSets {
                 a: ResidentG1::upload_tabled(&p.a, 0, tables, gpu)?,
@@ -163,13 +162,14 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
                 KeyPoints::Streamed(Streamed::new(plan, matrices, cuda.upload_staging))
             }
         };
+        // In-core, A and B stay on the GPU where it reduces.
+        let matrices = match (&points, caps.reduces) {
+            (KeyPoints::Resident(_), true) => Some(GpuMatrices::upload(&key.a, &key.b, gpu)?),
+            _ => None,
+        };
         let mut bound = Self {
             points,
-            matrices: if caps.reduces && residency_in_core {
-                Some(GpuMatrices::upload(&key.a, &key.b, gpu)?)
-            } else {
-                None
-            },
+            matrices,
             pool: Pool::new(pass_shape)?,
             caps,
             gpu,

@@ -15,7 +15,6 @@ use ark_ec::{AdditiveGroup, CurveGroup, PrimeGroup};
 use ark_ff::PrimeField;
 use rayon::prelude::*;
 use std::ffi::c_void;
-use std::marker::PhantomData;
 use std::sync::Mutex;
 use zkpipe_core::setup::{CpuFixedBase, FixedBase};
 use zkpipe_core::Curve;
@@ -38,7 +37,6 @@ pub struct GpuFixedBase<E: Curve + GpuCurve> {
     /// on the H200 (lab 043e: every result the identity or stale, no error returned), so
     /// G2 stays on the CPU until that is found.
     g2: CpuFixedBase<E>,
-    _curve: PhantomData<E>,
 }
 
 /// A call's buffers: its scalars and points through `staging` (pinned), each on the device.
@@ -69,7 +67,6 @@ impl<E: Curve + GpuCurve> GpuFixedBase<E> {
                 scalars: DeviceBuf::new(gpu, CHUNK * scalar)?,
                 points: DeviceBuf::new(gpu, CHUNK * point)?,
             }),
-            _curve: PhantomData,
         })
     }
 

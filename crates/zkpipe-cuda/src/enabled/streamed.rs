@@ -112,15 +112,31 @@ impl Streamed {
         self.pass.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The two staging buffers, made on first use.
-    pub(super) fn staging(&self) -> Result<MutexGuard<'_, Option<[PinnedBuf; 2]>>, CudaError> {
+    /// The two staging buffers, made on first use, held until the guard drops.
+    pub(super) fn staging(&self) -> Result<Staging<'_>, CudaError> {
         let mut s = self.staging.lock().unwrap_or_else(|e| e.into_inner());
         if s.is_none() {
             let bytes = self.plan.chunk_bytes() as usize;
             let make = || PinnedBuf::with_kind(bytes, self.kind);
             *s = Some([make()?, make()?]);
         }
-        Ok(s)
+        Ok(Staging(s))
+    }
+}
+
+/// A streamed key's two staging buffers, lent to one walk ([`Streamed::staging`]).
+pub(super) struct Staging<'a>(MutexGuard<'a, Option<[PinnedBuf; 2]>>);
+
+impl std::ops::Deref for Staging<'_> {
+    type Target = [PinnedBuf; 2];
+    fn deref(&self) -> &[PinnedBuf; 2] {
+        self.0.as_ref().expect("made by Streamed::staging")
+    }
+}
+
+impl std::ops::DerefMut for Staging<'_> {
+    fn deref_mut(&mut self) -> &mut [PinnedBuf; 2] {
+        self.0.as_mut().expect("made by Streamed::staging")
     }
 }
 
@@ -235,9 +251,6 @@ pub(super) fn walk<E: GpuCurve, G: GpuGroup<E>>(
         return Ok(sums);
     }
     let mut staging = streamed.staging()?;
-    let staging = staging
-        .as_mut()
-        .ok_or_else(|| CudaError::Length("a streamed key without staging buffers".into()))?;
     let mut sets = [
         Resident::<E, G>::chunk(cap, gpu)?,
         Resident::<E, G>::chunk(cap, gpu)?,

@@ -124,10 +124,7 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             .collect();
         let key = &self.key;
         let mut staging = streamed.staging()?;
-        let staging = staging
-            .as_mut()
-            .ok_or_else(|| CudaError::Length("a streamed key without staging buffers".into()))?;
-        matrices.reduce(staging, (&key.a, &key.b), &proofs, mont, self.gpu)?;
+        matrices.reduce(&mut staging, (&key.a, &key.b), &proofs, mont, self.gpu)?;
         let reduced = Span {
             stage: Stage::ReduceDevice,
             start,

@@ -21,12 +21,11 @@ use zkpipe_core::csr::{row_chunks, Csr, RowChunkLayout, RowChunkShape};
 /// `ZKP_LONG_ROW`).
 const LONG_ROW: u32 = 32;
 
-/// A streamed key's matrices as they cross: their row chunks and the largest's bytes.
+/// A streamed key's matrices as they cross: their row chunks, each with its layout on the
+/// device (made once, at binding).
 pub(crate) struct StreamedMatrices {
-    chunks: Vec<Range<usize>>,
+    chunks: Vec<(Range<usize>, RowChunkLayout)>,
     shape: RowChunkShape,
-    /// Bytes of the largest chunk (what each device buffer holds).
-    capacity: u64,
 }
 
 impl StreamedMatrices {
@@ -38,17 +37,14 @@ impl StreamedMatrices {
             align: 64,
         };
         let chunks = row_chunks(&a.row_starts, &b.row_starts, shape, max)
-            .map_err(|e| CudaError::Length(format!("the key's matrices cannot stream: {e}")))?;
-        let capacity = chunks
-            .iter()
-            .map(|r| shape.layout_of(&a.row_starts, &b.row_starts, r).bytes)
-            .max()
-            .unwrap_or(0);
-        Ok(Self {
-            chunks,
-            shape,
-            capacity,
-        })
+            .map_err(|e| CudaError::Length(format!("the key's matrices cannot stream: {e}")))?
+            .into_iter()
+            .map(|r| {
+                let layout = shape.layout_of(&a.row_starts, &b.row_starts, &r);
+                (r, layout)
+            })
+            .collect();
+        Ok(Self { chunks, shape })
     }
 
     /// a = A·w, b = B·w, c = a∘b into each of `proofs`' quotient buffers, each from its
@@ -64,56 +60,54 @@ impl StreamedMatrices {
         mont: bool,
         gpu: usize,
     ) -> Result<(), CudaError> {
-        if self.chunks.is_empty() || proofs.is_empty() {
+        let largest = self.chunks.iter().map(|(_, l)| l.bytes).max();
+        let Some(bytes) = largest.filter(|_| !proofs.is_empty()) else {
             return Ok(());
-        }
-        let bytes = self.capacity as usize;
-        let mut on_device = [DeviceBuf::new(gpu, bytes)?, DeviceBuf::new(gpu, bytes)?];
-        let cross = |r: &Range<usize>, stage: &mut PinnedBuf, dev: &mut DeviceBuf| {
-            let layout = self.pack(a, b, r, stage)?;
-            // SAFETY: the staging buffer holds the packed chunk's `layout.bytes` bytes.
-            unsafe { dev.upload_raw(stage.ptr_at(0), layout.bytes as usize)? };
-            Ok::<_, CudaError>(layout)
         };
-        let mut layout = cross(&self.chunks[0], &mut staging[0], &mut on_device[0])?;
-        for (i, rows) in self.chunks.iter().enumerate() {
+        let bytes = bytes as usize;
+        let mut on_device = [DeviceBuf::new(gpu, bytes)?, DeviceBuf::new(gpu, bytes)?];
+        let cross = |i: usize, stage: &mut PinnedBuf, dev: &mut DeviceBuf| {
+            let (rows, layout) = &self.chunks[i];
+            self.pack(a, b, rows, layout, stage)?;
+            // SAFETY: the staging buffer holds the packed chunk's `layout.bytes` bytes.
+            unsafe { dev.upload_raw(stage.ptr_at(0), layout.bytes as usize) }
+        };
+        cross(0, &mut staging[0], &mut on_device[0])?;
+        for (i, (rows, layout)) in self.chunks.iter().enumerate() {
             let (first, second) = on_device.split_at_mut(1);
             let (current, next) = match i % 2 {
                 0 => (&first[0], &mut second[0]),
                 _ => (&second[0], &mut first[0]),
             };
             let next_stage = &mut staging[(i + 1) % 2];
-            let upcoming = self.chunks.get(i + 1);
-            let reduced = std::thread::scope(|s| {
+            let upcoming = (i + 1 < self.chunks.len()).then_some(i + 1);
+            std::thread::scope(|s| {
                 // The next chunk crosses while this one is reduced.
-                let crossing = upcoming.map(|r| s.spawn(move || cross(r, next_stage, next)));
+                let crossing = upcoming.map(|n| s.spawn(move || cross(n, next_stage, next)));
                 let bases = [a.row_starts[rows.start], b.row_starts[rows.start]];
                 let done = proofs.iter().try_for_each(|&(q, w)| {
                     // SAFETY: `current` holds the chunk `layout` describes, on `gpu`;
                     // `w` is the caller's witness there.
-                    unsafe { reduce_chunk(q, rows, bases, current, &layout, w, mont) }
+                    unsafe { reduce_chunk(q, rows, bases, current, layout, w, mont) }
                 });
-                let crossed =
-                    crossing.map(|c| c.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
-                (done, crossed)
-            });
-            reduced.0?;
-            if let Some(next_layout) = reduced.1 {
-                layout = next_layout?;
-            }
+                let crossed = crossing.map_or(Ok(()), |c| {
+                    c.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+                });
+                done.and(crossed)
+            })?;
         }
         Ok(())
     }
 
-    /// Packs rows `r` of A and B into `stage` as [`RowChunkShape::layout`] places them.
+    /// Packs rows `r` of A and B into `stage` as `layout` (theirs) places them.
     fn pack<F: Copy + Send + Sync>(
         &self,
         a: &Csr<F>,
         b: &Csr<F>,
         r: &Range<usize>,
+        layout: &RowChunkLayout,
         stage: &mut PinnedBuf,
-    ) -> Result<RowChunkLayout, CudaError> {
-        let layout = self.shape.layout_of(&a.row_starts, &b.row_starts, r);
+    ) -> Result<(), CudaError> {
         if layout.bytes as usize > stage.len() {
             return Err(CudaError::Length(format!(
                 "a chunk of {} matrix bytes into {} staging bytes",
@@ -134,7 +128,7 @@ impl StreamedMatrices {
             stage.stage(layout.vals[m] as usize, &csr.vals[entries]);
         }
         stage.stage(layout.long as usize, &long);
-        Ok(layout)
+        Ok(())
     }
 }
 
