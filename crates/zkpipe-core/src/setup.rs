@@ -22,7 +22,7 @@ use rand::RngCore;
 use rayon::prelude::*;
 use std::sync::OnceLock;
 use zkpipe_formats::r1cs::R1cs;
-use zkpipe_formats::zkey::{Groth16Header, Matrix, ZkeyContents};
+use zkpipe_formats::zkey::{EncodedCoefficients, Groth16Header, Matrix, ZkeyContents};
 
 /// Points per progress step.
 const CHUNK: usize = 1 << 14;
@@ -149,13 +149,6 @@ pub fn dev_setup_with<E: Curve>(
                 E::ID
             ))
         })?;
-    let f = |t: &zkpipe_formats::r1cs::Term| -> Result<E::ScalarField, Error> {
-        field_from_le(&t.value).ok_or_else(|| Error::InvalidScalar {
-            what: "r1cs coefficient".into(),
-            value: zkpipe_formats::curve::le_to_decimal(&t.value),
-        })
-    };
-
     let nonzero = |rng: &mut dyn RngCore| loop {
         let x = E::ScalarField::rand(rng);
         if !x.is_zero() {
@@ -176,43 +169,26 @@ pub fn dev_setup_with<E: Curve>(
     let lagrange = lagrange_at(&omegas, tau, tau.pow([n as u64]) - E::ScalarField::ONE, n)?;
 
     // QAP polynomials of each signal at τ, and the coefficient list of A and B.
-    let (mut u, mut v, mut w) = (
-        vec![E::ScalarField::ZERO; n_vars],
-        vec![E::ScalarField::ZERO; n_vars],
-        vec![E::ScalarField::ZERO; n_vars],
-    );
-    let r2 = montgomery_r::<E::ScalarField>().square();
-    let encode = |x: E::ScalarField| (x * r2).into_bigint().to_bytes_le();
-    let mut coefficients = Vec::new();
-    for (c, l) in lagrange.iter().enumerate().take(m) {
-        let [a, b, cc] = r1cs.constraint(c);
-        for t in a {
-            let x = f(t)?;
-            u[t.wire as usize] += x * l;
-            coefficients.push((Matrix::A, c as u32, t.wire, encode(x)));
-        }
-        for t in b {
-            let x = f(t)?;
-            v[t.wire as usize] += x * l;
-            coefficients.push((Matrix::B, c as u32, t.wire, encode(x)));
-        }
-        for t in cc {
-            w[t.wire as usize] += f(t)? * l;
-        }
-    }
+    let Qap {
+        mut u,
+        v,
+        w,
+        mut coefficients,
+    } = qap::<E>(r1cs, &lagrange[..m], n_vars, (QAP_BLOCK, QAP_ROUND))?;
     for i in 0..=n_public {
         u[i] += lagrange[m + i];
-        coefficients.push((
+        coefficients.push(
             Matrix::A,
             (m + i) as u32,
             i as u32,
-            encode(E::ScalarField::ONE),
-        ));
+            &encode(E::ScalarField::ONE),
+        );
     }
 
     let combined = |i: usize| beta * u[i] + alpha * v[i] + w[i];
     let ic: Vec<_> = (0..=n_public).map(|i| combined(i) * gamma_inv).collect();
     let c: Vec<_> = (n_public + 1..n_vars)
+        .into_par_iter()
         .map(|i| combined(i) * delta_inv)
         .collect();
     // H_j = L^{2n}_{2j+1}(τ)/δ = (τ²ⁿ − 1)/(2n) · x_j/(τ − x_j)/δ, x_j the odd-coset points.
@@ -259,6 +235,95 @@ pub fn dev_setup_with<E: Curve>(
         b2: points(&v, true)?,
         c: points(&c, false)?,
         h: points(&hq, false)?,
+    })
+}
+
+/// Constraints per task of [`qap`].
+const QAP_BLOCK: usize = 1 << 12;
+/// Blocks whose products [`qap`] holds at once before adding them up (memory stays
+/// bounded at any size: ~100 MB at nine terms a constraint).
+const QAP_ROUND: usize = 64;
+
+/// The QAP of a circuit at τ: for each signal the sums over constraints c of its A, B and C
+/// coefficients times L_c(τ), and the key's A and B entries.
+struct Qap<F> {
+    u: Vec<F>,
+    v: Vec<F>,
+    w: Vec<F>,
+    coefficients: EncodedCoefficients,
+}
+
+/// Section 4's encoding of a coefficient: x·R² in standard form, little-endian (snarkjs's
+/// `zkey new`, so that a Montgomery read of it gives x·R).
+fn encode<F: PrimeField>(x: F) -> Vec<u8> {
+    (x * montgomery_r::<F>().square())
+        .into_bigint()
+        .to_bytes_le()
+}
+
+/// [`Qap`] of `r1cs`'s first `lagrange.len()` constraints, L_c(τ) = `lagrange[c]`. Parsing
+/// the coefficients, the products and the entries' encoding (nearly all the work) run in
+/// parallel over blocks of `block` constraints, `round` blocks at a time; the sums, one
+/// addition a term, serially in constraint order, u, v and w side by side.
+fn qap<E: Curve>(
+    r1cs: &R1cs,
+    lagrange: &[E::ScalarField],
+    n_vars: usize,
+    (block_len, round_len): (usize, usize),
+) -> Result<Qap<E::ScalarField>, Error> {
+    type Products<F> = [Vec<(u32, F)>; 3];
+    let f = |t: &zkpipe_formats::r1cs::Term| -> Result<E::ScalarField, Error> {
+        field_from_le(&t.value).ok_or_else(|| Error::InvalidScalar {
+            what: "r1cs coefficient".into(),
+            value: zkpipe_formats::curve::le_to_decimal(&t.value),
+        })
+    };
+    let block = |start: usize| -> Result<(Products<E::ScalarField>, EncodedCoefficients), Error> {
+        let mut products: Products<E::ScalarField> = Default::default();
+        let mut entries = EncodedCoefficients::default();
+        for (c, l) in lagrange.iter().enumerate().skip(start).take(block_len) {
+            for (k, terms) in r1cs.constraint(c).into_iter().enumerate() {
+                for t in terms {
+                    let x = f(t)?;
+                    products[k].push((t.wire, x * l));
+                    if k < 2 {
+                        let matrix = [Matrix::A, Matrix::B][k];
+                        entries.push(matrix, c as u32, t.wire, &encode(x));
+                    }
+                }
+            }
+        }
+        Ok((products, entries))
+    };
+    let zero = vec![E::ScalarField::ZERO; n_vars];
+    let (mut u, mut v, mut w) = (zero.clone(), zero.clone(), zero);
+    let mut coefficients = EncodedCoefficients::default();
+    let starts: Vec<usize> = (0..lagrange.len()).step_by(block_len).collect();
+    for round in starts.chunks(round_len) {
+        let blocks: Vec<_> = round
+            .par_iter()
+            .map(|&start| block(start))
+            .collect::<Result<_, _>>()?;
+        let add = |sums: &mut Vec<E::ScalarField>, k: usize| {
+            for (products, _) in &blocks {
+                for &(wire, p) in &products[k] {
+                    sums[wire as usize] += p;
+                }
+            }
+        };
+        rayon::join(
+            || add(&mut u, 0),
+            || rayon::join(|| add(&mut v, 1), || add(&mut w, 2)),
+        );
+        for (_, mut entries) in blocks {
+            coefficients.append(&mut entries);
+        }
+    }
+    Ok(Qap {
+        u,
+        v,
+        w,
+        coefficients,
     })
 }
 
@@ -384,6 +449,56 @@ mod tests {
     fn a_dev_key_does_not_depend_on_how_its_points_are_made() {
         same_key_in_any_chunks::<Bn254>();
         same_key_in_any_chunks::<Bls12_381>();
+    }
+
+    /// The QAP the plain way: one constraint after another, one term after another.
+    fn qap_serially<E: Curve>(r1cs: &R1cs, lagrange: &[E::ScalarField]) -> Qap<E::ScalarField> {
+        let n_vars = r1cs.header.n_wires as usize;
+        let mut sums = vec![vec![E::ScalarField::ZERO; n_vars]; 3];
+        let mut coefficients = EncodedCoefficients::default();
+        for (c, l) in lagrange.iter().enumerate() {
+            for (k, terms) in r1cs.constraint(c).into_iter().enumerate() {
+                for t in terms {
+                    let x: E::ScalarField = field_from_le(&t.value).unwrap();
+                    sums[k][t.wire as usize] += x * l;
+                    if k < 2 {
+                        let matrix = [Matrix::A, Matrix::B][k];
+                        coefficients.push(matrix, c as u32, t.wire, &encode(x));
+                    }
+                }
+            }
+        }
+        let [u, v, w] = <[_; 3]>::try_from(sums).unwrap();
+        Qap {
+            u,
+            v,
+            w,
+            coefficients,
+        }
+    }
+
+    fn qap_in_any_blocks<E: Curve>() {
+        let r1cs = r1cs::<E>();
+        let m = r1cs.header.n_constraints as usize;
+        let mut rng = ChaCha20Rng::seed_from_u64(5);
+        let lagrange: Vec<E::ScalarField> =
+            (0..m).map(|_| E::ScalarField::rand(&mut rng)).collect();
+        let want = qap_serially::<E>(&r1cs, &lagrange);
+        let n_vars = r1cs.header.n_wires as usize;
+        for shape in [(1, 1), (7, 3), (64, 1), (QAP_BLOCK, QAP_ROUND)] {
+            let got = qap::<E>(&r1cs, &lagrange, n_vars, shape).unwrap();
+            assert!(
+                got.u == want.u && got.v == want.v && got.w == want.w,
+                "{shape:?}"
+            );
+            assert!(got.coefficients == want.coefficients, "{shape:?}");
+        }
+    }
+
+    #[test]
+    fn the_qap_does_not_depend_on_its_blocks() {
+        qap_in_any_blocks::<Bn254>();
+        qap_in_any_blocks::<Bls12_381>();
     }
 
     #[test]

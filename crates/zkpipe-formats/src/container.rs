@@ -165,9 +165,8 @@ impl ContainerWriter {
 
     /// Appends one section.
     pub fn section(&mut self, id: u32, data: &[u8]) {
-        self.buf.extend_from_slice(&id.to_le_bytes());
         self.buf
-            .extend_from_slice(&(data.len() as u64).to_le_bytes());
+            .extend_from_slice(&section_header(id, data.len() as u64));
         self.buf.extend_from_slice(data);
         self.n_sections += 1;
     }
@@ -176,6 +175,49 @@ impl ContainerWriter {
     pub fn finish(mut self) -> Vec<u8> {
         self.buf[8..12].copy_from_slice(&self.n_sections.to_le_bytes());
         self.buf
+    }
+}
+
+/// A section's 12 bytes before its data: its id and its size.
+fn section_header(id: u32, size: u64) -> [u8; 12] {
+    let mut h = [0u8; 12];
+    h[..4].copy_from_slice(&id.to_le_bytes());
+    h[4..].copy_from_slice(&size.to_le_bytes());
+    h
+}
+
+/// A container as a list of byte slices in file order, the sections' data borrowed: what
+/// writes a file of many GB (a large key) without gathering it in one buffer first.
+#[derive(Debug)]
+pub struct ContainerParts<'a> {
+    parts: Vec<std::borrow::Cow<'a, [u8]>>,
+    n_sections: u32,
+}
+
+impl<'a> ContainerParts<'a> {
+    /// Starts a file with this magic and version.
+    pub fn new(magic: &[u8; 4], version: u32) -> Self {
+        let mut head = magic.to_vec();
+        head.extend_from_slice(&version.to_le_bytes());
+        head.extend_from_slice(&0u32.to_le_bytes());
+        Self {
+            parts: vec![head.into()],
+            n_sections: 0,
+        }
+    }
+
+    /// Appends one section whose data is `pieces`, in order (borrowed or owned).
+    pub fn section(&mut self, id: u32, pieces: Vec<std::borrow::Cow<'a, [u8]>>) {
+        let size = pieces.iter().map(|p| p.len() as u64).sum();
+        self.parts.push(section_header(id, size).to_vec().into());
+        self.parts.extend(pieces);
+        self.n_sections += 1;
+    }
+
+    /// The file's slices, in order.
+    pub fn finish(mut self) -> Vec<std::borrow::Cow<'a, [u8]>> {
+        self.parts[0].to_mut()[8..12].copy_from_slice(&self.n_sections.to_le_bytes());
+        self.parts
     }
 }
 
@@ -205,6 +247,19 @@ mod tests {
             c.unique(3, "three"),
             Err(ErrorKind::MissingSection { id: 3, .. })
         ));
+    }
+
+    #[test]
+    fn parts_are_the_writers_file_in_slices() {
+        let mut p = ContainerParts::new(b"test", 1);
+        let three = [2u8, 3];
+        p.section(
+            1,
+            vec![vec![1u8].into(), (&[][..]).into(), (&three[..]).into()],
+        );
+        p.section(2, vec![]);
+        p.section(2, vec![vec![9u8].into()]);
+        assert_eq!(p.finish().concat(), sample());
     }
 
     #[test]

@@ -171,6 +171,14 @@ impl Plan {
     /// (What already went into a FIFO or stdout cannot be taken back; those are written
     /// last, after every regular file is in place.)
     pub fn write(self, contents: &[&[u8]]) -> Result<(), Error> {
+        let parts: Vec<[&[u8]; 1]> = contents.iter().map(|&c| [c]).collect();
+        let parts: Vec<&[&[u8]]> = parts.iter().map(|p| &p[..]).collect();
+        self.write_parts(&parts)
+    }
+
+    /// [`Self::write`] with each output's contents given as slices written one after
+    /// another: a file of many GB (a large key) without gathering it in one buffer.
+    pub fn write_parts(self, contents: &[&[&[u8]]]) -> Result<(), Error> {
         if contents.len() != self.outputs.len() {
             let msg = format!(
                 "{} contents for {} outputs",
@@ -181,7 +189,7 @@ impl Plan {
             let e = std::io::Error::new(std::io::ErrorKind::InvalidInput, msg);
             return Err(Error::new(path, ErrorKind::Io(e)));
         }
-        let pairs: Vec<(&Output, &[u8])> =
+        let pairs: Vec<(&Output, &[&[u8]])> =
             self.outputs.iter().zip(contents.iter().copied()).collect();
 
         // 1. Stage every regular file; a failure here has touched nothing.
@@ -378,11 +386,13 @@ struct Staged<'a> {
 }
 
 impl<'a> Staged<'a> {
-    fn write(out: &'a Output, target: &'a Path, bytes: &[u8]) -> Result<Self, Error> {
+    fn write(out: &'a Output, target: &'a Path, parts: &[&[u8]]) -> Result<Self, Error> {
         let io = |e| Error::new(&out.shown, ErrorKind::Io(e));
         let (temp, mut file) = create_sibling(target, "tmp").map_err(io)?;
         let temp = Removed::new(temp);
-        file.write_all(bytes).map_err(io)?;
+        for part in parts {
+            file.write_all(part).map_err(io)?;
+        }
         // A replaced file keeps its permissions; a new one gets the umask's (as with `>`).
         if let Ok(m) = std::fs::metadata(target) {
             file.set_permissions(m.permissions()).map_err(io)?;
@@ -472,17 +482,15 @@ fn backup(target: &Path) -> std::io::Result<PathBuf> {
 }
 
 /// Writes to stdout or opens an existing non-regular file and writes to it.
-fn stream(out: &Output, bytes: &[u8]) -> std::io::Result<()> {
+fn stream(out: &Output, parts: &[&[u8]]) -> std::io::Result<()> {
+    let write_all = |w: &mut dyn Write| parts.iter().try_for_each(|p| w.write_all(p));
     match out.target {
         Target::Stdout => {
             let mut w = std::io::stdout().lock();
-            w.write_all(bytes)?;
+            write_all(&mut w)?;
             w.flush()
         }
-        _ => OpenOptions::new()
-            .write(true)
-            .open(&out.shown)?
-            .write_all(bytes),
+        _ => write_all(&mut OpenOptions::new().write(true).open(&out.shown)?),
     }
 }
 
@@ -516,6 +524,20 @@ mod tests {
             ["a.json", "b.json"],
             "no temporaries left"
         );
+    }
+
+    #[test]
+    fn parts_are_written_one_after_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.zkey"), dir.path().join("b.zkey"));
+        let first: &[&[u8]] = &[b"he", b"", b"llo"];
+        let second: &[&[u8]] = &[];
+        plan(&[&a, &b], &[])
+            .unwrap()
+            .write_parts(&[first, second])
+            .unwrap();
+        assert_eq!(std::fs::read(&a).unwrap(), b"hello");
+        assert_eq!(std::fs::read(&b).unwrap(), b"");
     }
 
     #[test]

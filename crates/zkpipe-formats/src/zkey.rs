@@ -5,10 +5,11 @@
 //! bytes meaning the point at infinity. Coefficient values are stored as v·R² (integer,
 //! little-endian), which is how snarkjs's Montgomery multiply turns them back into v.
 
-use crate::container::{expect_size, Container, ContainerWriter, Reader};
+use crate::container::{expect_size, Container, ContainerParts, Reader};
 use crate::curve::CurveId;
 use crate::error::{Error, ErrorKind};
 use crate::mapped::MappedFile;
+use std::borrow::Cow;
 use std::ops::Range;
 use std::path::Path;
 
@@ -357,13 +358,68 @@ impl ZkeyFile {
     }
 }
 
+/// Section 4's entries as the file holds them, for writing a key: each the matrix (A 0,
+/// B 1), constraint and signal as little-endian u32s, then the value (v·R² mod r,
+/// little-endian). Kept encoded: a large key has hundreds of millions of entries.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EncodedCoefficients {
+    bytes: Vec<u8>,
+    len: usize,
+}
+
+impl EncodedCoefficients {
+    /// Appends `matrix[constraint][signal] += value`.
+    pub fn push(&mut self, matrix: Matrix, constraint: u32, signal: u32, value: &[u8]) {
+        let m = match matrix {
+            Matrix::A => 0u32,
+            Matrix::B => 1,
+        };
+        for x in [m, constraint, signal] {
+            self.bytes.extend_from_slice(&x.to_le_bytes());
+        }
+        self.bytes.extend_from_slice(value);
+        self.len += 1;
+    }
+
+    /// Appends `other`'s entries after these.
+    pub fn append(&mut self, other: &mut EncodedCoefficients) {
+        self.bytes.append(&mut other.bytes);
+        self.len += std::mem::take(&mut other.len);
+    }
+
+    /// The number of entries.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The entries, encoded.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+impl<'a> FromIterator<Coefficient<'a>> for EncodedCoefficients {
+    fn from_iter<I: IntoIterator<Item = Coefficient<'a>>>(iter: I) -> Self {
+        let mut out = Self::default();
+        for c in iter {
+            out.push(c.matrix, c.constraint, c.signal, c.value);
+        }
+        out
+    }
+}
+
 /// Everything a zkey holds, as raw bytes in file layout, for writing one.
 #[derive(Debug, Clone)]
 pub struct ZkeyContents {
     /// The Groth16 header.
     pub header: Groth16Header,
-    /// Section 4 entries: (matrix, constraint, signal, value as v·R² little-endian).
-    pub coefficients: Vec<(Matrix, u32, u32, Vec<u8>)>,
+    /// Section 4's entries.
+    pub coefficients: EncodedCoefficients,
     /// Section 3.
     pub ic: Vec<u8>,
     /// Section 5.
@@ -379,36 +435,39 @@ pub struct ZkeyContents {
 }
 
 impl ZkeyContents {
-    /// Serializes in snarkjs's section order, with an empty contribution list (section 10:
-    /// a 64-byte circuit hash left zero, then zero contributions).
-    pub fn to_bytes(&self) -> Vec<u8> {
-        let mut w = ContainerWriter::new(b"zkey", 1);
-        w.section(section::PROTOCOL, &PROTOCOL_GROTH16.to_le_bytes());
+    /// The file in snarkjs's section order, as slices to write one after another (the
+    /// points and entries borrowed, not copied), with an empty contribution list (section
+    /// 10: a 64-byte circuit hash left zero, then zero contributions).
+    pub fn to_parts(&self) -> Vec<Cow<'_, [u8]>> {
+        let mut w = ContainerParts::new(b"zkey", 1);
+        w.section(
+            section::PROTOCOL,
+            vec![PROTOCOL_GROTH16.to_le_bytes().to_vec().into()],
+        );
         let mut h = Vec::new();
         self.header.write(&mut h);
-        w.section(section::HEADER, &h);
-        w.section(section::IC, &self.ic);
-        let mut coeffs = Vec::with_capacity(4 + self.coefficients.len() * 44);
-        coeffs.extend_from_slice(&(self.coefficients.len() as u32).to_le_bytes());
-        for (m, c, s, v) in &self.coefficients {
-            let m = match m {
-                Matrix::A => 0u32,
-                Matrix::B => 1,
-            };
-            for x in [m, *c, *s] {
-                coeffs.extend_from_slice(&x.to_le_bytes());
-            }
-            coeffs.extend_from_slice(v);
+        w.section(section::HEADER, vec![h.into()]);
+        w.section(section::IC, vec![self.ic.as_slice().into()]);
+        let count = (self.coefficients.len() as u32).to_le_bytes();
+        w.section(
+            section::COEFFICIENTS,
+            vec![count.to_vec().into(), self.coefficients.as_bytes().into()],
+        );
+        for (id, points) in [
+            (section::A, &self.a),
+            (section::B1, &self.b1),
+            (section::B2, &self.b2),
+            (section::C, &self.c),
+            (section::H, &self.h),
+        ] {
+            w.section(id, vec![points.as_slice().into()]);
         }
-        w.section(section::COEFFICIENTS, &coeffs);
-        w.section(section::A, &self.a);
-        w.section(section::B1, &self.b1);
-        w.section(section::B2, &self.b2);
-        w.section(section::C, &self.c);
-        w.section(section::H, &self.h);
-        let mut contributions = vec![0u8; 64];
-        contributions.extend_from_slice(&0u32.to_le_bytes());
-        w.section(section::CONTRIBUTIONS, &contributions);
+        w.section(section::CONTRIBUTIONS, vec![vec![0u8; 68].into()]);
         w.finish()
+    }
+
+    /// The whole file in one buffer (small keys; [`Self::to_parts`] writes large ones).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.to_parts().concat()
     }
 }

@@ -5,7 +5,7 @@ use zkpipe_core::{Bls12_381, Bn254, CompiledKey, PointChecks, VerifyingKey, Witn
 use zkpipe_formats::mapped::MappedFile;
 use zkpipe_formats::r1cs::R1cs;
 use zkpipe_formats::wtns::Wtns;
-use zkpipe_formats::zkey::{Coefficient, PointSection, ZkeyContents, ZkeyFile};
+use zkpipe_formats::zkey::{EncodedCoefficients, PointSection, ZkeyContents, ZkeyFile};
 use zkpipe_formats::CurveId;
 
 /// The point sections with their sizes in points, for a header.
@@ -37,10 +37,7 @@ pub fn zkey(data: &[u8]) {
     if let Ok(coefficients) = z.coefficients().collect::<Result<Vec<_>, _>>() {
         let contents = ZkeyContents {
             header: z.header.clone(),
-            coefficients: coefficients
-                .iter()
-                .map(|c| (c.matrix, c.constraint, c.signal, c.value.to_vec()))
-                .collect(),
+            coefficients: coefficients.iter().copied().collect(),
             ic: z.points(PointSection::Ic).to_vec(),
             a: z.points(PointSection::A).to_vec(),
             b1: z.points(PointSection::B1).to_vec(),
@@ -54,10 +51,9 @@ pub fn zkey(data: &[u8]) {
         for (s, _, _) in sections(&z) {
             assert_eq!(again.points(s), z.points(s), "{s:?}");
         }
-        let tuple = |c: &Coefficient<'_>| (c.matrix, c.constraint, c.signal, c.value.to_vec());
-        let back: Vec<_> = again
+        let back: EncodedCoefficients = again
             .coefficients()
-            .map(|c| tuple(&c.expect("coefficients written from valid ones are valid")))
+            .map(|c| c.expect("coefficients written from valid ones are valid"))
             .collect();
         assert_eq!(back, contents.coefficients);
     }

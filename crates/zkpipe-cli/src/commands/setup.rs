@@ -95,20 +95,25 @@ pub fn run(a: Args) -> Result<()> {
     })
     .with_context(|| a.r1cs.display().to_string())?;
     bar.finish_and_clear();
-    let bytes = zkey.to_bytes();
-    plan.write(&[&bytes])?;
+    let made = start.elapsed().as_secs_f64();
+    // Written in slices: a large key is not copied into one buffer first.
+    let parts = zkey.to_parts();
+    let parts: Vec<&[u8]> = parts.iter().map(|p| &p[..]).collect();
+    plan.write_parts(&[&parts])?;
+    let total = start.elapsed().as_secs_f64();
     eprintln!(
-        "wrote {} ({} constraints, domain 2^{}, {:.1} MiB) in {:.1} s ({:.1} s of it the points, {})",
+        "wrote {} ({} constraints, domain 2^{}, {:.1} MiB) in {:.1} s ({:.1} s of it the points {}, {:.1} s writing)",
         a.zkey.display(),
         r1cs.header.n_constraints,
         zkey.header.domain_size.trailing_zeros(),
-        bytes.len() as f64 / (1 << 20) as f64,
-        start.elapsed().as_secs_f64(),
+        parts.iter().map(|p| p.len()).sum::<usize>() as f64 / (1 << 20) as f64,
+        total,
         points_time.load(Ordering::Relaxed) as f64 / 1e9,
         match a.backend {
             SetupBackend::Cpu => "on the CPU".to_string(),
             SetupBackend::Cuda => format!("on GPU {}", a.gpu),
-        }
+        },
+        total - made
     );
     Ok(())
 }

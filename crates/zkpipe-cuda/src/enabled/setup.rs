@@ -4,9 +4,9 @@
 //! window table of G (row w: d·2^(8w)·G for d < 256, made here on the host) in one thread
 //! per scalar (`cuda/setup.cuh`), the host makes the results (xyzz) affine in batches.
 //! The points equal the CPU's ([`zkpipe_core::setup::CpuFixedBase`]), so the key's bytes do
-//! too. G1's five sets run here; [B]₂ (G2) runs on the CPU for now (see the `g2` field).
+//! too. All six sets run here, G1's five and [B]₂ (G2).
 
-use crate::enabled::curve::{GpuCurve, GpuGroup, G1};
+use crate::enabled::curve::{GpuCurve, GpuGroup, G1, G2};
 use crate::enabled::memory::{DeviceBuf, PinnedBuf};
 use crate::enabled::msm::Resident;
 use crate::enabled::runtime::{check, check_device};
@@ -16,14 +16,14 @@ use ark_ff::PrimeField;
 use rayon::prelude::*;
 use std::ffi::c_void;
 use std::sync::Mutex;
-use zkpipe_core::setup::{CpuFixedBase, FixedBase};
+use zkpipe_core::setup::FixedBase;
 use zkpipe_core::Curve;
 
 /// Bits per window of the table (`ZKP_FB_WBITS` in `cuda/setup.cuh`).
 const WBITS: u32 = 8;
 
 /// Scalars per call: a call's buffers (pinned and on the device) hold this many scalars
-/// and G1 points, 192 MiB of points on BLS12-381.
+/// and G2 points (xyzz), 384 MiB of points on BLS12-381.
 const CHUNK: usize = 1 << 20;
 
 /// A dev key's fixed-base multiplications on GPU `gpu`: the generators' window tables
@@ -32,11 +32,9 @@ const CHUNK: usize = 1 << 20;
 pub struct GpuFixedBase<E: Curve + GpuCurve> {
     gpu: usize,
     g1: DeviceBuf,
+    g2: DeviceBuf,
     bufs: Mutex<Buffers>,
-    /// G2's multiplications, on the CPU: the G2 kernel's points did not match the CPU's
-    /// on the H200 (lab 043e: every result the identity or stale, no error returned), so
-    /// G2 stays on the CPU until that is found.
-    g2: CpuFixedBase<E>,
+    _curve: std::marker::PhantomData<E>,
 }
 
 /// A call's buffers: its scalars and points through `staging` (pinned), each on the device.
@@ -57,11 +55,12 @@ impl<E: Curve + GpuCurve> GpuFixedBase<E> {
     pub fn new(gpu: usize) -> Result<Self, CudaError> {
         check_device(gpu)?;
         let scalar = std::mem::size_of::<E::ScalarField>();
-        let point = xyzz_bytes::<E, G1>();
+        let point = xyzz_bytes::<E, G2>();
         Ok(Self {
             gpu,
             g1: table::<E, G1>(E::G1::generator(), gpu)?,
-            g2: CpuFixedBase::new(CHUNK, CHUNK),
+            g2: table::<E, G2>(E::G2::generator(), gpu)?,
+            _curve: std::marker::PhantomData,
             bufs: Mutex::new(Buffers {
                 staging: PinnedBuf::new(CHUNK * scalar.max(point))?,
                 scalars: DeviceBuf::new(gpu, CHUNK * scalar)?,
@@ -124,7 +123,8 @@ impl<E: Curve + GpuCurve> FixedBase<E> for GpuFixedBase<E> {
     }
 
     fn g2(&self, scalars: &[E::ScalarField]) -> Result<Vec<E::G2Affine>, zkpipe_core::Error> {
-        self.g2.g2(scalars)
+        self.run::<G2>(&self.g2, scalars)
+            .map_err(|e| e.on_gpu(self.gpu))
     }
 
     fn chunk(&self) -> usize {

@@ -103,7 +103,28 @@ fn probe<E: BindCurve + GpuCurve>(name: &str, gpu: &GpuFixedBase<E>) -> bool {
         println!("{name} setup probe: {e}");
     }
     println!("{name} setup probe (8 scalars, G1 and G2): {}", verdict(ok));
-    ok
+    ok & across_calls::<E>(name, gpu)
+}
+
+/// One call's worth of scalars and a few more (the GPU's buffers refilled), both groups:
+/// every point against the CPU's.
+fn across_calls<E: BindCurve + GpuCurve>(name: &str, gpu: &GpuFixedBase<E>) -> bool {
+    use ark_ff::UniformRand;
+    use zkpipe_core::setup::{CpuFixedBase, FixedBase};
+    let mut rng = StdRng::seed_from_u64(10);
+    let scalars: Vec<E::ScalarField> = (0..gpu.chunk() + 3)
+        .map(|_| E::ScalarField::rand(&mut rng))
+        .collect();
+    let cpu = CpuFixedBase::<E>::new(scalars.len(), scalars.len());
+    let g1 = matches!((gpu.g1(&scalars), cpu.g1(&scalars)), (Ok(g), Ok(c)) if g == c);
+    let g2 = matches!((gpu.g2(&scalars), cpu.g2(&scalars)), (Ok(g), Ok(c)) if g == c);
+    println!(
+        "{name} setup across calls ({} scalars): G1 {}, G2 {}",
+        scalars.len(),
+        verdict(g1),
+        verdict(g2)
+    );
+    g1 && g2
 }
 
 /// Whether both made their point `i`, and the same one.
