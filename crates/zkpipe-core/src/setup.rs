@@ -105,18 +105,27 @@ impl<E: Curve> FixedBase<E> for CpuFixedBase<E> {
     }
 }
 
-/// Appends `points` in file layout (`size` bytes each, written by `write`; in parallel).
-fn write_all<P: Sync>(points: &[P], size: usize, write: fn(&P, &mut Vec<u8>), out: &mut Vec<u8>) {
-    let at = out.len();
-    out.resize(at + points.len() * size, 0);
-    out[at..]
-        .par_chunks_mut(size)
-        .zip(points)
-        .for_each(|(dst, p)| {
-            let mut b = Vec::with_capacity(size);
-            write(p, &mut b);
-            dst.copy_from_slice(&b);
-        });
+/// Writes `points` in file layout into `out` (`size` bytes each, by `write`; in parallel),
+/// or says how many points there were where they do not fill it.
+fn write_all<P: Sync>(
+    points: &[P],
+    size: usize,
+    write: fn(&P, &mut Vec<u8>),
+    out: &mut [u8],
+) -> Result<(), Error> {
+    if points.len() * size != out.len() {
+        return Err(Error::InvalidKey(format!(
+            "{} points for {} scalars",
+            points.len(),
+            out.len() / size
+        )));
+    }
+    out.par_chunks_mut(size).zip(points).for_each(|(dst, p)| {
+        let mut b = Vec::with_capacity(size);
+        write(p, &mut b);
+        dst.copy_from_slice(&b);
+    });
+    Ok(())
 }
 
 /// Makes a development key for `r1cs` from toxic waste drawn from `rng`, its points by
@@ -164,9 +173,18 @@ pub fn dev_setup_with<E: Curve>(
     );
     let (gamma_inv, delta_inv) = (inv(gamma)?, inv(delta)?);
 
+    // Each part's time, at debug level (`ZKPIPE_LOG=debug zkpipe setup …`).
+    let mut clock = std::time::Instant::now();
+    let mut lap = |part: &str| {
+        let now = std::time::Instant::now();
+        tracing::debug!(part, ms = (now - clock).as_secs_f64() * 1e3, "setup");
+        clock = now;
+    };
+
     // Lagrange basis of the n-domain at τ: L_j(τ) = (τⁿ − 1)/n · ωʲ/(τ − ωʲ).
     let omegas: Vec<E::ScalarField> = domain.domain.elements().collect();
     let lagrange = lagrange_at(&omegas, tau, tau.pow([n as u64]) - E::ScalarField::ONE, n)?;
+    lap("lagrange");
 
     // QAP polynomials of each signal at τ, and the coefficient list of A and B.
     let Qap {
@@ -181,9 +199,13 @@ pub fn dev_setup_with<E: Curve>(
             Matrix::A,
             (m + i) as u32,
             i as u32,
-            &encode(E::ScalarField::ONE),
+            &encode(
+                E::ScalarField::ONE,
+                montgomery_r::<E::ScalarField>().square(),
+            ),
         );
     }
+    lap("qap");
 
     let combined = |i: usize| beta * u[i] + alpha * v[i] + w[i];
     let ic: Vec<_> = (0..=n_public).map(|i| combined(i) * gamma_inv).collect();
@@ -191,6 +213,7 @@ pub fn dev_setup_with<E: Curve>(
         .into_par_iter()
         .map(|i| combined(i) * delta_inv)
         .collect();
+    lap("combine");
     // H_j = L^{2n}_{2j+1}(τ)/δ = (τ²ⁿ − 1)/(2n) · x_j/(τ − x_j)/δ, x_j the odd-coset points.
     let coset: Vec<E::ScalarField> = domain.coset.elements().collect();
     let mut hq = lagrange_at(
@@ -200,6 +223,7 @@ pub fn dev_setup_with<E: Curve>(
         2 * n,
     )?;
     hq.par_iter_mut().for_each(|x| *x *= delta_inv);
+    lap("h scalars");
 
     let total = (3 * n_vars + c.len() + n + ic.len()) as u64;
     let done = std::sync::atomic::AtomicU64::new(0);
@@ -215,26 +239,32 @@ pub fn dev_setup_with<E: Curve>(
         E::g2_to_bytes(&(E::G2::generator() * s).into_affine(), &mut b);
         b
     };
+    let header = Groth16Header {
+        curve: E::ID,
+        n_vars: n_vars as u32,
+        n_public: n_public as u32,
+        domain_size: n as u32,
+        alpha1: point1(alpha),
+        beta1: point1(beta),
+        beta2: point2(beta),
+        gamma2: point2(gamma),
+        delta1: point1(delta),
+        delta2: point2(delta),
+    };
+    let mut set = |name: &str, s: &[E::ScalarField], g2: bool| {
+        let encoded = points(s, g2);
+        lap(name);
+        encoded
+    };
     Ok(ZkeyContents {
-        header: Groth16Header {
-            curve: E::ID,
-            n_vars: n_vars as u32,
-            n_public: n_public as u32,
-            domain_size: n as u32,
-            alpha1: point1(alpha),
-            beta1: point1(beta),
-            beta2: point2(beta),
-            gamma2: point2(gamma),
-            delta1: point1(delta),
-            delta2: point2(delta),
-        },
+        ic: set("ic points", &ic, false)?,
+        a: set("a points", &u, false)?,
+        b1: set("b1 points", &v, false)?,
+        b2: set("b2 points", &v, true)?,
+        c: set("c points", &c, false)?,
+        h: set("h points", &hq, false)?,
+        header,
         coefficients,
-        ic: points(&ic, false)?,
-        a: points(&u, false)?,
-        b1: points(&v, false)?,
-        b2: points(&v, true)?,
-        c: points(&c, false)?,
-        h: points(&hq, false)?,
     })
 }
 
@@ -254,11 +284,10 @@ struct Qap<F> {
 }
 
 /// Section 4's encoding of a coefficient: x·R² in standard form, little-endian (snarkjs's
-/// `zkey new`, so that a Montgomery read of it gives x·R).
-fn encode<F: PrimeField>(x: F) -> Vec<u8> {
-    (x * montgomery_r::<F>().square())
-        .into_bigint()
-        .to_bytes_le()
+/// `zkey new`, so that a Montgomery read of it gives x·R), `r2` = R² (computed once by the
+/// caller: it is a power, dearer than the rest).
+fn encode<F: PrimeField>(x: F, r2: F) -> Vec<u8> {
+    (x * r2).into_bigint().to_bytes_le()
 }
 
 /// [`Qap`] of `r1cs`'s first `lagrange.len()` constraints, L_c(τ) = `lagrange[c]`. Parsing
@@ -278,6 +307,7 @@ fn qap<E: Curve>(
             value: zkpipe_formats::curve::le_to_decimal(&t.value),
         })
     };
+    let r2 = montgomery_r::<E::ScalarField>().square();
     let block = |start: usize| -> Result<(Products<E::ScalarField>, EncodedCoefficients), Error> {
         let mut products: Products<E::ScalarField> = Default::default();
         let mut entries = EncodedCoefficients::default();
@@ -288,7 +318,7 @@ fn qap<E: Curve>(
                     products[k].push((t.wire, x * l));
                     if k < 2 {
                         let matrix = [Matrix::A, Matrix::B][k];
-                        entries.push(matrix, c as u32, t.wire, &encode(x));
+                        entries.push(matrix, c as u32, t.wire, &encode(x, r2));
                     }
                 }
             }
@@ -363,19 +393,14 @@ fn encode_points<E: Curve>(
     } else {
         E::ID.g1_bytes()
     };
-    let mut out = Vec::with_capacity(scalars.len() * size);
-    for chunk in scalars.chunks(fixed.chunk().max(1)) {
-        let before = out.len();
+    // Zeroed by the allocator (fresh pages), not by a serial fill: the threads that write
+    // the points touch them first.
+    let mut out = vec![0u8; scalars.len() * size];
+    let per = fixed.chunk().max(1);
+    for (chunk, dst) in scalars.chunks(per).zip(out.chunks_mut(per * size)) {
         match g2 {
-            true => write_all(&fixed.g2(chunk)?, size, E::g2_to_bytes, &mut out),
-            false => write_all(&fixed.g1(chunk)?, size, E::g1_to_bytes, &mut out),
-        }
-        if out.len() - before != chunk.len() * size {
-            return Err(Error::InvalidKey(format!(
-                "{} points for {} scalars",
-                (out.len() - before) / size,
-                chunk.len()
-            )));
+            true => write_all(&fixed.g2(chunk)?, size, E::g2_to_bytes, dst)?,
+            false => write_all(&fixed.g1(chunk)?, size, E::g1_to_bytes, dst)?,
         }
         let d = done.fetch_add(chunk.len() as u64, std::sync::atomic::Ordering::Relaxed)
             + chunk.len() as u64;
@@ -456,6 +481,7 @@ mod tests {
         let n_vars = r1cs.header.n_wires as usize;
         let mut sums = vec![vec![E::ScalarField::ZERO; n_vars]; 3];
         let mut coefficients = EncodedCoefficients::default();
+        let r2 = montgomery_r::<E::ScalarField>().square();
         for (c, l) in lagrange.iter().enumerate() {
             for (k, terms) in r1cs.constraint(c).into_iter().enumerate() {
                 for t in terms {
@@ -463,7 +489,7 @@ mod tests {
                     sums[k][t.wire as usize] += x * l;
                     if k < 2 {
                         let matrix = [Matrix::A, Matrix::B][k];
-                        coefficients.push(matrix, c as u32, t.wire, &encode(x));
+                        coefficients.push(matrix, c as u32, t.wire, &encode(x, r2));
                     }
                 }
             }
