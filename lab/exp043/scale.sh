@@ -8,7 +8,8 @@
 #                                against the CPU, both curves)
 #   setup CURVE LOG BACKENDS     synth a 2^LOG circuit (once), then `setup --dev --seed 1`
 #                                on each backend ("cuda cpu"): wall, user CPU, peak RSS,
-#                                the CLI's own breakdown, and whether the keys are one file
+#                                the CLI's own breakdown and each part's time (debug log),
+#                                and whether the keys are one file
 #   speed CURVE LOG ROUNDS BATCHES LIMIT
 #                                `zkpipe-bench bench` in-core (no limit) and streamed
 #                                (--device-limit LIMIT), interleaved, for each batch size
@@ -48,7 +49,7 @@ case $step in
     for b in $backends; do
       rm -f "$d/$b.zkey"
       /usr/bin/time -f "setup $curve 2^$log $b: %e s wall, %U s user, %M KiB peak RSS" \
-        timeout 580 "$bin/zkpipe" setup --dev --seed 1 --backend "$b" "$d/c.r1cs" "$d/$b.zkey" \
+        timeout 580 env ZKPIPE_LOG=debug "$bin/zkpipe" setup --dev --seed 1 --backend "$b" "$d/c.r1cs" "$d/$b.zkey" \
         >> "$f" 2>&1 || echo "setup $b FAILED rc=$?" >> "$f"
     done
     set -- $backends
