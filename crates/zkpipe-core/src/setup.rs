@@ -290,10 +290,10 @@ fn encode<F: PrimeField>(x: F, r2: F) -> Vec<u8> {
     (x * r2).into_bigint().to_bytes_le()
 }
 
-/// [`Qap`] of `r1cs`'s first `lagrange.len()` constraints, L_c(τ) = `lagrange[c]`. Parsing
-/// the coefficients, the products and the entries' encoding (nearly all the work) run in
-/// parallel over blocks of `block` constraints, `round` blocks at a time; the sums, one
-/// addition a term, serially in constraint order, u, v and w side by side.
+/// [`Qap`] of `r1cs`'s first `lagrange.len()` constraints, L_c(τ) = `lagrange[c]`.
+/// Parsing the coefficients, the products and the entries' encoding (nearly all the work)
+/// run in parallel over blocks of `block_len` constraints, `round_len` blocks at a time;
+/// the sums, one addition a term, serially in constraint order, u, v and w side by side.
 fn qap<E: Curve>(
     r1cs: &R1cs,
     lagrange: &[E::ScalarField],

@@ -2,7 +2,8 @@
 //! (zkpipe-core's [`FixedBase`]) on one GPU. A dev key's points are sᵢ·G for millions of
 //! scalars and one generator per group; the GPU sums each scalar's bytes' entries of a
 //! window table of G (row w: d·2^(8w)·G for d < 256, made here on the host) in one thread
-//! per scalar (`cuda/setup.cuh`), the host makes the results (xyzz) affine in batches.
+//! per G1 scalar and two lanes per G2 scalar, as sppark's Fp2 spans two (`cuda/setup.cuh`);
+//! the host makes the results (xyzz) affine in batches.
 //! The points equal the CPU's ([`zkpipe_core::setup::CpuFixedBase`]), so the key's bytes do
 //! too. All six sets run here, G1's five and [B]₂ (G2).
 
