@@ -156,11 +156,10 @@ pub struct ContainerWriter {
 impl ContainerWriter {
     /// Starts a file with this magic and version.
     pub fn new(magic: &[u8; 4], version: u32) -> Self {
-        let mut buf = Vec::new();
-        buf.extend_from_slice(magic);
-        buf.extend_from_slice(&version.to_le_bytes());
-        buf.extend_from_slice(&0u32.to_le_bytes());
-        Self { buf, n_sections: 0 }
+        Self {
+            buf: file_header(magic, version),
+            n_sections: 0,
+        }
     }
 
     /// Appends one section.
@@ -176,6 +175,15 @@ impl ContainerWriter {
         self.buf[8..12].copy_from_slice(&self.n_sections.to_le_bytes());
         self.buf
     }
+}
+
+/// A file's first 12 bytes: its magic, its version and a section count of 0 (bytes 8..12,
+/// set when the file is finished).
+fn file_header(magic: &[u8; 4], version: u32) -> Vec<u8> {
+    let mut h = magic.to_vec();
+    h.extend_from_slice(&version.to_le_bytes());
+    h.extend_from_slice(&0u32.to_le_bytes());
+    h
 }
 
 /// A section's 12 bytes before its data: its id and its size.
@@ -197,11 +205,8 @@ pub struct ContainerParts<'a> {
 impl<'a> ContainerParts<'a> {
     /// Starts a file with this magic and version.
     pub fn new(magic: &[u8; 4], version: u32) -> Self {
-        let mut head = magic.to_vec();
-        head.extend_from_slice(&version.to_le_bytes());
-        head.extend_from_slice(&0u32.to_le_bytes());
         Self {
-            parts: vec![head.into()],
+            parts: vec![file_header(magic, version).into()],
             n_sections: 0,
         }
     }
