@@ -13,6 +13,10 @@
 #   speed CURVE LOG ROUNDS BATCHES LIMIT
 #                                `zkpipe-bench bench` in-core (no limit) and streamed
 #                                (--device-limit LIMIT), interleaved, for each batch size
+#   stream CURVE LOG ROUNDS BATCHES VARIANTS
+#                                `zkpipe-bench bench` in-core, then each streamed VARIANT
+#                                (LIMIT[/STREAM_BATCH][/pin], e.g. 16GiB/4/pin), for each
+#                                batch size, interleaved round by round
 #   prove CURVE LOG LIMIT        one `zkpipe prove --device-limit LIMIT` and `zkpipe verify`
 #
 # Keys live in WORK (default lab/work/scale, git-ignored) and are reused by later steps
@@ -37,6 +41,22 @@ key() {
   synth "$1" "$2" || return 1
   /usr/bin/time -f "setup $1 2^$2 cuda: %e s wall, %U s user, %M KiB" \
     "$bin/zkpipe" setup --dev --seed 1 --backend cuda "$d/c.r1cs" "$d/c.zkey"
+}
+
+# One bench cell into FILE: DIR's key and witness, headed LABEL, BATCH proofs a run,
+# in-core or streamed as VARIANT says (in-core, or LIMIT[/STREAM_BATCH][/pin]).
+cell() {
+  local f=$1 d=$2 label=$3 batch=$4 v=$5 limit sb pin
+  local flags=(--trusted-key --backend cuda --runs 2 --warmup 1 --batch "$batch")
+  if [ "$v" != in-core ]; then
+    IFS=/ read -r limit sb pin <<< "$v"
+    flags+=(--device-limit "$limit")
+    [ -n "$sb" ] && flags+=(--stream-batch "$sb")
+    [ "$pin" = pin ] && flags+=(--pin)
+  fi
+  echo "== $label batch $batch" >> "$f"
+  timeout 300 "$bin/zkpipe-bench" bench "${flags[@]}" "$d/c.zkey" "$d/c.wtns" \
+    >> "$f" 2>&1 || echo "FAILED rc=$?" >> "$f"
 }
 
 case $step in
@@ -67,12 +87,18 @@ case $step in
     key "$curve" "$log" >> "$f" 2>&1 || { echo "no key" >> "$f"; exit 1; }
     for r in $(seq "$rounds"); do
       for batch in $batches; do
-        for mode in in-core streamed; do
-          flags=(--trusted-key --backend cuda --runs 2 --warmup 1 --batch "$batch")
-          [ $mode = streamed ] && flags+=(--device-limit "$limit")
-          echo "== $curve 2^$log round $r $mode batch $batch" >> "$f"
-          timeout 300 "$bin/zkpipe-bench" bench "${flags[@]}" "$d/c.zkey" "$d/c.wtns" \
-            >> "$f" 2>&1 || echo "FAILED rc=$?" >> "$f"
+        cell "$f" "$d" "$curve 2^$log round $r in-core" "$batch" in-core
+        cell "$f" "$d" "$curve 2^$log round $r streamed" "$batch" "$limit"
+      done
+    done ;;
+  stream)
+    curve=$1; log=$2; rounds=$3; batches=$4; variants=$5; d=$(dir "$curve" "$log")
+    f=$out/stream-$curve-$log.txt
+    key "$curve" "$log" >> "$f" 2>&1 || { echo "no key" >> "$f"; exit 1; }
+    for r in $(seq "$rounds"); do
+      for batch in $batches; do
+        for v in in-core $variants; do
+          cell "$f" "$d" "$curve 2^$log round $r $v" "$batch" "$v"
         done
       done
     done ;;
@@ -86,5 +112,5 @@ case $step in
       || echo "prove FAILED rc=$?" >> "$f"
     "$bin/zkpipe" verify "$d/c.zkey" "$d/public.json" "$d/proof.json" >> "$f" 2>&1
     echo "verify rc=$?" >> "$f" ;;
-  *) echo "scale.sh: check, setup, speed or prove" >&2; exit 2 ;;
+  *) echo "scale.sh: check, setup, speed, stream or prove" >&2; exit 2 ;;
 esac

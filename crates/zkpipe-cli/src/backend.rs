@@ -94,6 +94,17 @@ impl DeviceOptions {
         }
         self
     }
+
+    /// With at most `batch` proofs per stream of a streamed key's points (0: each
+    /// device's default, [`zkpipe_cuda::DEFAULT_STREAM_BATCH`]); fewer where the budget
+    /// holds fewer.
+    pub fn with_stream_batch(mut self, batch: usize) -> Self {
+        if batch > 0 {
+            self.cpu.stream_batch = batch;
+            self.cuda.stream_batch = batch;
+        }
+        self
+    }
 }
 
 /// The lab switches ([`LAB_VARS`]) from `env`; `flag` reads a 0/1 switch.
@@ -193,20 +204,32 @@ pub fn one_shot_on_cpu(domain: usize, threads: usize) -> bool {
     domain.saturating_mul(16) <= ONE_SHOT_CPU_MAX_DOMAIN.saturating_mul(threads.min(16))
 }
 
+/// How a key larger than its device streams: the device budget and proofs per stream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Streaming {
+    /// Every device's budget ([`DeviceOptions::with_device_limit`]); `None`: the GPU's
+    /// memory.
+    pub device_limit: Option<u64>,
+    /// The most proofs one stream serves ([`DeviceOptions::with_stream_batch`]; 0: the
+    /// default).
+    pub batch: usize,
+}
+
 /// `key` bound with `opts` to the device `choice` asks for, for `proofs` proofs (a GPU's
 /// binding uploads the key's points and matrices to GPU `gpu` now). The devices' options
-/// come from the environment ([`DeviceOptions::from_process`]), each under
-/// `device_limit` where set ([`DeviceOptions::with_device_limit`]).
+/// come from the environment ([`DeviceOptions::from_process`]), with `streaming`'s budget
+/// and batch.
 pub fn select<E: BindCurve>(
     choice: BackendChoice,
     key: Arc<CompiledKey<E>>,
     gpu: usize,
     proofs: Proofs,
     opts: &BindOptions,
-    device_limit: Option<u64>,
+    streaming: Streaming,
 ) -> Result<Box<dyn BoundKey<E>>> {
-    let devices =
-        DeviceOptions::from_process(PinnedKind::default())?.with_device_limit(device_limit);
+    let devices = DeviceOptions::from_process(PinnedKind::default())?
+        .with_device_limit(streaming.device_limit)
+        .with_stream_batch(streaming.batch);
     let on_gpu = |key| -> Result<Box<dyn BoundKey<E>>, zkpipe_core::Error> {
         let gpus = CudaDevices::new(devices.cuda).map_err(|e| zkpipe_core::Error::Device {
             device: "cuda".into(),

@@ -157,11 +157,14 @@ pub struct EngineConfig {
     pub memory_limit: u64,
     /// Per-device memory budget in bytes, overriding what the device reports. Default: none.
     pub device_memory_limit: Option<u64>,
-    /// Budget in bytes of the pinned tier: streamed keys' copies of their points in
-    /// page-locked host memory (charged to `memory_limit` too); 0 pins nothing.
-    /// Default: 0. Alone on one H200 a pinned copy did not make a streamed proof faster
-    /// at 2^22 or 2^24 (lab/experiments/043c-pinned-tier.md): the copies already cross
-    /// while the chunk MSMs run.
+    /// Budget in bytes of the pinned tier: streamed keys' copies of their points (and
+    /// matrices, where the GPU reduces) in page-locked host memory (charged to
+    /// `memory_limit` too); 0 pins nothing. Default: 0 here, so that a config with a
+    /// small `memory_limit` stays valid; the daemon's file config defaults to half of
+    /// `memory.host_limit`. Pinned, a streamed 2^24 key's proof took 1.35x less time
+    /// alone and 1.19x less in a job of ten on one H200
+    /// (lab/experiments/043g-pinned-matrices.md); points alone had made no difference
+    /// (043c).
     pub pinned_memory_limit: u64,
     /// A resident key unused this long (and not referenced) is evicted. Default: 10 min.
     pub key_idle_timeout: Duration,

@@ -447,13 +447,11 @@ impl FileConfig {
             memory_limit,
             device_memory_limit: size_or_auto(&self.memory.device_limit, None)
                 .map_err(|e| format!("memory.device_limit: {e}"))?,
-            // Off unless set; "auto" is half of the host budget.
-            pinned_memory_limit: match &self.memory.pinned_limit {
-                None => d.pinned_memory_limit,
-                Some(_) => size_or_auto(&self.memory.pinned_limit, Some(memory_limit / 2))
-                    .map_err(|e| format!("memory.pinned_limit: {e}"))?
-                    .unwrap_or(memory_limit / 2),
-            },
+            // Half of the host budget ("auto") unless set; 0 turns the tier off. Pinned
+            // copies made a streamed 2^24 key's proofs 1.2-1.35x faster (lab 043g).
+            pinned_memory_limit: size_or_auto(&self.memory.pinned_limit, Some(memory_limit / 2))
+                .map_err(|e| format!("memory.pinned_limit: {e}"))?
+                .unwrap_or(memory_limit / 2),
             pool_max_bytes: size_or_auto(&self.memory.pool_max, Some(memory_limit / 8))
                 .map_err(|e| format!("memory.pool_max: {e}"))?
                 .unwrap_or(memory_limit / 8),
@@ -835,7 +833,7 @@ mod tests {
     }
 
     #[test]
-    fn the_pinned_limit_is_off_unless_set_and_within_the_host_limit() {
+    fn the_pinned_limit_is_half_the_host_limit_unless_set_and_within_it() {
         let cfg = |text: &str| {
             toml::from_str::<FileConfig>(text)
                 .unwrap()
@@ -844,7 +842,7 @@ mod tests {
         let host = "[memory]\nhost_limit = \"8GiB\"\n";
         let pinned =
             |text: &str| cfg(&format!("{host}{text}")).map(|c| c.engine.pinned_memory_limit);
-        assert_eq!(pinned(""), Ok(0));
+        assert_eq!(pinned(""), Ok(4 << 30));
         assert_eq!(pinned("pinned_limit = \"auto\""), Ok(4 << 30));
         assert_eq!(pinned("pinned_limit = \"1GiB\""), Ok(1 << 30));
         assert_eq!(pinned("pinned_limit = 0"), Ok(0));

@@ -15,7 +15,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
-use zkpipe_cli::backend::{select, BackendChoice, Proofs};
+use zkpipe_cli::backend::{select, BackendChoice, Proofs, Streaming};
 use zkpipe_cli::with_curve;
 use zkpipe_core::reduce::{reduce, QapEvals, RowSchedule, DEFAULT_SCHEDULE};
 use zkpipe_core::{
@@ -93,6 +93,10 @@ pub struct Args {
     /// The device budget (as `prove --device-limit`): a key larger than it streams.
     #[arg(long, value_name = "SIZE", value_parser = zkpipe_server::config::parse_size)]
     device_limit: Option<u64>,
+    /// The most proofs one stream of a streamed key's points serves (fewer where the
+    /// budget holds fewer); 0: the default.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    stream_batch: usize,
     /// Pin a streamed key before the runs (the daemon's pinned tier): its chunks then
     /// cross from a page-locked copy instead of being packed on every walk. The time it
     /// takes is printed, not counted in the runs.
@@ -199,7 +203,10 @@ fn bench_with<E: BindCurve>(a: &Args, zkey: &ZkeyFile, plan: Plan) -> Result<()>
         a.gpu,
         Proofs::Many,
         &bind,
-        a.device_limit,
+        Streaming {
+            device_limit: a.device_limit,
+            batch: a.stream_batch,
+        },
     )?;
     let upload = start.elapsed().as_secs_f64() * 1e3;
     eprintln!(

@@ -1,7 +1,7 @@
 //! `zkpipe prove <zkey> <wtns> <proof.json> <public.json>` (rapidsnark's argument order).
 
 use super::with_curve;
-use crate::backend::{select, BackendChoice, DeviceOptions, Proofs};
+use crate::backend::{select, BackendChoice, DeviceOptions, Proofs, Streaming};
 use crate::progress::Progress;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -188,7 +188,10 @@ impl Job<'_> {
                 a.gpu,
                 Proofs::One,
                 &bind,
-                a.device_limit,
+                Streaming {
+                    device_limit: a.device_limit,
+                    batch: 0,
+                },
             )
         })?;
         let opts = ProveOptions {

@@ -7,6 +7,7 @@
 use crate::enabled::buffers::{PassShape, Pool};
 use crate::enabled::curve::{GpuCurve, G1, G2};
 use crate::enabled::mask::DeviceMask;
+use crate::enabled::memory::PinnedBuf;
 use crate::enabled::msm::{ResidentG1, ResidentG2};
 use crate::enabled::reduce::GpuMatrices;
 use crate::enabled::runtime::device_info;
@@ -301,16 +302,19 @@ impl<E: Curve + GpuCurve> BoundKey<E> for CudaBound<E> {
         Ok(CudaBound::residency(self))
     }
 
-    /// The streamed sets packed as the device holds them ([B]₂'s where the pass makes it).
+    /// The streamed sets packed as the device holds them ([B]₂'s where the pass makes
+    /// it), and the matrices' row chunks where the GPU reduces.
     fn pinnable_bytes(&self) -> u64 {
         match &self.points {
             KeyPoints::Resident(_) => 0,
-            KeyPoints::Streamed(_) => {
+            KeyPoints::Streamed(s) => {
                 let p = &self.key.points;
                 let g1 = p.a.len() + p.b1.len() + p.c.len() + p.h.len();
                 let g2 = if self.caps.g2 { p.b2.len() } else { 0 };
+                let matrices = s.matrices.as_ref().map_or(0, |m| m.packed_bytes());
                 (g1 * ResidentG1::<E>::device_point_bytes()
-                    + g2 * ResidentG2::<E>::device_point_bytes()) as u64
+                    + g2 * ResidentG2::<E>::device_point_bytes()
+                    + matrices) as u64
             }
         }
     }
@@ -320,14 +324,32 @@ impl<E: Curve + GpuCurve> BoundKey<E> for CudaBound<E> {
             return Ok(());
         };
         let p = &self.key.points;
+        // Points fill the whole new buffer, ours alone.
+        fn whole(buf: &mut PinnedBuf) -> &mut [u8] {
+            let len = buf.len();
+            // SAFETY: the buffer's `len` bytes, borrowed mutably for the slice's life.
+            unsafe { std::slice::from_raw_parts_mut(buf.ptr_at(0), len) }
+        }
         fn g1<'a, E: Curve + GpuCurve>(points: &'a [E::G1Affine]) -> Pack<'a> {
             let bytes = points.len() * ResidentG1::<E>::device_point_bytes();
-            Some((bytes, Box::new(move |d| ResidentG1::<E>::pack(points, d))))
+            let pack: Packer<'a> = Box::new(move |d| {
+                ResidentG1::<E>::pack(points, whole(d));
+                Ok(())
+            });
+            Some((bytes, pack))
         }
         let b2: Pack<'_> = self.caps.g2.then(|| {
             let bytes = p.b2.len() * ResidentG2::<E>::device_point_bytes();
-            let pack: Packer<'_> = Box::new(|d| ResidentG2::<E>::pack(&p.b2, d));
+            let pack: Packer<'_> = Box::new(|d| {
+                ResidentG2::<E>::pack(&p.b2, whole(d));
+                Ok(())
+            });
             (bytes, pack)
+        });
+        let key = &self.key;
+        let matrices: Pack<'_> = s.matrices.as_ref().map(|m| {
+            let pack: Packer<'_> = Box::new(move |d| m.pack_all(&key.a, &key.b, d));
+            (m.packed_bytes(), pack)
         });
         let sets = [
             (KeySet::A, g1::<E>(&p.a)),
@@ -336,7 +358,7 @@ impl<E: Curve + GpuCurve> BoundKey<E> for CudaBound<E> {
             (KeySet::C, g1::<E>(&p.c)),
             (KeySet::H, g1::<E>(&p.h)),
         ];
-        s.pin(sets).map_err(|e| e.on_gpu(self.gpu))
+        s.pin(sets, matrices).map_err(|e| e.on_gpu(self.gpu))
     }
 
     fn unpin(&self) {

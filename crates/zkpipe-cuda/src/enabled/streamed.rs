@@ -8,9 +8,10 @@
 //! walked as one stream, so the next set's first chunk crosses during the last one's sums.
 //! Σ over chunks of Σᵢ∈chunk sᵢ·Pᵢ is Σᵢ sᵢ·Pᵢ: the sums are the in-core ones exactly.
 //!
-//! Pinned ([`Streamed::pin`], the engine's hot tier), the key's points are packed once
-//! into page-locked memory in the device's layout, and each chunk crosses from there
-//! directly: no packing into the staging buffers on every walk.
+//! Pinned ([`Streamed::pin`], the engine's hot tier), the key's points (and its
+//! matrices' row chunks, where the GPU reduces) are packed once into page-locked memory
+//! in the device's layout, and each chunk crosses from there directly: no packing into
+//! the staging buffers on every walk.
 //!
 //! The CPU's reference of the same walk is `zkpipe_core::msm::streamed`; the verbs and
 //! the batched MSMs of a streamed [`crate::CudaBound`] that walk it are in
@@ -38,17 +39,23 @@ pub(crate) struct Streamed {
     pass: Mutex<()>,
     staging: Mutex<Option<[PinnedBuf; 2]>>,
     kind: PinnedKind,
-    pinned: Mutex<Option<Arc<PinnedPoints>>>,
+    pinned: Mutex<Option<Arc<PinnedKey>>>,
 }
 
-/// A streamed key's point sets packed in the device's layout in page-locked memory, in
+/// A streamed key packed in the device's layout in page-locked memory: its point sets in
 /// [`KeySet::ALL`]'s order (`None`: a set that does not stream here, [B]₂ where the CPU
-/// tail makes it).
-pub(crate) struct PinnedPoints {
+/// tail makes it), and its matrices' row chunks where the GPU reduces.
+pub(crate) struct PinnedKey {
     sets: [Option<PinnedBuf>; 5],
+    matrices: Option<PinnedBuf>,
 }
 
-impl PinnedPoints {
+impl PinnedKey {
+    /// The packed row chunks of A and B, if the GPU reduces.
+    pub(super) fn matrices(&self) -> Option<&PinnedBuf> {
+        self.matrices.as_ref()
+    }
+
     /// The packed points of `set`, if pinned.
     pub(super) fn set(&self, set: KeySet) -> Option<&PinnedBuf> {
         let i = KeySet::ALL.iter().position(|&s| s == set)?;
@@ -74,30 +81,41 @@ impl Streamed {
     }
 
     /// Its pinned copy, if it has one (held by a walk for the walk's length).
-    pub(super) fn pinned(&self) -> Option<Arc<PinnedPoints>> {
+    pub(super) fn pinned(&self) -> Option<Arc<PinnedKey>> {
         self.pinned
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
 
-    /// Pins `sets` (each set's points and whether its MSMs run here), packing each
-    /// that runs here into page-locked memory; nothing if pinned already.
-    pub(super) fn pin(&self, sets: [(KeySet, Pack<'_>); 5]) -> Result<(), CudaError> {
+    /// Pins `sets` (each set's points and whether its MSMs run here) and `matrices`
+    /// (where the GPU reduces), packing each into page-locked memory; nothing if pinned
+    /// already.
+    pub(super) fn pin(
+        &self,
+        sets: [(KeySet, Pack<'_>); 5],
+        matrices: Pack<'_>,
+    ) -> Result<(), CudaError> {
         if self.pinned().is_some() {
             return Ok(());
         }
+        let packed = |pack: Pack<'_>| -> Result<Option<PinnedBuf>, CudaError> {
+            let Some((bytes, pack)) = pack else {
+                return Ok(None);
+            };
+            let mut buf = PinnedBuf::with_kind(bytes, self.kind)?;
+            pack(&mut buf)?;
+            Ok(Some(buf))
+        };
         let mut out: [Option<PinnedBuf>; 5] = Default::default();
         for (i, (set, pack)) in sets.into_iter().enumerate() {
             debug_assert_eq!(set, KeySet::ALL[i]);
-            if let Some((bytes, pack)) = pack {
-                let mut buf = PinnedBuf::with_kind(bytes, self.kind)?;
-                // SAFETY: the whole new buffer, ours alone.
-                pack(unsafe { std::slice::from_raw_parts_mut(buf.ptr_at(0), bytes) });
-                out[i] = Some(buf);
-            }
+            out[i] = packed(pack)?;
         }
-        let pinned = Arc::new(PinnedPoints { sets: out });
+        let pinned = Arc::new(PinnedKey {
+            sets: out,
+            matrices: packed(matrices)?,
+        });
         *self.pinned.lock().unwrap_or_else(|e| e.into_inner()) = Some(pinned);
         Ok(())
     }
@@ -140,12 +158,12 @@ impl std::ops::DerefMut for Staging<'_> {
     }
 }
 
-/// How one set is pinned: its packed bytes and what packs them into a buffer of that
-/// size; `None` where the set's MSMs do not run on this device.
+/// How one set (or the matrices) is pinned: its packed bytes and what packs them into a
+/// buffer of that size; `None` where its work does not run on this device.
 pub(super) type Pack<'a> = Option<(usize, Packer<'a>)>;
 
-/// What packs one set's points into a buffer of its packed size.
-pub(super) type Packer<'a> = Box<dyn Fn(&mut [u8]) + 'a>;
+/// What packs one set's points (or the matrices' chunks) into a buffer of its packed size.
+pub(super) type Packer<'a> = Box<dyn FnOnce(&mut PinnedBuf) -> Result<(), CudaError> + 'a>;
 
 /// Bytes of one scalar on the device.
 pub(super) const SCALAR_BYTES: usize = 32;
@@ -170,7 +188,7 @@ impl<'a, A> Leg<'a, A> {
         plan: &StreamPlan,
         points: &'a [A],
         set: KeySet,
-        pinned: Option<&'a PinnedPoints>,
+        pinned: Option<&'a PinnedKey>,
         vectors: &[usize],
         mont: bool,
     ) -> Self {

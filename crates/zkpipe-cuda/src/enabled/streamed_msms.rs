@@ -123,8 +123,17 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             .map(|b| (&b.quotient, b.w.device_ptr(0) as usize))
             .collect();
         let key = &self.key;
+        let pinned = streamed.pinned();
+        let pinned = pinned.as_ref().and_then(|p| p.matrices());
         let mut staging = streamed.staging()?;
-        matrices.reduce(&mut staging, (&key.a, &key.b), &proofs, mont, self.gpu)?;
+        matrices.reduce(
+            pinned,
+            &mut staging,
+            (&key.a, &key.b),
+            &proofs,
+            mont,
+            self.gpu,
+        )?;
         let reduced = Span {
             stage: Stage::ReduceDevice,
             start,

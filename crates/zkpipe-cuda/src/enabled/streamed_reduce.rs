@@ -6,6 +6,9 @@
 //! its rows of a chunk while the chunk is there, so one stream of the matrices serves the
 //! whole batch, as one stream of the points does.
 //!
+//! Pinned (`crate::enabled::streamed::Streamed::pin`), every chunk is packed once into
+//! page-locked memory at binding's layout, and a walk only copies: no packing per pass.
+//!
 //! The buffers are made per pass and dropped before its MSMs walk the points: a streamed
 //! key's passes run one at a time, so they use the device memory its plan keeps for the
 //! two chunks in flight and their scratch (`StreamPlan::device_bytes`), nothing more.
@@ -22,11 +25,17 @@ use zkpipe_core::csr::{row_chunks, Csr, RowChunkLayout, RowChunkShape};
 const LONG_ROW: u32 = 32;
 
 /// A streamed key's matrices as they cross: their row chunks, each with its layout on the
-/// device (made once, at binding).
+/// device (made once, at binding), and where each starts in a pinned copy of them all.
 pub(crate) struct StreamedMatrices {
     chunks: Vec<(Range<usize>, RowChunkLayout)>,
+    /// Byte offset of each chunk in the pinned copy ([`Self::pack_all`]), then its length.
+    offsets: Vec<usize>,
     shape: RowChunkShape,
 }
+
+/// Where a chunk starts in the pinned copy: the device's alignment, so every chunk copies
+/// from an aligned address as it does from a staging buffer.
+const PINNED_ALIGN: usize = 64;
 
 impl StreamedMatrices {
     /// A's and B's rows cut into chunks of at most `max` bytes as the device holds them.
@@ -43,17 +52,49 @@ impl StreamedMatrices {
                 let layout = shape.layout_of(&a.row_starts, &b.row_starts, &r);
                 (r, layout)
             })
-            .collect();
-        Ok(Self { chunks, shape })
+            .collect::<Vec<_>>();
+        let mut offsets = Vec::with_capacity(chunks.len() + 1);
+        let mut at = 0usize;
+        for (_, layout) in &chunks {
+            offsets.push(at);
+            at = (at + layout.bytes as usize).next_multiple_of(PINNED_ALIGN);
+        }
+        offsets.push(at);
+        Ok(Self {
+            chunks,
+            offsets,
+            shape,
+        })
+    }
+
+    /// Bytes of every chunk packed one after another ([`Self::pack_all`]).
+    pub(crate) fn packed_bytes(&self) -> usize {
+        self.offsets.last().copied().unwrap_or(0)
+    }
+
+    /// Packs every chunk of A and B into `dst` ([`Self::packed_bytes`] long) at its
+    /// offset: the pinned copy a walk then copies from.
+    pub(crate) fn pack_all<F: Copy + Send + Sync>(
+        &self,
+        a: &Csr<F>,
+        b: &Csr<F>,
+        dst: &mut PinnedBuf,
+    ) -> Result<(), CudaError> {
+        for (i, (rows, layout)) in self.chunks.iter().enumerate() {
+            self.pack(a, b, rows, layout, dst, self.offsets[i])?;
+        }
+        Ok(())
     }
 
     /// a = A·w, b = B·w, c = a∘b into each of `proofs`' quotient buffers, each from its
     /// witness on the device (`w`: an address on `gpu` of the key's nVars values, in
     /// Montgomery form with `mont`, not written meanwhile), the matrices walked once for
-    /// all of them through `staging` (the key's two pinned buffers, each at least the
-    /// chunks' size).
+    /// all of them: each chunk copied from `pinned` (the key's pinned copy,
+    /// [`Self::pack_all`]) where there is one, else packed through `staging` (the key's
+    /// two pinned buffers, each at least the chunks' size).
     pub(crate) fn reduce<E: GpuCurve>(
         &self,
+        pinned: Option<&PinnedBuf>,
         staging: &mut [PinnedBuf; 2],
         (a, b): (&Csr<E::ScalarField>, &Csr<E::ScalarField>),
         proofs: &[(&GpuQuotient<E>, usize)],
@@ -66,11 +107,27 @@ impl StreamedMatrices {
         };
         let bytes = bytes as usize;
         let mut on_device = [DeviceBuf::new(gpu, bytes)?, DeviceBuf::new(gpu, bytes)?];
+        if pinned.is_some_and(|p| p.len() < self.packed_bytes()) {
+            return Err(CudaError::Length(
+                "a pinned copy of the matrices shorter than their chunks".into(),
+            ));
+        }
         let cross = |i: usize, stage: &mut PinnedBuf, dev: &mut DeviceBuf| {
             let (rows, layout) = &self.chunks[i];
-            self.pack(a, b, rows, layout, stage)?;
-            // SAFETY: the staging buffer holds the packed chunk's `layout.bytes` bytes.
-            unsafe { dev.upload_raw(stage.ptr_at(0), layout.bytes as usize) }
+            let bytes = layout.bytes as usize;
+            match pinned {
+                Some(p) => {
+                    let _burst = zkpipe_core::throttle::burst();
+                    // SAFETY: the pinned copy holds chunk i's `bytes` bytes at its offset
+                    // (its length checked above), packed once and never written again.
+                    unsafe { dev.upload_raw(p.as_ptr().add(self.offsets[i]), bytes) }
+                }
+                None => {
+                    self.pack(a, b, rows, layout, stage, 0)?;
+                    // SAFETY: the staging buffer holds the packed chunk's bytes.
+                    unsafe { dev.upload_raw(stage.ptr_at(0), bytes) }
+                }
+            }
         };
         cross(0, &mut staging[0], &mut on_device[0])?;
         for (i, (rows, layout)) in self.chunks.iter().enumerate() {
@@ -99,7 +156,8 @@ impl StreamedMatrices {
         Ok(())
     }
 
-    /// Packs rows `r` of A and B into `stage` as `layout` (theirs) places them.
+    /// Packs rows `r` of A and B into `stage` from byte `base` on, as `layout` (theirs)
+    /// places them.
     fn pack<F: Copy + Send + Sync>(
         &self,
         a: &Csr<F>,
@@ -107,12 +165,13 @@ impl StreamedMatrices {
         r: &Range<usize>,
         layout: &RowChunkLayout,
         stage: &mut PinnedBuf,
+        base: usize,
     ) -> Result<(), CudaError> {
-        if layout.bytes as usize > stage.len() {
+        if base + layout.bytes as usize > stage.len() {
             return Err(CudaError::Length(format!(
                 "a chunk of {} matrix bytes into {} staging bytes",
                 layout.bytes,
-                stage.len()
+                stage.len().saturating_sub(base)
             )));
         }
         let _burst = zkpipe_core::throttle::burst();
@@ -123,11 +182,12 @@ impl StreamedMatrices {
             .collect();
         for (m, csr) in [a, b].into_iter().enumerate() {
             let entries = csr.row_starts[r.start] as usize..csr.row_starts[r.end] as usize;
-            stage.stage(layout.starts[m] as usize, &csr.row_starts[r.start..=r.end]);
-            stage.stage(layout.cols[m] as usize, &csr.cols[entries.clone()]);
-            stage.stage(layout.vals[m] as usize, &csr.vals[entries]);
+            let at = |offset: u64| base + offset as usize;
+            stage.stage(at(layout.starts[m]), &csr.row_starts[r.start..=r.end]);
+            stage.stage(at(layout.cols[m]), &csr.cols[entries.clone()]);
+            stage.stage(at(layout.vals[m]), &csr.vals[entries]);
         }
-        stage.stage(layout.long as usize, &long);
+        stage.stage(base + layout.long as usize, &long);
         Ok(())
     }
 }
