@@ -157,6 +157,12 @@ pub struct EngineConfig {
     pub memory_limit: u64,
     /// Per-device memory budget in bytes, overriding what the device reports. Default: none.
     pub device_memory_limit: Option<u64>,
+    /// The most proofs one stream of a streamed key's points serves (fewer where the
+    /// device budget holds fewer); 0: the devices' default (2). Read by whoever makes the
+    /// devices (`zkpipe serve`), as `device_memory_limit` is. Under 16 GiB at 2^24 a
+    /// stream batch of 3 made a job of ten 2.4% faster than 2, and 4 (smaller chunks)
+    /// 7.7% slower (lab/experiments/043g-pinned-matrices.md).
+    pub stream_batch: usize,
     /// Budget in bytes of the pinned tier: streamed keys' copies of their points (and
     /// matrices, where the GPU reduces) in page-locked host memory (charged to
     /// `memory_limit` too); 0 pins nothing. Default: 0 here, so that a config with a
@@ -306,6 +312,7 @@ impl Default for EngineConfig {
             key_checks: PointChecks::Batched,
             memory_limit,
             device_memory_limit: None,
+            stream_batch: 0,
             pinned_memory_limit: 0,
             key_idle_timeout: Duration::from_secs(600),
             key_max_devices: usize::MAX,

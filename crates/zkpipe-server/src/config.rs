@@ -211,6 +211,7 @@ struct MemorySection {
     host_limit: Option<Size>,
     device_limit: Option<Size>,
     pinned_limit: Option<Size>,
+    stream_batch: Option<usize>,
     pool_max: Option<Size>,
     dealloc_queue: Option<usize>,
     dealloc: Option<String>,
@@ -447,6 +448,11 @@ impl FileConfig {
             memory_limit,
             device_memory_limit: size_or_auto(&self.memory.device_limit, None)
                 .map_err(|e| format!("memory.device_limit: {e}"))?,
+            stream_batch: match self.memory.stream_batch {
+                Some(0) => return Err("memory.stream_batch: must be at least 1".into()),
+                Some(n) => n,
+                None => d.stream_batch,
+            },
             // Half of the host budget ("auto") unless set; 0 turns the tier off. Pinned
             // copies made a streamed 2^24 key's proofs 1.2-1.35x faster (lab 043g).
             pinned_memory_limit: size_or_auto(&self.memory.pinned_limit, Some(memory_limit / 2))
@@ -850,6 +856,20 @@ mod tests {
         assert!(over.contains("memory.pinned_limit"), "{over}");
         let bad = pinned("pinned_limit = \"lots\"").unwrap_err();
         assert!(bad.starts_with("memory.pinned_limit"), "{bad}");
+    }
+
+    #[test]
+    fn the_stream_batch_is_the_devices_default_unless_set_and_at_least_one() {
+        let batch = |text: &str| {
+            toml::from_str::<FileConfig>(&format!("[memory]\n{text}"))
+                .unwrap()
+                .validate(Path::new("."))
+                .map(|c| c.engine.stream_batch)
+        };
+        assert_eq!(batch(""), Ok(0));
+        assert_eq!(batch("stream_batch = 3"), Ok(3));
+        let zero = batch("stream_batch = 0").unwrap_err();
+        assert!(zero.starts_with("memory.stream_batch"), "{zero}");
     }
 
     #[test]

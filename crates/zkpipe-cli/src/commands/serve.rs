@@ -87,7 +87,8 @@ impl Args {
 pub fn run(a: Args) -> Result<()> {
     let cfg = FileConfig::load(a.config.as_deref(), &a.overrides()?)?;
     let opts = DeviceOptions::from_process(cfg.server.pinned_upload)?
-        .with_device_limit(cfg.engine.device_memory_limit);
+        .with_device_limit(cfg.engine.device_memory_limit)
+        .with_stream_batch(cfg.engine.stream_batch);
     let devices = devices(a.backend, &opts)?;
     let rt = super::client::runtime()?;
     rt.block_on(async move {

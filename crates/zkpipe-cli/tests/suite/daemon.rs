@@ -372,6 +372,32 @@ async fn a_budget_for_one_job_at_a_time_completes_twenty_jobs_and_refuses_a_larg
     assert_eq!(s.pending_partitions, 0);
 }
 
+/// `memory.stream_batch` reaches the daemon's devices: a streamed key's plan serves that
+/// many proofs a stream (1 here, where 160 KiB holds 2), and its proofs verify.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_stream_batch_setting_sets_a_streamed_keys_batch() {
+    let mut d = start_daemon(
+        &["bn254-poseidon"],
+        "[memory]\ndevice_limit = \"160KiB\"\nstream_batch = 1\n",
+    );
+    let mut c = client(&d).await;
+    let req = submit_req("bn254-poseidon", 2, Priority::Normal);
+    let r = c.submit_proof(req).await.unwrap().into_inner();
+    check_done(&await_job(&mut c, r.job_id).await);
+    let s = c
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let k = s.keys.iter().find(|k| k.id == "bn254-poseidon").unwrap();
+    assert!(
+        !k.paths.is_empty() && k.paths.iter().all(|p| p.starts_with("streamed: batch 1,")),
+        "{k:?}"
+    );
+    let _ = d.child.kill();
+    let _ = d.child.wait();
+}
+
 /// `memory.device_limit` below a key's points makes the CPU device stream it, as a GPU
 /// under that budget would: 160 KiB holds two poseidon proofs (BN254 and BLS12-381) and
 /// two chunks, and BLS12-381 multi_public (191 KB of points), but not their points whole.
