@@ -15,7 +15,7 @@ use crate::key::montgomery_r;
 use crate::quotient::QuotientDomain;
 use ark_ec::scalar_mul::BatchMulPreprocessing;
 use ark_ec::{AdditiveGroup, CurveGroup, PrimeGroup};
-use ark_ff::{batch_inversion, BigInteger, FftField, Field, PrimeField, Zero};
+use ark_ff::{batch_inversion, FftField, Field, PrimeField, Zero};
 use ark_poly::EvaluationDomain;
 use ark_std::UniformRand;
 use rand::RngCore;
@@ -120,11 +120,15 @@ fn write_all<P: Sync>(
             out.len() / size
         )));
     }
-    out.par_chunks_mut(size).zip(points).for_each(|(dst, p)| {
-        let mut b = Vec::with_capacity(size);
-        write(p, &mut b);
-        dst.copy_from_slice(&b);
-    });
+    // One buffer a thread, not one a point.
+    out.par_chunks_mut(size).zip(points).for_each_init(
+        || Vec::with_capacity(size),
+        |b, (dst, p)| {
+            b.clear();
+            write(p, b);
+            dst.copy_from_slice(b);
+        },
+    );
     Ok(())
 }
 
@@ -187,23 +191,17 @@ pub fn dev_setup_with<E: Curve>(
     lap("lagrange");
 
     // QAP polynomials of each signal at τ, and the coefficient list of A and B.
+    let r2 = montgomery_r::<E::ScalarField>().square();
     let Qap {
         mut u,
         v,
         w,
         mut coefficients,
-    } = qap::<E>(r1cs, &lagrange[..m], n_vars, (QAP_BLOCK, QAP_ROUND))?;
+    } = qap::<E>(r1cs, &lagrange[..m], n_vars, r2, (QAP_BLOCK, QAP_ROUND))?;
     for i in 0..=n_public {
         u[i] += lagrange[m + i];
-        coefficients.push(
-            Matrix::A,
-            (m + i) as u32,
-            i as u32,
-            &encode(
-                E::ScalarField::ONE,
-                montgomery_r::<E::ScalarField>().square(),
-            ),
-        );
+        let one = encode(E::ScalarField::ONE, r2);
+        coefficients.push(Matrix::A, (m + i) as u32, i as u32, &one);
     }
     lap("qap");
 
@@ -285,12 +283,36 @@ struct Qap<F> {
 
 /// Section 4's encoding of a coefficient: x·R² in standard form, little-endian (snarkjs's
 /// `zkey new`, so that a Montgomery read of it gives x·R), `r2` = R² (computed once by the
-/// caller: it is a power, dearer than the rest).
-fn encode<F: PrimeField>(x: F, r2: F) -> Vec<u8> {
-    (x * r2).into_bigint().to_bytes_le()
+/// caller: it is a power, dearer than the rest). On the stack, not in a `Vec`: a large
+/// key has hundreds of millions of entries.
+fn encode<F: PrimeField>(x: F, r2: F) -> Encoded {
+    let mut e = Encoded {
+        bytes: [0; 64],
+        len: 0,
+    };
+    // The limbs little-endian, one after another: `BigInteger::to_bytes_le`'s bytes.
+    for limb in (x * r2).into_bigint().as_ref() {
+        e.bytes[e.len..e.len + 8].copy_from_slice(&limb.to_le_bytes());
+        e.len += 8;
+    }
+    e
 }
 
-/// [`Qap`] of `r1cs`'s first `lagrange.len()` constraints, L_c(τ) = `lagrange[c]`.
+/// One [`encode`]d coefficient: its first `len` bytes (a scalar field of up to 8 limbs).
+struct Encoded {
+    bytes: [u8; 64],
+    len: usize,
+}
+
+impl std::ops::Deref for Encoded {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// [`Qap`] of `r1cs`'s first `lagrange.len()` constraints, L_c(τ) = `lagrange[c]`, its
+/// entries encoded with `r2` = R² ([`encode`]).
 /// Parsing the coefficients, the products and the entries' encoding (nearly all the work)
 /// run in parallel over blocks of `block_len` constraints, `round_len` blocks at a time;
 /// the sums, one addition a term, serially in constraint order, u, v and w side by side.
@@ -298,6 +320,7 @@ fn qap<E: Curve>(
     r1cs: &R1cs,
     lagrange: &[E::ScalarField],
     n_vars: usize,
+    r2: E::ScalarField,
     (block_len, round_len): (usize, usize),
 ) -> Result<Qap<E::ScalarField>, Error> {
     type Products<F> = [Vec<(u32, F)>; 3];
@@ -307,7 +330,6 @@ fn qap<E: Curve>(
             value: zkpipe_formats::curve::le_to_decimal(&t.value),
         })
     };
-    let r2 = montgomery_r::<E::ScalarField>().square();
     let block = |start: usize| -> Result<(Products<E::ScalarField>, EncodedCoefficients), Error> {
         let mut products: Products<E::ScalarField> = Default::default();
         let mut entries = EncodedCoefficients::default();
@@ -512,7 +534,8 @@ mod tests {
         let want = qap_serially::<E>(&r1cs, &lagrange);
         let n_vars = r1cs.header.n_wires as usize;
         for shape in [(1, 1), (7, 3), (64, 1), (QAP_BLOCK, QAP_ROUND)] {
-            let got = qap::<E>(&r1cs, &lagrange, n_vars, shape).unwrap();
+            let r2 = montgomery_r::<E::ScalarField>().square();
+            let got = qap::<E>(&r1cs, &lagrange, n_vars, r2, shape).unwrap();
             assert!(
                 got.u == want.u && got.v == want.v && got.w == want.w,
                 "{shape:?}"

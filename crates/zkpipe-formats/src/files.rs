@@ -171,8 +171,7 @@ impl Plan {
     /// (What already went into a FIFO or stdout cannot be taken back; those are written
     /// last, after every regular file is in place.)
     pub fn write(self, contents: &[&[u8]]) -> Result<(), Error> {
-        let parts: Vec<[&[u8]; 1]> = contents.iter().map(|&c| [c]).collect();
-        let parts: Vec<&[&[u8]]> = parts.iter().map(|p| &p[..]).collect();
+        let parts: Vec<&[&[u8]]> = contents.iter().map(std::slice::from_ref).collect();
         self.write_parts(&parts)
     }
 
