@@ -15,8 +15,8 @@
 #                                (--device-limit LIMIT), interleaved, for each batch size
 #   stream CURVE LOG ROUNDS BATCHES VARIANTS
 #                                `zkpipe-bench bench` in-core, then each streamed VARIANT
-#                                (LIMIT[/STREAM_BATCH][/pin], e.g. 16GiB/4/pin), for each
-#                                batch size, interleaved round by round
+#                                (LIMIT[/STREAM_BATCH][/pin][/beside][/wide], e.g. 16GiB/4/pin),
+#                                for each batch size, interleaved round by round
 #   prove CURVE LOG LIMIT        one `zkpipe prove --device-limit LIMIT` and `zkpipe verify`
 #
 # Keys live in WORK (default lab/work/scale, git-ignored) and are reused by later steps
@@ -44,18 +44,28 @@ key() {
 }
 
 # One bench cell into FILE: DIR's key and witness, headed LABEL, BATCH proofs a run,
-# in-core or streamed as VARIANT says (in-core, or LIMIT[/STREAM_BATCH][/pin]).
+# in-core or streamed as VARIANT says: in-core, or LIMIT followed by any of /N (stream
+# batch N), /pin (the pinned tier), /beside (the walk's chunks beside the proofs'
+# buffers, ZKPIPE_CUDA_WALK_BESIDE) and /wide (the matrices' values as field elements,
+# ZKPIPE_CUDA_WIDE_MATRICES); the last two need a lab build.
 cell() {
-  local f=$1 d=$2 label=$3 batch=$4 v=$5 limit sb pin
-  local flags=(--trusted-key --backend cuda --runs 2 --warmup 1 --batch "$batch")
+  local f=$1 d=$2 label=$3 batch=$4 v=$5 limit opts o
+  local flags=(--trusted-key --backend cuda --runs 2 --warmup 1 --batch "$batch") env=()
   if [ "$v" != in-core ]; then
-    IFS=/ read -r limit sb pin <<< "$v"
+    IFS=/ read -r limit opts <<< "$v"
     flags+=(--device-limit "$limit")
-    [ -n "$sb" ] && flags+=(--stream-batch "$sb")
-    [ "$pin" = pin ] && flags+=(--pin)
+    for o in ${opts//\// }; do
+      case $o in
+        pin) flags+=(--pin) ;;
+        beside) env+=(ZKPIPE_CUDA_WALK_BESIDE=1) ;;
+        wide) env+=(ZKPIPE_CUDA_WIDE_MATRICES=1) ;;
+        *[!0-9]*) echo "scale.sh: unknown variant part $o" >&2; return 2 ;;
+        *) flags+=(--stream-batch "$o") ;;
+      esac
+    done
   fi
   echo "== $label batch $batch" >> "$f"
-  timeout 300 "$bin/zkpipe-bench" bench "${flags[@]}" "$d/c.zkey" "$d/c.wtns" \
+  timeout 300 env "${env[@]}" "$bin/zkpipe-bench" bench "${flags[@]}" "$d/c.zkey" "$d/c.wtns" \
     >> "$f" 2>&1 || echo "FAILED rc=$?" >> "$f"
 }
 

@@ -21,7 +21,7 @@ pub struct DeviceOptions {
 /// The diagnostic switches of the environment that re-run an experiment's losing side:
 /// read in a build with the `lab` feature, refused in the product build.
 #[cfg_attr(feature = "lab", allow(dead_code))]
-const LAB_VARS: [&str; 9] = [
+const LAB_VARS: [&str; 11] = [
     "ZKPIPE_CUDA_LONE_MSM",
     "ZKPIPE_CUDA_CONSTANT",
     "ZKPIPE_CUDA_TABLES",
@@ -31,6 +31,8 @@ const LAB_VARS: [&str; 9] = [
     "ZKPIPE_CUDA_HOST_SCALARS",
     "ZKPIPE_CUDA_HOST_REDUCE",
     "ZKPIPE_CUDA_SERIAL_MSMS",
+    "ZKPIPE_CUDA_WALK_BESIDE",
+    "ZKPIPE_CUDA_WIDE_MATRICES",
 ];
 
 impl DeviceOptions {
@@ -148,6 +150,8 @@ fn lab_switches(
         host_scalars: flag("ZKPIPE_CUDA_HOST_SCALARS")?,
         host_reduce: flag("ZKPIPE_CUDA_HOST_REDUCE")?,
         serial_msms: flag("ZKPIPE_CUDA_SERIAL_MSMS")?,
+        walk_beside: flag("ZKPIPE_CUDA_WALK_BESIDE")?,
+        wide_matrices: flag("ZKPIPE_CUDA_WIDE_MATRICES")?,
     })
 }
 

@@ -37,11 +37,13 @@ struct zkp_set_t {
     uint32_t table_wbits = 0, table_rows = 1;
     affine_h* points = nullptr;
     M* msm = nullptr;
+    // False where the points lie in memory the set borrows (zkp_chunk_new's `room`).
+    bool owns_points = true;
 
     ~zkp_set_t()
     {
         delete msm;
-        if (points) {
+        if (points && owns_points) {
             cudaSetDevice(dev);
             cudaFree(points);
         }
@@ -96,8 +98,12 @@ static RustError zkp_points_new(zkp_set_t<M, A>** out, const A* points, size_t n
 // A chunk set on device `dev`: room for `cap` points, refilled chunk after chunk from host
 // memory (zkp_chunk_fill) while a key too large for the device streams through it, and
 // sppark's MSM state sized for `cap` (its buckets; the points are handed to each call).
+// The points go to `room` where it is not null (device memory of at least cap points,
+// which the caller keeps and does not use until the set is dropped: a proof's idle
+// quotient vectors), else to memory of the set's own.
 template<class M, class A>
-static RustError zkp_chunk_new(zkp_set_t<M, A>** out, size_t cap, size_t affine_sz, int dev)
+static RustError zkp_chunk_new(zkp_set_t<M, A>** out, size_t cap, size_t affine_sz,
+                               void* room, int dev)
 {
     typedef typename zkp_set_t<M, A>::affine_h affine_h;
     *out = nullptr;
@@ -107,7 +113,12 @@ static RustError zkp_chunk_new(zkp_set_t<M, A>** out, size_t cap, size_t affine_
     try {
         select_gpu(dev);
         set->cap = cap;
-        CUDA_OK(cudaMalloc(&set->points, std::max<size_t>(cap, 1) * sizeof(affine_h)));
+        if (room) {
+            set->points = static_cast<affine_h*>(room);
+            set->owns_points = false;
+        } else {
+            CUDA_OK(cudaMalloc(&set->points, std::max<size_t>(cap, 1) * sizeof(affine_h)));
+        }
         set->msm = new M(nullptr, cap, affine_sz, dev);
     } catch (const cuda_error& e) {
         delete set;
@@ -191,8 +202,9 @@ extern "C" RustError ZKP_FN(zkp_##G##_points_new_, CURVE)(                      
     size_t affine_sz, size_t pad, uint32_t table_wbits, int dev)                            \
 {   return zkp_points_new<M, A, B>(out, points, npoints, affine_sz, pad, table_wbits, dev); } \
 extern "C" RustError ZKP_FN(zkp_##G##_chunk_new_, CURVE)(                                   \
-    ZKP_FN(zkp_##G##_set_t_, CURVE)** out, size_t cap, size_t affine_sz, int dev)           \
-{   return zkp_chunk_new<M, A>(out, cap, affine_sz, dev);   }                               \
+    ZKP_FN(zkp_##G##_set_t_, CURVE)** out, size_t cap, size_t affine_sz, void* room,        \
+    int dev)                                                                                \
+{   return zkp_chunk_new<M, A>(out, cap, affine_sz, room, dev);   }                         \
 extern "C" RustError ZKP_FN(zkp_##G##_chunk_fill_, CURVE)(                                  \
     ZKP_FN(zkp_##G##_set_t_, CURVE)* set, const A* points, size_t npoints, size_t affine_sz) \
 {   return zkp_chunk_fill<M, A>(set, points, npoints, affine_sz);   }                       \

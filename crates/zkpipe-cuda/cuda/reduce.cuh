@@ -36,19 +36,72 @@ struct zkp_csr_t {
     }
 };
 
+// One matrix's rows on the device: offsets, and the entries from `base` on (0 for whole
+// matrices; a chunk's first offset when its rows stream). A streamed chunk's values may
+// be narrow (`words` not null; zkpipe_core::csr::NarrowValues): a word an entry, a small
+// value itself (ZKP_NARROW_NEGATIVE: its negation) or, with ZKP_NARROW_FULL, the index of
+// a full value, found at vals[index − full_base]. Field: #[repr(C)] ChunkRows in ffi.rs.
+struct zkp_rows_t {
+    const uint32_t* starts;
+    const uint32_t* cols;
+    const fr_t* vals;
+    const uint32_t* words;
+    uint32_t base;
+    uint32_t full_base;
+};
+
+#define ZKP_NARROW_FULL 0x80000000u
+#define ZKP_NARROW_NEGATIVE 0x40000000u
+
+// Adds entry j's value times its w to s (a full value, Montgomery: the Montgomery product
+// is the product in w's form) or to t (a narrow small value v, as it is: the product is
+// v·w/R, so t is brought right once per row, by zkp_row_sum).
+__device__ __forceinline__ void zkp_entry(fr_t& s, fr_t& t, const zkp_rows_t& m, uint32_t j,
+                                          const fr_t* w)
+{
+    fr_t wj = w[m.cols[j]];
+    if (m.words == nullptr) {
+        s += m.vals[j] * wj;
+        return;
+    }
+    uint32_t x = m.words[j];
+    if (x & ZKP_NARROW_FULL) {
+        s += m.vals[(x & ~ZKP_NARROW_FULL) - m.full_base] * wj;
+        return;
+    }
+    // v as it is (not Montgomery): its low 32-bit limb, the rest zero.
+    fr_t v;
+    v.zero();
+    reinterpret_cast<uint32_t*>(&v)[0] = x & ~ZKP_NARROW_NEGATIVE;
+    fr_t p = v * wj;
+    if (x & ZKP_NARROW_NEGATIVE)
+        t -= p;
+    else
+        t += p;
+}
+
+// s + t·R: the full values' sum and the narrow ones' (see zkp_entry), in w's form.
+__device__ __forceinline__ fr_t zkp_row_sum(fr_t s, fr_t t, const zkp_rows_t& m)
+{
+    if (m.words != nullptr) {
+        t.to();
+        s += t;
+    }
+    return s;
+}
+
 // ⟨row, w⟩. With w in standard form a Montgomery product of a Montgomery value and a
 // standard one is the standard product, so the sum is converted once, not each w read;
-// with w in Montgomery form (`mont`) the sum already is. `cols` and `vals` hold the
-// entries from `base` on (0 for whole matrices; a chunk's first offset when its rows
-// stream).
-__device__ __forceinline__ fr_t zkp_row_dot(const uint32_t* starts, const uint32_t* cols,
-                                            const fr_t* vals, uint32_t base, const fr_t* w,
-                                            size_t row, bool mont)
+// with w in Montgomery form (`mont`) the sum already is.
+__device__ __forceinline__ fr_t zkp_row_dot(const zkp_rows_t& m, const fr_t* w, size_t row,
+                                            bool mont)
 {
-    fr_t s;
+    fr_t s, t;
     s.zero();
-    for (uint32_t j = starts[row] - base, end = starts[row + 1] - base; j < end; j++)
-        s += vals[j] * w[cols[j]];
+    t.zero();
+    for (uint32_t j = m.starts[row] - m.base, end = m.starts[row + 1] - m.base; j < end; j++)
+        zkp_entry(s, t, m, j, w);
+    s = zkp_row_sum(s, t, m);
     if (!mont)
         s.to();
     return s;
@@ -61,14 +114,6 @@ __device__ __forceinline__ bool zkp_is_long(const uint32_t* a_starts, const uint
         || b_starts[row + 1] - b_starts[row] > ZKP_LONG_ROW;
 }
 
-// One matrix's rows on the device: offsets, and the entries from `base` on.
-struct zkp_rows_t {
-    const uint32_t* starts;
-    const uint32_t* cols;
-    const fr_t* vals;
-    uint32_t base;
-};
-
 // One thread per short row: rows come in runs of similar length (circom emits them that
 // way), so a warp's rows cost about the same. Long rows are left to zkp_reduce_long.
 __global__ void zkp_reduce(fr_t* a, fr_t* b, fr_t* c, zkp_rows_t ma, zkp_rows_t mb,
@@ -80,8 +125,8 @@ __global__ void zkp_reduce(fr_t* a, fr_t* b, fr_t* c, zkp_rows_t ma, zkp_rows_t 
          i += (size_t)gridDim.x * blockDim.x) {
         if (zkp_is_long(a_starts, b_starts, i))
             continue;
-        fr_t ai = zkp_row_dot(ma.starts, ma.cols, ma.vals, ma.base, w, i, mont);
-        fr_t bi = zkp_row_dot(mb.starts, mb.cols, mb.vals, mb.base, w, i, mont);
+        fr_t ai = zkp_row_dot(ma, w, i, mont);
+        fr_t bi = zkp_row_dot(mb, w, i, mont);
         a[i] = ai;
         b[i] = bi;
         c[i] = ai * bi;
@@ -90,14 +135,16 @@ __global__ void zkp_reduce(fr_t* a, fr_t* b, fr_t* c, zkp_rows_t ma, zkp_rows_t 
 
 // ⟨row, w⟩ (unconverted, as in zkp_row_dot) summed by a whole warp: each lane takes
 // every 32nd entry, then the lanes' sums are folded with shuffles, limb by limb.
-__device__ __forceinline__ fr_t zkp_row_dot_warp(zkp_rows_t m, const fr_t* w, size_t row,
+__device__ __forceinline__ fr_t zkp_row_dot_warp(const zkp_rows_t& m, const fr_t* w, size_t row,
                                                  uint32_t lane)
 {
-    fr_t s;
+    fr_t s, t;
     s.zero();
+    t.zero();
     for (uint32_t j = m.starts[row] - m.base + lane, end = m.starts[row + 1] - m.base; j < end;
          j += 32)
-        s += m.vals[j] * w[m.cols[j]];
+        zkp_entry(s, t, m, j, w);
+    s = zkp_row_sum(s, t, m);
     for (int delta = 16; delta > 0; delta /= 2) {
         fr_t other;
         const uint32_t* from = reinterpret_cast<const uint32_t*>(&s);
@@ -218,8 +265,8 @@ extern "C" RustError ZKP_FN(zkp_reduce_run_, CURVE)(zkp_quotient_t* q, const zkp
     try {
         gpu.select();
         fr_t* d = &q->d[0];
-        zkp_rows_t ma{m->starts[0], m->cols[0], m->vals[0], 0};
-        zkp_rows_t mb{m->starts[1], m->cols[1], m->vals[1], 0};
+        zkp_rows_t ma{m->starts[0], m->cols[0], m->vals[0], nullptr, 0, 0};
+        zkp_rows_t mb{m->starts[1], m->cols[1], m->vals[1], nullptr, 0, 0};
         zkp_reduce_launch(gpu, stream, d, d + n, d + 2 * n, ma, mb, m->long_rows, m->n_long,
                           w, n, mont);
         stream.sync();
@@ -233,14 +280,12 @@ extern "C" RustError ZKP_FN(zkp_reduce_run_, CURVE)(zkp_quotient_t* q, const zkp
 // a, b, c of rows [row0, row0 + rows) of the witness `w` (as for zkp_reduce_run_) into
 // the quotient's buffers, from those rows of A and B on the device: a key whose matrices
 // do not fit the device streams them chunk by chunk (zkpipe-cuda's streamed_reduce.rs).
-// Each matrix's `rows + 1` offsets are the whole matrix's, its columns and values start
-// at its first offset (`base`); `long_rows` lists the chunk's rows (from 0) with more than
-// ZKP_LONG_ROW entries in either. Returns when they are there.
+// Each matrix's `rows + 1` offsets are the whole matrix's, its columns and values (or
+// words) start at its first offset (`base`); `long_rows` lists the chunk's rows (from 0)
+// with more than ZKP_LONG_ROW entries in either. Returns when they are there.
 extern "C" RustError ZKP_FN(zkp_reduce_rows_, CURVE)(
-    zkp_quotient_t* q, uint32_t row0, uint32_t rows, const uint32_t* a_starts,
-    const uint32_t* a_cols, const fr_t* a_vals, uint32_t a_base, const uint32_t* b_starts,
-    const uint32_t* b_cols, const fr_t* b_vals, uint32_t b_base, const uint32_t* long_rows,
-    uint32_t n_long, const fr_t* w, bool mont)
+    zkp_quotient_t* q, uint32_t row0, uint32_t rows, zkp_rows_t ma, zkp_rows_t mb,
+    const uint32_t* long_rows, uint32_t n_long, const fr_t* w, bool mont)
 {
     const gpu_t& gpu = q->gpu;
     stream_t& stream = q->stream;
@@ -250,8 +295,6 @@ extern "C" RustError ZKP_FN(zkp_reduce_rows_, CURVE)(
     try {
         gpu.select();
         fr_t* d = &q->d[0] + row0;
-        zkp_rows_t ma{a_starts, a_cols, a_vals, a_base};
-        zkp_rows_t mb{b_starts, b_cols, b_vals, b_base};
         zkp_reduce_launch(gpu, stream, d, d + n, d + 2 * n, ma, mb, long_rows, n_long, w,
                           rows, mont);
         stream.sync();

@@ -62,7 +62,7 @@ impl CudaDevices {
     /// What streaming a key of `shape` here is sized from: its point sets as a GPU holds
     /// them, what each proof keeps on the device, and the MSMs' scratch.
     pub fn key_sets(&self, shape: &KeyShape) -> KeySets {
-        gpu_key_sets(shape)
+        gpu_key_sets(&self.options().lab(), shape)
     }
 
     /// Which path a resident key of `shape` bound with `opts` takes under [`Self::budget`]:

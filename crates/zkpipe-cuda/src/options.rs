@@ -133,6 +133,12 @@ pub struct LabSwitches {
     pub host_reduce: bool,
     /// A proof's MSMs one after another instead of at once.
     pub serial_msms: bool,
+    /// A streamed key's points walk through chunks beside the proofs' buffers, never in
+    /// their idle quotient vectors (lab/experiments/043h-walk-in-room.md).
+    pub walk_beside: bool,
+    /// A streamed key's matrices cross with a field element a value instead of narrow
+    /// (lab/experiments/043h-walk-in-room.md).
+    pub wide_matrices: bool,
 }
 
 /// How constant-work MSMs are kept constant on the GPU.

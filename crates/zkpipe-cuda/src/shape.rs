@@ -3,7 +3,7 @@
 //! and its device memory (resident key, one proof in flight).
 
 use crate::options::{ConstantMode, CudaOptions, LabSwitches};
-use zkpipe_core::msm::stream_plan::{ChunkScratch, KeySets};
+use zkpipe_core::msm::stream_plan::{ChunkScratch, KeySets, LongChunkRate};
 use zkpipe_core::{BindOptions, Bls12_381, Bn254, Caps, Curve, KeyShape};
 use zkpipe_core::{Residency, StreamPlan, StreamPlanError};
 use zkpipe_formats::CurveId;
@@ -210,11 +210,23 @@ pub(crate) fn caps(lab: &LabSwitches, shape: &KeyShape, residency: &Residency) -
     }
 }
 
-/// What a streamed key's pass needs per point of the chunk it adds against, besides the
-/// points: sppark's digits and scalar scratch for one MSM at a time (at most 16 + 4 × 26
-/// windows bytes a point), and the buckets of the two chunk sets in flight (about 30
-/// bytes a point each above sppark's smallest window width). Rounded up.
-const STREAM_SCRATCH_PER_POINT: u64 = 256;
+/// What a streamed key's pass needs per point of the longest chunk it adds against,
+/// besides the points (sppark 0.1.16's `msm_t`, pippenger.cuh): the digits and sort
+/// temporaries of one MSM at a time, (16 + 4 × windows) bytes per point of a stride, where
+/// a stride is a quarter of the chunk from 2^18 / 1.5 points on, half of it from 2^17 / 1.5
+/// and all of a shorter one (26 windows there: 120 bytes a point); and the buckets of the
+/// two chunk sets, fixed up to 2^19 / 1.5 points ([`STREAM_SCRATCH_FIXED`]), then about
+/// windows × 1.5 / 512 × (bucket + 4) bytes a point each. Rounded up from the largest, 120.
+const STREAM_SCRATCH_PER_POINT: u64 = 128;
+
+/// The same for chunks of at least 2^18 points (a quarter a stride): at most 30 bytes of
+/// digits and 2 × 30 of buckets a BLS12-381 G2 point (26 windows of 388-byte buckets and
+/// histogram), per point of the longest chunk, a G1 chunk (a G2 chunk of the same bytes
+/// has half the points): at most 60 bytes (BLS12-381 G1: 30 + 2 × 15), 50 on BN254.
+const STREAM_SCRATCH_LONG: LongChunkRate = LongChunkRate {
+    from: 1 << 18,
+    per_point: 64,
+};
 
 /// The fixed part: two chunk sets' buckets at sppark's smallest window width (26 windows
 /// of 512 BLS12-381 G2 buckets, 5.4 MB each), rounded up.
@@ -223,16 +235,26 @@ const STREAM_SCRATCH_FIXED: u64 = 16 << 20;
 /// A key's point sets as a GPU streams them: points as the device holds them (x, y),
 /// 32-byte scalars, and per proof its quotient buffers (five domain-size vectors, h
 /// among them) besides the w and h the sets count; beside the chunks, sppark's MSM state.
-pub(crate) fn gpu_key_sets(shape: &KeyShape) -> KeySets {
+/// The quotient's a, b, c (three of its vectors, in one piece) lie idle once h is made:
+/// the points' walk puts its chunks there ([`zkpipe_core::StreamPlan::walk_in_room`]),
+/// unless [`LabSwitches::walk_beside`].
+pub(crate) fn gpu_key_sets(lab: &LabSwitches, shape: &KeyShape) -> KeySets {
     let fp = match shape.curve {
         CurveId::Bn254 => 32,
         CurveId::Bls12_381 => 48,
     };
     let quotient = 4 * shape.domain_size as u64 * 32;
-    KeySets::new(shape, 2 * fp, 4 * fp, 32, quotient).with_scratch(ChunkScratch {
-        per_point: STREAM_SCRATCH_PER_POINT,
-        fixed: STREAM_SCRATCH_FIXED,
-    })
+    let room = match lab.walk_beside {
+        true => 0,
+        false => 3 * shape.domain_size as u64 * 32,
+    };
+    KeySets::new(shape, 2 * fp, 4 * fp, 32, quotient)
+        .with_scratch(ChunkScratch {
+            per_point: STREAM_SCRATCH_PER_POINT,
+            fixed: STREAM_SCRATCH_FIXED,
+            long: Some(STREAM_SCRATCH_LONG),
+        })
+        .with_walk_room(room)
 }
 
 /// Which path a key of `shape` takes on a GPU of `budget` bytes: in-core where its
@@ -249,7 +271,7 @@ pub(crate) fn residency(
     if device_bytes_for_shape(t, shape, tables) <= budget {
         return Ok(Residency::InCore);
     }
-    StreamPlan::largest_batch(&gpu_key_sets(shape), budget, max_batch.max(1))
+    StreamPlan::largest_batch(&gpu_key_sets(&t.lab, shape), budget, max_batch.max(1))
         .map(Residency::Streamed)
 }
 
@@ -485,16 +507,34 @@ mod tests {
             };
             let whole = device_bytes_for_shape(&t, &s, true);
             assert_eq!(residency(&t, &s, true, whole, 2), Ok(Residency::InCore));
-            // The budget the GPU check forces streaming with: 2^16 in ≥ 8 chunks.
-            let sets = gpu_key_sets(&s);
-            let budget = 2 * sets.proof_bytes + (18 << 20);
+            // A budget that streams 2^16 in ≥ 8 chunks: two proofs, the fixed scratch
+            // and the scratch of a sixteenth of H, the walk's chunks in the first
+            // proof's idle quotient vectors (larger there than beside the proofs).
+            let sets = gpu_key_sets(&t.lab, &s);
+            let budget = 2 * sets.proof_bytes + (16 << 20) + (1 << 12) * 128;
             let r = residency(&t, &s, true, budget, 2).unwrap();
             let plan = r.plan().expect("streamed");
             assert_eq!(plan.batch(), 2);
             assert!(plan.device_bytes() <= budget);
+            assert!(plan.walk_in_room(), "{r}");
             for set in [KeySet::A, KeySet::B1, KeySet::C, KeySet::H] {
                 assert!(plan.chunk_count(set) >= 8, "{curve:?} {set:?}: {r}");
             }
+            // Beside the proofs (the lab switch), the same budget makes smaller chunks.
+            let beside = Tuning {
+                lab: LabSwitches {
+                    walk_beside: true,
+                    ..LabSwitches::default()
+                },
+                ..t
+            };
+            let r2 = residency(&beside, &s, true, budget, 2).unwrap();
+            let p2 = r2.plan().expect("streamed");
+            assert!(!p2.walk_in_room() && p2.device_bytes() <= budget, "{r2}");
+            assert!(
+                p2.chunk_count(KeySet::A) > plan.chunk_count(KeySet::A),
+                "{r2}"
+            );
             // A streamed key reduces on the GPU too (its matrices cross in chunks of
             // rows), unless the lab switch puts the reduce on the host.
             let c = caps(&LabSwitches::default(), &s, &r);

@@ -13,6 +13,12 @@
 //!                                   equal length, streamed once per batch, in order
 //! ```
 //!
+//! Where a proof's own buffers lie idle while the points are walked (a GPU's quotient
+//! vectors, once h is made: [`KeySets::walk_room`]), the walk's two chunks go there (the
+//! first proof's, a half each), and only their scratch needs the budget beside the proofs: the walk's chunks
+//! are then as large as that room and the scratch allow, larger than the chunks the
+//! matrices' rows cross in ([`StreamPlan::chunk_bytes`], still two beside the proofs).
+//!
 //! Every proof of a batch adds its scalars against each chunk while it is on the device,
 //! so one stream of the key's points serves the whole batch: host→device bytes per proof
 //! are the key's point bytes / batch (the reference system batches two). A larger batch
@@ -81,17 +87,49 @@ pub struct KeySets {
     /// What the device needs to add scalars against the chunks in flight, besides their
     /// points ([`KeySets::with_scratch`]; none by default).
     pub scratch: ChunkScratch,
+    /// Bytes of each proof's buffers, in one piece, that lie idle while the points are
+    /// walked, where a device places the walk's two chunks ([`KeySets::with_walk_room`];
+    /// none by default).
+    pub walk_room: u64,
 }
 
+/// Where the walk's chunks start in a proof's idle buffers: two in one proof's room are
+/// its halves, each rounded down to this.
+pub const ROOM_ALIGN: u64 = 256;
+
 /// What adding scalars against the chunks in flight takes on a device besides their
-/// points: bytes per point of the longest chunk, and a fixed part. A GPU's MSM needs
-/// digits per point and bucket arrays; the CPU adds in place (none).
+/// points: bytes per point of the longest chunk (less for long chunks, where `long` says),
+/// and a fixed part. A GPU's MSM needs digits per point and bucket arrays; the CPU adds in
+/// place (none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ChunkScratch {
     /// Bytes per point of the longest chunk.
     pub per_point: u64,
     /// Bytes whatever the chunks' length.
     pub fixed: u64,
+    /// A lower rate for long chunks, where the device has one.
+    pub long: Option<LongChunkRate>,
+}
+
+/// [`ChunkScratch::per_point`] for chunks of at least `from` points (a GPU MSM digitizes
+/// a long chunk a part at a time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LongChunkRate {
+    /// The fewest points of a chunk this rate is for.
+    pub from: u64,
+    /// Bytes per point of such a chunk.
+    pub per_point: u64,
+}
+
+impl ChunkScratch {
+    /// The scratch of a longest chunk of `points` points.
+    pub fn bytes(&self, points: u64) -> u64 {
+        let rate = match self.long {
+            Some(l) if points >= l.from => l.per_point,
+            _ => self.per_point,
+        };
+        self.fixed + rate * points
+    }
 }
 
 impl KeySets {
@@ -114,12 +152,38 @@ impl KeySets {
             g2_bytes,
             proof_bytes: scalars.saturating_add(extra),
             scratch: ChunkScratch::default(),
+            walk_room: 0,
         }
     }
 
     /// The same sets, on a device that needs `scratch` beside the chunks in flight.
     pub fn with_scratch(self, scratch: ChunkScratch) -> Self {
         Self { scratch, ..self }
+    }
+
+    /// The same sets, on a device whose proofs each leave `bytes` of their buffers idle
+    /// (in one piece) while the points are walked: the walk's chunks go there.
+    pub fn with_walk_room(self, bytes: u64) -> Self {
+        Self {
+            walk_room: bytes,
+            ..self
+        }
+    }
+
+    /// The bytes of each of the walk's two chunks in the halves of the first proof's
+    /// idle buffers, under what the proofs leave of a budget (`left`): no more than the
+    /// scratch beside them allows, nor the largest set. 0 where the device has no room.
+    /// (One proof's room, not two proofs' a chunk each: every walk has a first proof,
+    /// not every walk of a batch plan has a second.)
+    fn room_chunk_bytes(&self, left: u64) -> u64 {
+        let per_chunk = self.walk_room / 2 / ROOM_ALIGN * ROOM_ALIGN;
+        let left = left.saturating_sub(self.scratch.fixed) as u128;
+        let by_scratch = match self.scratch.per_point {
+            0 => u64::MAX,
+            p => (left * self.smallest_point_bytes() as u128 / p as u128) as u64,
+        };
+        let largest_set = KeySet::ALL.iter().map(|&s| self.set_bytes(s)).max();
+        per_chunk.min(by_scratch).min(largest_set.unwrap_or(0))
     }
 
     /// The fewest bytes of any set's point: the set whose chunks hold the most points.
@@ -206,6 +270,9 @@ struct SetChunks {
 pub struct StreamPlan {
     batch: usize,
     chunk_bytes: u64,
+    /// Bytes of the points' walk's chunks: `chunk_bytes`, or larger in the proofs' room.
+    walk_bytes: u64,
+    in_room: bool,
     proof_bytes: u64,
     scratch: ChunkScratch,
     sets: [SetChunks; 5],
@@ -213,8 +280,34 @@ pub struct StreamPlan {
 
 impl StreamPlan {
     /// The plan for `batch` proofs a stream under `budget` device bytes: chunks as large
-    /// as what the batch and the scratch leave, shared by the two in flight, allows.
+    /// as what the batch and the scratch leave, shared by the two in flight, allows (at
+    /// the long chunks' scratch rate where the chunks that makes are long).
     pub fn new(sets: &KeySets, budget: u64, batch: usize) -> Result<Self, StreamPlanError> {
+        let at = |per_point: u64| {
+            let flat = ChunkScratch {
+                per_point,
+                long: None,
+                ..sets.scratch
+            };
+            let plan = Self::at_rate(&sets.with_scratch(flat), budget, batch)?;
+            Ok(Self {
+                scratch: sets.scratch,
+                ..plan
+            })
+        };
+        if let Some(long) = sets.scratch.long {
+            let plan = at(long.per_point)
+                .ok()
+                .filter(|p: &Self| p.longest_points() >= long.from && p.device_bytes() <= budget);
+            if let Some(plan) = plan {
+                return Ok(plan);
+            }
+        }
+        at(sets.scratch.per_point)
+    }
+
+    /// [`Self::new`] with `sets.scratch.per_point` for chunks of any length.
+    fn at_rate(sets: &KeySets, budget: u64, batch: usize) -> Result<Self, StreamPlanError> {
         if batch == 0 {
             return Err(StreamPlanError::NoProofs);
         }
@@ -241,10 +334,16 @@ impl StreamPlan {
                     + sets.scratch.per_point * (min_chunk / sets.smallest_point_bytes()),
             });
         }
+        // The walk's chunks in the proofs' idle buffers where that makes them larger.
+        let room = sets.room_chunk_bytes(budget - proofs);
+        let (walk_bytes, in_room) = match room > chunk_bytes {
+            true => (room, true),
+            false => (chunk_bytes, false),
+        };
         let cut = |s: KeySet| {
             let len = sets.len(s);
-            // ≥ 1: chunk_bytes holds min(len, MIN_CHUNK_POINTS) ≥ 1 point of each set.
-            let per_chunk = (chunk_bytes / sets.point_bytes(s).max(1) as u64).max(1) as usize;
+            // ≥ 1: walk_bytes holds min(len, MIN_CHUNK_POINTS) ≥ 1 point of each set.
+            let per_chunk = (walk_bytes / sets.point_bytes(s).max(1) as u64).max(1) as usize;
             SetChunks {
                 len,
                 count: len.div_ceil(per_chunk),
@@ -253,6 +352,8 @@ impl StreamPlan {
         Ok(Self {
             batch,
             chunk_bytes,
+            walk_bytes,
+            in_room,
             proof_bytes: sets.proof_bytes,
             scratch: sets.scratch,
             sets: KeySet::ALL.map(cut),
@@ -281,23 +382,41 @@ impl StreamPlan {
         self.batch
     }
 
-    /// Bytes of one chunk buffer (two are in flight).
+    /// Bytes of one chunk buffer beside the proofs' (two are in flight): what the
+    /// matrices' rows cross in, and the points too unless [`Self::walk_in_room`].
     pub fn chunk_bytes(&self) -> u64 {
         self.chunk_bytes
     }
 
-    /// Device bytes the plan uses at most: the batch's buffers, two chunk buffers and
-    /// the scratch of the longest chunk.
+    /// Bytes of each of the points' walk's two chunks: [`Self::chunk_bytes`], or more
+    /// where they lie in the proofs' idle buffers.
+    pub fn walk_chunk_bytes(&self) -> u64 {
+        self.walk_bytes
+    }
+
+    /// Whether the points' walk places its two chunks in the first proof's idle buffers
+    /// ([`KeySets::walk_room`]), one in each half (each [`ROOM_ALIGN`]ed).
+    pub fn walk_in_room(&self) -> bool {
+        self.in_room
+    }
+
+    /// Device bytes the plan uses at most: the batch's buffers, and beside them either
+    /// two chunk buffers (the matrices' rows crossing) or the walk's two chunks (unless
+    /// in the proofs' room) and the scratch of its longest chunk.
     pub fn device_bytes(&self) -> u64 {
-        let longest = KeySet::ALL
+        let proofs = self.proof_bytes * self.batch as u64;
+        let walk_chunks = if self.in_room { 0 } else { 2 * self.walk_bytes };
+        let walk = walk_chunks + self.scratch.bytes(self.longest_points());
+        proofs + walk.max(2 * self.chunk_bytes)
+    }
+
+    /// Points of the longest chunk of any set: what the scratch is sized by.
+    fn longest_points(&self) -> u64 {
+        KeySet::ALL
             .iter()
             .map(|&s| self.longest_chunk(s))
             .max()
-            .unwrap_or(0) as u64;
-        self.proof_bytes * self.batch as u64
-            + 2 * self.chunk_bytes
-            + self.scratch.fixed
-            + self.scratch.per_point * longest
+            .unwrap_or(0) as u64
     }
 
     /// Points of `set`'s longest chunk (its first), 0 for an empty set: what a device
@@ -361,7 +480,9 @@ impl Residency {
     }
 }
 
-/// "in-core", or "streamed: batch 2, chunks of 1.0 MiB, A 8, B1 8, B2 15, C 8, H 8".
+/// "in-core", or "streamed: batch 2, chunks of 1.0 MiB, A 8, B1 8, B2 15, C 8, H 8"
+/// (with ", points in 3.0 MiB in the proofs' room" after the chunks' size where the
+/// walk's chunks lie there).
 impl fmt::Display for Residency {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let p = match self {
@@ -374,6 +495,9 @@ impl fmt::Display for Residency {
             p.batch,
             Bytes(p.chunk_bytes)
         )?;
+        if p.in_room {
+            write!(f, ", points in {} in the proofs' room", Bytes(p.walk_bytes))?;
+        }
         for s in KeySet::ALL {
             write!(f, ", {} {}", s.name(), p.chunk_count(s))?;
         }
@@ -428,9 +552,9 @@ mod tests {
                 assert_eq!(c.start, next, "{set:?}: {chunks:?}");
                 assert!(!c.is_empty(), "{set:?}: {chunks:?}");
                 assert!(
-                    (c.len() * s.point_bytes(set)) as u64 <= p.chunk_bytes(),
+                    (c.len() * s.point_bytes(set)) as u64 <= p.walk_chunk_bytes(),
                     "{set:?}: {c:?} over {} B",
-                    p.chunk_bytes()
+                    p.walk_chunk_bytes()
                 );
                 next = c.end;
             }
@@ -576,6 +700,7 @@ mod tests {
         let s = sets(1 << 16).with_scratch(ChunkScratch {
             per_point: 192,
             fixed: 1 << 20,
+            long: None,
         });
         // Per G1 point of a chunk: 2 × 64 B in flight and 192 B of scratch.
         let budget = 2 * s.proof_bytes + (1 << 20) + (1 << 17) * 5;
@@ -589,5 +714,90 @@ mod tests {
         // Where the batch and the fixed scratch leave too little, the refusal counts it.
         let err = StreamPlan::new(&s, 2 * s.proof_bytes + (1 << 20), 2).unwrap_err();
         assert!(err.to_string().ends_with("each need 1.0 MiB more"), "{err}");
+        assert!(!p.walk_in_room());
+    }
+
+    /// A lower rate for long chunks makes them longer where they are long enough for it,
+    /// and is not taken where they would not be.
+    #[test]
+    fn long_chunks_take_the_lower_scratch_rate_only_where_they_are_long() {
+        let long = LongChunkRate {
+            from: 1 << 12,
+            per_point: 64,
+        };
+        let scratch = ChunkScratch {
+            per_point: 192,
+            fixed: 1 << 20,
+            long: Some(long),
+        };
+        let s = sets(1 << 16).with_scratch(scratch);
+        // 2^21 bytes beside two proofs: 2^21 · 64 / (128 + 64) = 2^13 + ... G1 points.
+        let budget = 2 * s.proof_bytes + (1 << 20) + (2 << 20);
+        let p = StreamPlan::new(&s, budget, 2).unwrap();
+        assert_eq!(p.chunk_bytes(), (2u64 << 20) * 64 / 192);
+        assert!(p.longest_chunk(KeySet::A) as u64 >= long.from);
+        check_cover(&s, &p, budget);
+        let flat = sets(1 << 16).with_scratch(ChunkScratch {
+            long: None,
+            ..scratch
+        });
+        assert!(StreamPlan::new(&flat, budget, 2).unwrap().chunk_bytes() < p.chunk_bytes());
+        // A budget whose chunks at the lower rate would be short: the flat rate's plan.
+        let small = 2 * s.proof_bytes + (1 << 20) + (1 << 19);
+        let q = StreamPlan::new(&s, small, 2).unwrap();
+        assert_eq!(
+            q,
+            StreamPlan {
+                scratch,
+                ..StreamPlan::new(&flat, small, 2).unwrap()
+            }
+        );
+        assert!((q.longest_chunk(KeySet::A) as u64) < long.from);
+        check_cover(&s, &q, small);
+    }
+
+    /// Where each proof's buffers leave room idle during the walk, the walk's chunks go
+    /// there: as large as the room and the scratch beside the proofs allow, in halves of
+    /// one proof's room for a batch of one; the matrices' chunks stay beside the proofs.
+    #[test]
+    fn the_walk_takes_the_proofs_idle_room_where_it_makes_chunks_larger() {
+        let scratch = ChunkScratch {
+            per_point: 192,
+            fixed: 1 << 20,
+            long: None,
+        };
+        let room = 3 * (1 << 16) * 32; // a GPU quotient's a, b, c at 2^16
+        let s = sets(1 << 16).with_scratch(scratch).with_walk_room(room);
+        // Two proofs: the walk's chunks in halves of the first one's room all the same.
+        let budget = 2 * s.proof_bytes + (1 << 20) + (1 << 17) * 5;
+        let p = StreamPlan::new(&s, budget, 2).unwrap();
+        assert_eq!(p.chunk_bytes(), 1 << 17);
+        assert!(p.walk_in_room());
+        // The scratch beside the proofs bounds it: 640 KiB for 192 B a G1 point.
+        assert_eq!(p.walk_chunk_bytes(), (5 << 17) * 64 / 192);
+        assert_eq!(p.chunk_count(KeySet::A), 20); // ⌈2^16 / 3413⌉
+        check_cover(&s, &p, budget);
+        assert!(p.device_bytes() > 2 * s.proof_bytes + 2 * p.chunk_bytes());
+        let shown = Residency::Streamed(p.clone()).to_string();
+        assert!(
+            shown.contains(", points in 213.3 KiB in the proofs' room"),
+            "{shown}"
+        );
+        // With more beside the proofs the room bounds it, for one proof or two.
+        let larger = s.proof_bytes + (12 << 20);
+        let one = StreamPlan::new(&s, larger, 1).unwrap();
+        assert!(one.walk_in_room());
+        assert_eq!(one.walk_chunk_bytes(), room / 2);
+        check_cover(&s, &one, larger);
+        let two = StreamPlan::new(&s, 2 * s.proof_bytes + (12 << 20), 2).unwrap();
+        assert_eq!(two.walk_chunk_bytes(), room / 2);
+        // A budget whose chunks beside the proofs hold a whole set needs no room.
+        let p = StreamPlan::new(&s, s.proof_bytes + (64 << 20), 1).unwrap();
+        assert!(!p.walk_in_room());
+        // Chunks beside the proofs as large as the room: no reason to use it.
+        let small = sets(1 << 16).with_scratch(scratch).with_walk_room(64 << 10);
+        let p = StreamPlan::new(&small, budget, 2).unwrap();
+        assert!(!p.walk_in_room());
+        assert_eq!(p.walk_chunk_bytes(), p.chunk_bytes());
     }
 }

@@ -155,9 +155,14 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             }),
             Residency::Streamed(plan) => {
                 // Where the GPU reduces, the matrices cross in chunks of rows as large as
-                // a staging buffer (a chunk of points') holds.
+                // the plan's chunks beside the proofs, their values narrow.
                 let matrices = match caps.reduces {
-                    true => Some(StreamedMatrices::cut(&key.a, &key.b, plan.chunk_bytes())?),
+                    true => Some(StreamedMatrices::cut(
+                        &key.a,
+                        &key.b,
+                        plan.chunk_bytes(),
+                        tuning.lab.wide_matrices,
+                    )?),
                     false => None,
                 };
                 KeyPoints::Streamed(Streamed::new(plan, matrices, cuda.upload_staging))
@@ -183,8 +188,10 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         if constant_work(&tuning).is_some_and(|c| c.mask) {
             let (n_vars, domain) = (bound.key.n_vars, bound.pool.domain_size());
             let mask = DeviceMask::draw(gpu, n_vars, domain, |w, h| {
+                // An idle buffer set's quotient, for a streamed walk's chunks.
+                let bufs = bound.pool.lend()?;
                 bound
-                    .batch_msms(&[w], &[h], true)?
+                    .batch_msms(&[w], &[h], true, bufs.quotient.idle_room())?
                     .pop()
                     .ok_or_else(|| CudaError::Length("the mask's MSMs returned nothing".into()))
             })?;

@@ -14,6 +14,20 @@ pub type PlanHandle = *mut c_void;
 /// Opaque `zkp_csr_t`: a key's A and B matrices resident on a device.
 pub type MatricesHandle = *mut c_void;
 
+/// `zkp_rows_t` (reduce.cuh): one matrix's rows of a streamed chunk on the device, its
+/// row offsets and its entries from offset `base` on, their columns and values, or with
+/// `words` not null narrow words whose full values are `vals[index − full_base]`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ChunkRows {
+    pub starts: *const u32,
+    pub cols: *const u32,
+    pub vals: *const c_void,
+    pub words: *const u32,
+    pub base: u32,
+    pub full_base: u32,
+}
+
 /// Declares every curve entry point once: its field in [`CurveFns`] (or [`GroupFns`], for
 /// the entries each group G1 and G2 has) and, for each curve table, the extern symbol it is
 /// bound to, `zkp_<entry>_<curve>` (group entries: `zkp_g1_<entry>_<curve>`,
@@ -84,12 +98,13 @@ curve_ffi! {
             table_wbits: u32,
             dev: c_int,
         ) -> sppark::Error;
-        /// A chunk set: room for `cap` points, refilled by `chunk_fill`, and sppark's MSM
-        /// state sized for them.
+        /// A chunk set: room for `cap` points (in `room` where not null: borrowed device
+        /// memory), refilled by `chunk_fill`, and sppark's MSM state sized for them.
         chunk_new = "chunk_new" fn(
             out: *mut SetHandle,
             cap: usize,
             affine_sz: usize,
+            room: *mut c_void,
             dev: c_int,
         ) -> sppark::Error;
         /// Copies `n` ≤ cap points (arkworks layout, `affine_sz` apart) into a chunk set.
@@ -197,20 +212,14 @@ curve_ffi! {
         ) -> sppark::Error;
         /// a, b, c of rows `row0..row0 + rows` of a device witness into the quotient's
         /// buffers, from those rows of A and B on the device (a streamed key's chunk):
-        /// each matrix's rows + 1 offsets, its entries' columns and values from offset
-        /// `base` on, and the chunk's long rows.
+        /// each matrix's rows + 1 offsets, its entries' columns and values (or narrow
+        /// words) from offset `base` on, and the chunk's long rows.
         reduce_rows = "reduce_rows" fn(
             q: QuotientHandle,
             row0: u32,
             rows: u32,
-            a_starts: *const u32,
-            a_cols: *const u32,
-            a_vals: *const c_void,
-            a_base: u32,
-            b_starts: *const u32,
-            b_cols: *const u32,
-            b_vals: *const c_void,
-            b_base: u32,
+            a: ChunkRows,
+            b: ChunkRows,
             long_rows: *const u32,
             n_long: u32,
             w: *const c_void,

@@ -117,14 +117,28 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
     /// An empty chunk set on GPU `device`: room for `cap` points, which [`Self::fill`]
     /// replaces chunk after chunk (a key streamed through the GPU,
     /// `crate::enabled::streamed`), and sppark's MSM state sized for them. No table, no
-    /// padding; batched MSMs do not run on it.
-    pub fn chunk(cap: usize, device: usize) -> Result<Self, CudaError> {
+    /// padding; batched MSMs do not run on it. The points lie in `room` where it is given
+    /// (borrowed device memory, see below), else in memory of the set's own.
+    ///
+    /// # Safety
+    /// A `room` must be device memory on `device` of at least `cap` device points
+    /// ([`Self::device_point_bytes`] each) that nothing else reads or writes until the
+    /// set is dropped, and that outlives it.
+    pub unsafe fn chunk(cap: usize, device: usize, room: Option<usize>) -> Result<Self, CudaError> {
         check_device(device)?;
         let dev = device as i32;
         let mut handle: ffi::SetHandle = std::ptr::null_mut();
-        // SAFETY: the shim only allocates; `handle` receives the set.
+        let room = room.map_or(std::ptr::null_mut(), |r| r as *mut std::ffi::c_void);
+        // SAFETY: the shim allocates (or takes the caller's room, valid as the contract
+        // says); `handle` receives the set.
         check(unsafe {
-            (G::fns().chunk_new)(&mut handle, cap, std::mem::size_of::<G::Affine>(), dev)
+            (G::fns().chunk_new)(
+                &mut handle,
+                cap,
+                std::mem::size_of::<G::Affine>(),
+                room,
+                dev,
+            )
         })?;
         Ok(Self {
             handle,

@@ -71,7 +71,8 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             .iter()
             .map(|b| b.quotient.h_on_device() as usize)
             .collect();
-        let sums = self.batch_msms(&ws, &hs, mont_w);
+        let room = lent.first().map_or((0, 0), |b| b.quotient.idle_room());
+        let sums = self.batch_msms(&ws, &hs, mont_w, room);
         drop(lent);
         let mut sums = sums?;
         let end = Instant::now();
@@ -101,16 +102,18 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
     /// proof's w (nVars values, Montgomery form with `mont_w`) and h (domain-size values,
     /// Montgomery), which must stay as they are until this returns. One plan of bucket
     /// digits for all the w's and one for all the h's, one kernel sequence per point set;
-    /// for a streamed key, one walk over each set's chunks instead.
+    /// for a streamed key, one walk over each set's chunks instead, which may put its
+    /// chunks in `room` (the first proof's idle quotient vectors, `GpuQuotient::idle_room`).
     pub(super) fn batch_msms(
         &self,
         ws: &[usize],
         hs: &[usize],
         mont_w: bool,
+        room: (usize, usize),
     ) -> Result<Vec<DeviceSums<E>>, CudaError> {
         let sets = match &self.points {
             KeyPoints::Resident(sets) => sets,
-            KeyPoints::Streamed(s) => return self.streamed_msms(s, ws, hs, mont_w),
+            KeyPoints::Streamed(s) => return self.streamed_msms(s, ws, hs, mont_w, room),
         };
         let g2 = self.caps.g2;
         let n = self.pool.domain_size();

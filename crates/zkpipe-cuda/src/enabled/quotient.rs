@@ -104,6 +104,15 @@ impl<E: GpuCurve> GpuQuotient<E> {
         // SAFETY: a live handle; the call only reads its buffer address.
         unsafe { (E::fns().quotient_h)(*handle) as *const E::ScalarField }
     }
+
+    /// The device address and bytes of the quotient's a, b, c, idle from when h is made
+    /// until the next run: the 3n elements before h in its buffers (quotient.cuh's
+    /// `zkp_quotient_t::d` holds a, b, c, h, then the coset powers). A streamed key's
+    /// walk places its chunks there (`crate::enabled::streamed::walk`).
+    pub fn idle_room(&self) -> (usize, usize) {
+        let bytes = 3 * self.size() * std::mem::size_of::<E::ScalarField>();
+        (self.h_on_device() as usize - bytes, bytes)
+    }
 }
 
 impl<E: GpuCurve> Drop for GpuQuotient<E> {

@@ -108,23 +108,19 @@ impl<E: GpuCurve> GpuQuotient<E> {
 
     /// a, b, c of rows `rows` only (as [`Self::reduce_raw`] computes them), from those
     /// rows of A and B in device memory (a streamed key's chunk,
-    /// `crate::enabled::streamed_reduce`): per matrix its `rows.len() + 1` row offsets
-    /// (`starts`), and its entries' columns and values (`cols`, `vals`) from offset
-    /// `bases` on; `long` lists the rows (from 0 within the chunk) with more than 32
-    /// entries in either matrix, and how many there are.
+    /// `crate::enabled::streamed_reduce`): per matrix its `rows.len() + 1` row offsets,
+    /// and its entries' columns and values (or narrow words and full values) from offset
+    /// `base` on ([`ffi::ChunkRows`]); `long` lists the rows (from 0 within the chunk)
+    /// with more than 32 entries in either matrix, and how many there are.
     ///
     /// # Safety
     /// Every address must be device memory on this quotient's GPU holding what it is
     /// said to (values in Montgomery form), and `w` as for [`Self::reduce_raw`]; none
     /// written while the call runs.
-    #[allow(clippy::too_many_arguments)]
     pub unsafe fn reduce_rows_raw(
         &self,
         rows: std::ops::Range<usize>,
-        bases: [u32; 2],
-        starts: [*const u8; 2],
-        cols: [*const u8; 2],
-        vals: [*const u8; 2],
+        matrices: [ffi::ChunkRows; 2],
         long: (*const u8, usize),
         w: *const [u64; 4],
         mont: bool,
@@ -148,14 +144,8 @@ impl<E: GpuCurve> GpuQuotient<E> {
             *handle,
             row0,
             count,
-            starts[0] as *const u32,
-            cols[0] as *const u32,
-            vals[0] as *const c_void,
-            bases[0],
-            starts[1] as *const u32,
-            cols[1] as *const u32,
-            vals[1] as *const c_void,
-            bases[1],
+            matrices[0],
+            matrices[1],
             long.0 as *const u32,
             n_long,
             w as *const c_void,

@@ -25,7 +25,7 @@ use crate::CudaError;
 use ark_ec::AdditiveGroup;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard};
-use zkpipe_core::msm::stream_plan::KeySet;
+use zkpipe_core::msm::stream_plan::{KeySet, ROOM_ALIGN};
 use zkpipe_core::{PinnedKind, StreamPlan};
 
 /// A streamed key's plan, the lock that runs its passes one at a time (the plan's budget
@@ -130,11 +130,13 @@ impl Streamed {
         self.pass.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The two staging buffers, made on first use, held until the guard drops.
+    /// The two staging buffers, made on first use (a walk or reduce that packs: not one
+    /// that copies from the pinned copy), held until the guard drops. Each holds a chunk
+    /// of either walk.
     pub(super) fn staging(&self) -> Result<Staging<'_>, CudaError> {
         let mut s = self.staging.lock().unwrap_or_else(|e| e.into_inner());
         if s.is_none() {
-            let bytes = self.plan.chunk_bytes() as usize;
+            let bytes = self.plan.chunk_bytes().max(self.plan.walk_chunk_bytes()) as usize;
             let make = || PinnedBuf::with_kind(bytes, self.kind);
             *s = Some([make()?, make()?]);
         }
@@ -216,12 +218,12 @@ impl<'a, A> Leg<'a, A> {
     }
 
     /// Fills `set` with `chunk`'s points: from the pinned copy where there is one, else
-    /// packed through `staging`.
+    /// packed through `staging` (which the walk lends where a leg is not pinned).
     fn fill<E: GpuCurve, G: GpuGroup<E, Affine = A>>(
         &self,
         chunk: Range<usize>,
         set: &mut Resident<E, G>,
-        staging: &mut PinnedBuf,
+        staging: Option<&mut PinnedBuf>,
     ) -> Result<(), CudaError> {
         let point = Resident::<E, G>::device_point_bytes();
         match self.packed {
@@ -237,7 +239,12 @@ impl<'a, A> Leg<'a, A> {
             Some(_) => Err(CudaError::Length(
                 "a pinned point set shorter than its chunks".into(),
             )),
-            None => set.fill(&self.points[chunk], staging),
+            None => match staging {
+                Some(staging) => set.fill(&self.points[chunk], staging),
+                None => Err(CudaError::Length(
+                    "an unpinned point set's chunk with no staging buffer".into(),
+                )),
+            },
         }
     }
 }
@@ -246,9 +253,15 @@ impl<'a, A> Leg<'a, A> {
 /// leg after another, as one stream: the next chunk (of this leg or the next) crosses
 /// while the current one is added against, so a set of one chunk does not wait for its
 /// copy either. Sums per leg, per vector.
+///
+/// Where the plan says so ([`StreamPlan::walk_in_room`]) the two chunks lie in the halves
+/// of `room` (a device address and its bytes on `gpu`: the first proof's idle quotient
+/// vectors, [`crate::enabled::quotient::GpuQuotient::idle_room`], which nothing uses
+/// until this returns); else in device memory of their own.
 pub(super) fn walk<E: GpuCurve, G: GpuGroup<E>>(
     streamed: &Streamed,
     legs: &[Leg<'_, G::Affine>],
+    room: (usize, usize),
     gpu: usize,
 ) -> Result<Vec<Vec<G::Point>>, CudaError> {
     let mut sums: Vec<Vec<G::Point>> = legs
@@ -268,20 +281,31 @@ pub(super) fn walk<E: GpuCurve, G: GpuGroup<E>>(
     if cap == 0 {
         return Ok(sums);
     }
-    let mut staging = streamed.staging()?;
-    let mut sets = [
-        Resident::<E, G>::chunk(cap, gpu)?,
-        Resident::<E, G>::chunk(cap, gpu)?,
-    ];
+    // Staging only where a leg packs its chunks (no pinned copy of its set).
+    let mut staging = match legs.iter().any(|l| l.packed.is_none()) {
+        true => Some(streamed.staging()?),
+        false => None,
+    };
+    let rooms = chunk_rooms::<E, G>(&streamed.plan, room, cap)?;
+    // SAFETY: each room is the caller's idle device memory on `gpu`, of at least `cap`
+    // points (chunk_rooms checked), in halves that do not overlap, untouched until the
+    // sets drop at the end of this function.
+    let mut sets = unsafe {
+        [
+            Resident::<E, G>::chunk(cap, gpu, rooms.map(|r| r[0]))?,
+            Resident::<E, G>::chunk(cap, gpu, rooms.map(|r| r[1]))?,
+        ]
+    };
     let (l0, c0) = &steps[0];
-    legs[*l0].fill(c0.clone(), &mut sets[0], &mut staging[0])?;
+    let first_staging = staging.as_mut().map(|s| &mut s[0]);
+    legs[*l0].fill(c0.clone(), &mut sets[0], first_staging)?;
     for (i, (l, chunk)) in steps.iter().enumerate() {
         let (first, second) = sets.split_at_mut(1);
         let (current, next) = match i % 2 {
             0 => (&first[0], &mut second[0]),
             _ => (&second[0], &mut first[0]),
         };
-        let next_staging = &mut staging[(i + 1) % 2];
+        let next_staging = staging.as_mut().map(|s| &mut s[(i + 1) % 2]);
         let upcoming = steps.get(i + 1).map(|(l, r)| (&legs[*l], r.clone()));
         let leg = &legs[*l];
         let leg_sums = &mut sums[*l];
@@ -306,4 +330,26 @@ pub(super) fn walk<E: GpuCurve, G: GpuGroup<E>>(
         })?;
     }
     Ok(sums)
+}
+
+/// Where a walk's two chunk sets of `cap` points lie: `None` (memory of their own) unless
+/// the plan puts them in the room, then its two halves, each [`ROOM_ALIGN`]ed; or why
+/// the room cannot hold them.
+fn chunk_rooms<E: GpuCurve, G: GpuGroup<E>>(
+    plan: &StreamPlan,
+    (at, bytes): (usize, usize),
+    cap: usize,
+) -> Result<Option<[usize; 2]>, CudaError> {
+    if !plan.walk_in_room() {
+        return Ok(None);
+    }
+    let half = bytes / 2 / ROOM_ALIGN as usize * ROOM_ALIGN as usize;
+    let need = cap * Resident::<E, G>::device_point_bytes();
+    if need > half || at % ROOM_ALIGN as usize != 0 {
+        return Err(CudaError::Length(format!(
+            "a streamed walk's chunk of {need} bytes does not fit half of a proof's \
+             {bytes} idle bytes at {at:#x}"
+        )));
+    }
+    Ok(Some([at, at + half]))
 }

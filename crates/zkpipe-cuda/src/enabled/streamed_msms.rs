@@ -19,13 +19,15 @@ use zkpipe_core::{Curve, PassInput};
 
 impl<E: Curve + GpuCurve> CudaBound<E> {
     /// The five MSMs of k proofs of a streamed key, each set's chunks walked once for
-    /// all of them: `ws` and `hs` as for the in-core batched MSMs (`batch_msms`).
+    /// all of them: `ws` and `hs` as for the in-core batched MSMs (`batch_msms`), `room`
+    /// the first proof's idle quotient vectors, where the walks may put their chunks.
     pub(super) fn streamed_msms(
         &self,
         streamed: &Streamed,
         ws: &[usize],
         hs: &[usize],
         mont_w: bool,
+        room: (usize, usize),
     ) -> Result<Vec<DeviceSums<E>>, CudaError> {
         let (plan, p, gpu) = (&streamed.plan, &self.key.points, self.gpu);
         let pinned = streamed.pinned();
@@ -40,7 +42,7 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             Leg::of(plan, &p.c, KeySet::C, pinned, &cs, mont_w),
             Leg::of(plan, &p.h, KeySet::H, pinned, hs, true),
         ];
-        let mut g1 = walk::<E, G1>(streamed, &g1, gpu)?.into_iter();
+        let mut g1 = walk::<E, G1>(streamed, &g1, room, gpu)?.into_iter();
         let mut next = || {
             g1.next()
                 .ok_or_else(|| CudaError::Length("a streamed walk returned too few sums".into()))
@@ -49,7 +51,7 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         let b2 = match self.caps.g2 {
             true => {
                 let b2 = [Leg::of(plan, &p.b2, KeySet::B2, pinned, ws, mont_w)];
-                walk::<E, G2>(streamed, &b2, gpu)?.pop()
+                walk::<E, G2>(streamed, &b2, room, gpu)?.pop()
             }
             false => None,
         };
@@ -89,7 +91,9 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             &vectors,
             false,
         );
-        let sums = walk::<E, G>(streamed, &[leg], self.gpu)?;
+        // The lent set's quotient is idle: its vectors hold the walk's chunks.
+        let room = bufs.quotient.idle_room();
+        let sums = walk::<E, G>(streamed, &[leg], room, self.gpu)?;
         sums.into_iter()
             .flatten()
             .next()
@@ -125,10 +129,14 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         let key = &self.key;
         let pinned = streamed.pinned();
         let pinned = pinned.as_ref().and_then(|p| p.matrices());
-        let mut staging = streamed.staging()?;
+        // Staging only where the chunks are packed (no pinned copy).
+        let mut staging = match pinned {
+            Some(_) => None,
+            None => Some(streamed.staging()?),
+        };
         matrices.reduce(
             pinned,
-            &mut staging,
+            staging.as_deref_mut(),
             (&key.a, &key.b),
             &proofs,
             mont,

@@ -9,28 +9,76 @@
 //! Pinned (`crate::enabled::streamed::Streamed::pin`), every chunk is packed once into
 //! page-locked memory at binding's layout, and a walk only copies: no packing per pass.
 //!
+//! The values cross narrow ([`zkpipe_core::csr::NarrowValues`], made at binding): a
+//! 4-byte word an entry, small values inline and the rest as full field elements after
+//! them, so a chunk of a circuit's mostly small coefficients is ~4× fewer bytes than
+//! with a field element an entry (reduce.cuh's `zkp_entry` reads both).
+//!
 //! The buffers are made per pass and dropped before its MSMs walk the points: a streamed
 //! key's passes run one at a time, so they use the device memory its plan keeps for the
 //! two chunks in flight and their scratch (`StreamPlan::device_bytes`), nothing more.
 
 use crate::enabled::curve::GpuCurve;
+use crate::enabled::ffi::ChunkRows;
 use crate::enabled::memory::{DeviceBuf, PinnedBuf};
 use crate::enabled::quotient::GpuQuotient;
 use crate::CudaError;
+use ark_ff::PrimeField;
 use std::ops::Range;
-use zkpipe_core::csr::{row_chunks, Csr, RowChunkLayout, RowChunkShape};
+use zkpipe_core::csr::{row_chunks, Csr, NarrowValues, RowChunkLayout, RowChunkShape, RowOffsets};
 
 /// Rows with more entries than this in A or B are summed by a warp each (reduce.cuh's
 /// `ZKP_LONG_ROW`).
 const LONG_ROW: u32 = 32;
 
 /// A streamed key's matrices as they cross: their row chunks, each with its layout on the
-/// device (made once, at binding), and where each starts in a pinned copy of them all.
+/// device (made once, at binding), where each starts in a pinned copy of them all, and
+/// A's and B's values in their narrow form.
 pub(crate) struct StreamedMatrices {
     chunks: Vec<(Range<usize>, RowChunkLayout)>,
     /// Byte offset of each chunk in the pinned copy ([`Self::pack_all`]), then its length.
     offsets: Vec<usize>,
     shape: RowChunkShape,
+    /// `None` where the values cross as field elements (`LabSwitches::wide_matrices`).
+    narrow: Option<Box<[Narrow; 2]>>,
+}
+
+/// One matrix's [`NarrowValues`], its full values as the bytes the device reads (their
+/// Montgomery limbs, as `PinnedBuf::stage` copies field elements).
+struct Narrow {
+    words: Vec<u32>,
+    full: Vec<u8>,
+    full_starts: Vec<u32>,
+    full_bytes: usize,
+}
+
+impl Narrow {
+    fn of<F: PrimeField>(m: &Csr<F>) -> Result<Self, CudaError> {
+        let n = NarrowValues::of(m).map_err(|e| CudaError::Length(e.to_string()))?;
+        let full_bytes = std::mem::size_of::<F>();
+        let mut full = vec![0u8; n.full.len() * full_bytes];
+        // SAFETY: copies the bytes of `n.full` (field elements: limbs, no padding) into a
+        // buffer of as many bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                n.full.as_ptr() as *const u8,
+                full.as_mut_ptr(),
+                full.len(),
+            )
+        };
+        Ok(Self {
+            words: n.words,
+            full,
+            full_starts: n.full_starts,
+            full_bytes,
+        })
+    }
+
+    /// The full values of rows `r`, as bytes.
+    fn full_of(&self, r: &Range<usize>) -> &[u8] {
+        let (from, to) = (self.full_starts[r.start], self.full_starts[r.end]);
+        &self.full[from as usize * self.full_bytes..to as usize * self.full_bytes]
+    }
 }
 
 /// Where a chunk starts in the pinned copy: the device's alignment, so every chunk copies
@@ -38,18 +86,46 @@ pub(crate) struct StreamedMatrices {
 const PINNED_ALIGN: usize = 64;
 
 impl StreamedMatrices {
-    /// A's and B's rows cut into chunks of at most `max` bytes as the device holds them.
-    pub(crate) fn cut<F>(a: &Csr<F>, b: &Csr<F>, max: u64) -> Result<Self, CudaError> {
-        let shape = RowChunkShape {
-            value_bytes: std::mem::size_of::<F>() as u64,
-            long_row: LONG_ROW,
-            align: 64,
+    /// A's and B's rows cut into chunks of at most `max` bytes as the device holds them,
+    /// their values narrow, or field elements where `wide`.
+    pub(crate) fn cut<F: PrimeField>(
+        a: &Csr<F>,
+        b: &Csr<F>,
+        max: u64,
+        wide: bool,
+    ) -> Result<Self, CudaError> {
+        let field = std::mem::size_of::<F>() as u64;
+        let (shape, narrow) = match wide {
+            true => (
+                RowChunkShape {
+                    value_bytes: field,
+                    full_bytes: 0,
+                    long_row: LONG_ROW,
+                    align: 64,
+                },
+                None,
+            ),
+            false => (
+                RowChunkShape {
+                    value_bytes: 4,
+                    full_bytes: field,
+                    long_row: LONG_ROW,
+                    align: 64,
+                },
+                Some(Box::new([Narrow::of(a)?, Narrow::of(b)?])),
+            ),
         };
-        let chunks = row_chunks(&a.row_starts, &b.row_starts, shape, max)
+        let offsets = RowOffsets {
+            entries: [&a.row_starts, &b.row_starts],
+            full: narrow
+                .as_ref()
+                .map(|n| [&n[0].full_starts[..], &n[1].full_starts[..]]),
+        };
+        let chunks = row_chunks(offsets, shape, max)
             .map_err(|e| CudaError::Length(format!("the key's matrices cannot stream: {e}")))?
             .into_iter()
             .map(|r| {
-                let layout = shape.layout_of(&a.row_starts, &b.row_starts, &r);
+                let layout = shape.layout_of(offsets, &r);
                 (r, layout)
             })
             .collect::<Vec<_>>();
@@ -64,6 +140,7 @@ impl StreamedMatrices {
             chunks,
             offsets,
             shape,
+            narrow,
         })
     }
 
@@ -91,11 +168,11 @@ impl StreamedMatrices {
     /// Montgomery form with `mont`, not written meanwhile), the matrices walked once for
     /// all of them: each chunk copied from `pinned` (the key's pinned copy,
     /// [`Self::pack_all`]) where there is one, else packed through `staging` (the key's
-    /// two pinned buffers, each at least the chunks' size).
+    /// two pinned buffers, each at least the chunks' size; one of the two is needed).
     pub(crate) fn reduce<E: GpuCurve>(
         &self,
         pinned: Option<&PinnedBuf>,
-        staging: &mut [PinnedBuf; 2],
+        staging: Option<&mut [PinnedBuf; 2]>,
         (a, b): (&Csr<E::ScalarField>, &Csr<E::ScalarField>),
         proofs: &[(&GpuQuotient<E>, usize)],
         mont: bool,
@@ -112,40 +189,73 @@ impl StreamedMatrices {
                 "a pinned copy of the matrices shorter than their chunks".into(),
             ));
         }
-        let cross = |i: usize, stage: &mut PinnedBuf, dev: &mut DeviceBuf| {
+        let mut staging = staging;
+        if pinned.is_none() && staging.is_none() {
+            return Err(CudaError::Length(
+                "unpinned matrices with no staging buffers".into(),
+            ));
+        }
+        let cross = |i: usize, stage: Option<&mut PinnedBuf>, dev: &mut DeviceBuf| {
             let (rows, layout) = &self.chunks[i];
             let bytes = layout.bytes as usize;
-            match pinned {
-                Some(p) => {
+            match (pinned, stage) {
+                (Some(p), _) => {
                     let _burst = zkpipe_core::throttle::burst();
                     // SAFETY: the pinned copy holds chunk i's `bytes` bytes at its offset
                     // (its length checked above), packed once and never written again.
                     unsafe { dev.upload_raw(p.as_ptr().add(self.offsets[i]), bytes) }
                 }
-                None => {
+                (None, Some(stage)) => {
                     self.pack(a, b, rows, layout, stage, 0)?;
                     // SAFETY: the staging buffer holds the packed chunk's bytes.
                     unsafe { dev.upload_raw(stage.ptr_at(0), bytes) }
                 }
+                (None, None) => unreachable!("checked above: pinned or staged"),
             }
         };
-        cross(0, &mut staging[0], &mut on_device[0])?;
+        cross(0, staging.as_mut().map(|s| &mut s[0]), &mut on_device[0])?;
         for (i, (rows, layout)) in self.chunks.iter().enumerate() {
             let (first, second) = on_device.split_at_mut(1);
             let (current, next) = match i % 2 {
                 0 => (&first[0], &mut second[0]),
                 _ => (&second[0], &mut first[0]),
             };
-            let next_stage = &mut staging[(i + 1) % 2];
+            let next_stage = staging.as_mut().map(|s| &mut s[(i + 1) % 2]);
             let upcoming = (i + 1 < self.chunks.len()).then_some(i + 1);
             std::thread::scope(|s| {
                 // The next chunk crosses while this one is reduced.
                 let crossing = upcoming.map(|n| s.spawn(move || cross(n, next_stage, next)));
-                let bases = [a.row_starts[rows.start], b.row_starts[rows.start]];
+                let at = |offset: u64| current.device_ptr(offset as usize);
+                let matrix = |m: usize, row_starts: &[u32]| {
+                    let (starts, cols) = (at(layout.starts[m]), at(layout.cols[m]));
+                    let base = row_starts[rows.start];
+                    match &self.narrow {
+                        Some(narrow) => ChunkRows {
+                            starts: starts as *const u32,
+                            cols: cols as *const u32,
+                            vals: at(layout.full[m]) as *const std::ffi::c_void,
+                            words: at(layout.vals[m]) as *const u32,
+                            base,
+                            full_base: narrow[m].full_starts[rows.start],
+                        },
+                        None => ChunkRows {
+                            starts: starts as *const u32,
+                            cols: cols as *const u32,
+                            vals: at(layout.vals[m]) as *const std::ffi::c_void,
+                            words: std::ptr::null(),
+                            base,
+                            full_base: 0,
+                        },
+                    }
+                };
+                let matrices = [matrix(0, &a.row_starts), matrix(1, &b.row_starts)];
+                let long = (at(layout.long), layout.long_rows);
                 let done = proofs.iter().try_for_each(|&(q, w)| {
-                    // SAFETY: `current` holds the chunk `layout` describes, on `gpu`;
-                    // `w` is the caller's witness there.
-                    unsafe { reduce_chunk(q, rows, bases, current, layout, w, mont) }
+                    // SAFETY: `current` holds the chunk `layout` describes, on `gpu` (the
+                    // addresses above); `w` is the caller's witness there.
+                    unsafe {
+                        q.reduce_rows_raw(rows.clone(), matrices, long, w as *const [u64; 4], mont)
+                    }
                 });
                 let crossed = crossing.map_or(Ok(()), |c| {
                     c.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
@@ -185,37 +295,17 @@ impl StreamedMatrices {
             let at = |offset: u64| base + offset as usize;
             stage.stage(at(layout.starts[m]), &csr.row_starts[r.start..=r.end]);
             stage.stage(at(layout.cols[m]), &csr.cols[entries.clone()]);
-            stage.stage(at(layout.vals[m]), &csr.vals[entries]);
+            match &self.narrow {
+                Some(narrow) => {
+                    stage.stage(at(layout.vals[m]), &narrow[m].words[entries]);
+                    stage.stage(at(layout.full[m]), narrow[m].full_of(r));
+                }
+                None => {
+                    stage.stage(at(layout.vals[m]), &csr.vals[entries]);
+                }
+            }
         }
         stage.stage(base + layout.long as usize, &long);
         Ok(())
     }
-}
-
-/// The reduce of rows `rows` into `q`'s buffers from the chunk in `chunk` (A's and B's
-/// entries from their offsets `bases` on).
-///
-/// # Safety
-/// `chunk` must hold rows `rows` of A and B laid out as `layout` says, on `q`'s GPU, and
-/// `w` the key's witness there.
-unsafe fn reduce_chunk<E: GpuCurve>(
-    q: &GpuQuotient<E>,
-    rows: &Range<usize>,
-    bases: [u32; 2],
-    chunk: &DeviceBuf,
-    layout: &RowChunkLayout,
-    w: usize,
-    mont: bool,
-) -> Result<(), CudaError> {
-    let at = |offset: u64| chunk.device_ptr(offset as usize);
-    q.reduce_rows_raw(
-        rows.clone(),
-        bases,
-        [at(layout.starts[0]), at(layout.starts[1])],
-        [at(layout.cols[0]), at(layout.cols[1])],
-        [at(layout.vals[0]), at(layout.vals[1])],
-        (at(layout.long), layout.long_rows),
-        w as *const [u64; 4],
-        mont,
-    )
 }

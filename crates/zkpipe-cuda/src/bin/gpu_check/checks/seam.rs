@@ -29,7 +29,10 @@ pub(crate) type Sums<E> = Vec<Result<DeviceSums<E>, Error>>;
 /// The seam at 2^12 (batched passes) and 2^16 (one proof a pass), up to 2^max_log, for
 /// a key bound once (a one-shot proof's) and a resident one (with window tables and
 /// blinding tables, as the daemon binds them); then each streamed through the GPU under
-/// a device budget that cuts its point sets into at least 8 chunks.
+/// a device budget that cuts its point sets into at least 8 chunks, the walk's chunks in
+/// the first proof's idle quotient vectors; in a `lab` build also beside them
+/// (`LabSwitches::walk_beside`, the path a budget takes whose chunks beside the proofs
+/// are larger than that room).
 pub fn check_seam<E: BindCurve>(name: &str, devices: &CudaDevices, cfg: &Cfg) -> bool {
     let mut ok = true;
     for log in [12u32, 16].into_iter().filter(|&l| l <= cfg.max_log) {
@@ -39,35 +42,72 @@ pub fn check_seam<E: BindCurve>(name: &str, devices: &CudaDevices, cfg: &Cfg) ->
             } else {
                 name.to_string()
             };
-            ok &= seam_at::<E>(&name, devices, log, resident, false).unwrap_or_else(|e| {
+            ok &= seam_at::<E>(&name, devices, log, resident, None).unwrap_or_else(|e| {
                 println!("{name} seam 2^{log}: {e}");
                 false
             });
         }
-        let name = format!("{name} (streamed, 8+ chunks)");
-        ok &= seam_at::<E>(&name, devices, log, true, true).unwrap_or_else(|e| {
-            println!("{name} seam 2^{log}: {e}");
-            false
-        });
+        for &walk in Walk::ALL {
+            let name = format!("{name} (streamed, 8+ chunks, {})", walk.name());
+            ok &= seam_at::<E>(&name, devices, log, true, Some(walk)).unwrap_or_else(|e| {
+                println!("{name} seam 2^{log}: {e}");
+                false
+            });
+        }
     }
     ok
+}
+
+/// Where a streamed seam's walk puts its chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Walk {
+    /// In the first proof's idle quotient vectors (the product's choice where larger).
+    InRoom,
+    /// Beside the proofs' buffers (`LabSwitches::walk_beside`).
+    #[cfg(feature = "lab")]
+    Beside,
+}
+
+impl Walk {
+    #[cfg(feature = "lab")]
+    const ALL: &[Walk] = &[Walk::InRoom, Walk::Beside];
+    #[cfg(not(feature = "lab"))]
+    const ALL: &[Walk] = &[Walk::InRoom];
+
+    fn name(self) -> &'static str {
+        match self {
+            Walk::InRoom => "walk in room",
+            #[cfg(feature = "lab")]
+            Walk::Beside => "walk beside",
+        }
+    }
 }
 
 /// Points a largest G1 chunk holds under [`streaming_devices`]: an eighth of a set.
 const CHUNKS: usize = 8;
 
 /// The GPUs of `devices` under a device budget that streams `shape`'s G1 sets in at
-/// least [`CHUNKS`] chunks: the budget of two proofs, the fixed scratch and two chunks
-/// of an eighth of the largest G1 set, with their scratch.
-fn streaming_devices(devices: &CudaDevices, shape: &KeyShape) -> Res<CudaDevices> {
-    let sets = devices.key_sets(shape);
-    let chunk = (shape.n_vars.max(shape.domain_size) / CHUNKS) as u64;
-    let per_point = 2 * sets.g1_bytes as u64 + sets.scratch.per_point;
-    let budget = 2 * sets.proof_bytes + sets.scratch.fixed + chunk * per_point;
-    let opts = zkpipe_cuda::CudaOptions {
-        memory_limit: Some(budget),
-        ..*devices.options()
+/// least [`CHUNKS`] chunks: the budget of two proofs, the fixed scratch and the scratch
+/// of a chunk of an eighth of the largest G1 set (the walk's two chunks in the first
+/// proof's room), or also two such chunks beside the proofs ([`Walk::Beside`]).
+fn streaming_devices(devices: &CudaDevices, shape: &KeyShape, walk: Walk) -> Res<CudaDevices> {
+    #[allow(unused_mut)] // set in a lab build
+    let mut opts = *devices.options();
+    let in_room = match walk {
+        Walk::InRoom => true,
+        #[cfg(feature = "lab")]
+        Walk::Beside => {
+            opts.lab.walk_beside = true;
+            false
+        }
     };
+    let sets = zkpipe_cuda::CudaDevices::new(opts)?.key_sets(shape);
+    let chunk = (shape.n_vars.max(shape.domain_size) / CHUNKS) as u64;
+    let per_point = match in_room {
+        true => sets.scratch.per_point,
+        false => 2 * sets.g1_bytes as u64 + sets.scratch.per_point,
+    };
+    opts.memory_limit = Some(2 * sets.proof_bytes + sets.scratch.fixed + chunk * per_point);
     Ok(CudaDevices::new(opts)?)
 }
 
@@ -76,7 +116,7 @@ fn seam_at<E: BindCurve>(
     devices: &CudaDevices,
     log: u32,
     resident: bool,
-    streamed: bool,
+    streamed: Option<Walk>,
 ) -> Res<bool> {
     let (key, witness) = dev_key::<E>(log)?;
     if resident {
@@ -85,11 +125,11 @@ fn seam_at<E: BindCurve>(
     let shape = KeyShape::of_key(&key);
     let streaming;
     let devices = match streamed {
-        true => {
-            streaming = streaming_devices(devices, &shape)?;
+        Some(walk) => {
+            streaming = streaming_devices(devices, &shape, walk)?;
             &streaming
         }
-        false => devices,
+        None => devices,
     };
     let gpu = bind(devices, 0, Arc::clone(&key), &Default::default())?;
     let cpu = CpuBound::new(Arc::clone(&key));
@@ -101,10 +141,13 @@ fn seam_at<E: BindCurve>(
     );
     let residency = gpu.residency();
     let as_asked = match (&residency, streamed) {
-        (Ok(zkpipe_core::Residency::InCore), false) => true,
-        (Ok(zkpipe_core::Residency::Streamed(p)), true) => [G1Set::A, G1Set::B1, G1Set::H]
-            .iter()
-            .all(|&s| p.chunk_count(s.into()) >= CHUNKS),
+        (Ok(zkpipe_core::Residency::InCore), None) => true,
+        (Ok(zkpipe_core::Residency::Streamed(p)), Some(walk)) => {
+            [G1Set::A, G1Set::B1, G1Set::H]
+                .iter()
+                .all(|&s| p.chunk_count(s.into()) >= CHUNKS)
+                && p.walk_in_room() == (walk == Walk::InRoom)
+        }
         _ => false,
     };
     ok.set(ok.get() && as_asked);
@@ -206,7 +249,7 @@ fn seam_at<E: BindCurve>(
     }
 
     // Pinned (the daemon's pinned tier): the chunks cross from the key's page-locked copy.
-    if streamed {
+    if streamed.is_some() {
         let bytes = gpu.pinnable_bytes();
         let pinned = gpu.pin();
         line(
