@@ -94,26 +94,21 @@ impl StreamedMatrices {
         max: u64,
         wide: bool,
     ) -> Result<Self, CudaError> {
+        let narrow = match wide {
+            true => None,
+            false => Some(Box::new([Narrow::of(a)?, Narrow::of(b)?])),
+        };
+        // Narrow: a word an entry, full values after; wide: a field element an entry.
         let field = std::mem::size_of::<F>() as u64;
-        let (shape, narrow) = match wide {
-            true => (
-                RowChunkShape {
-                    value_bytes: field,
-                    full_bytes: 0,
-                    long_row: LONG_ROW,
-                    align: 64,
-                },
-                None,
-            ),
-            false => (
-                RowChunkShape {
-                    value_bytes: 4,
-                    full_bytes: field,
-                    long_row: LONG_ROW,
-                    align: 64,
-                },
-                Some(Box::new([Narrow::of(a)?, Narrow::of(b)?])),
-            ),
+        let (value_bytes, full_bytes) = match narrow {
+            Some(_) => (4, field),
+            None => (field, 0),
+        };
+        let shape = RowChunkShape {
+            value_bytes,
+            full_bytes,
+            long_row: LONG_ROW,
+            align: 64,
         };
         let offsets = RowOffsets {
             entries: [&a.row_starts, &b.row_starts],
@@ -227,25 +222,22 @@ impl StreamedMatrices {
                 let crossing = upcoming.map(|n| s.spawn(move || cross(n, next_stage, next)));
                 let at = |offset: u64| current.device_ptr(offset as usize);
                 let matrix = |m: usize, row_starts: &[u32]| {
-                    let (starts, cols) = (at(layout.starts[m]), at(layout.cols[m]));
-                    let base = row_starts[rows.start];
-                    match &self.narrow {
-                        Some(narrow) => ChunkRows {
-                            starts: starts as *const u32,
-                            cols: cols as *const u32,
-                            vals: at(layout.full[m]) as *const std::ffi::c_void,
-                            words: at(layout.vals[m]) as *const u32,
-                            base,
-                            full_base: narrow[m].full_starts[rows.start],
-                        },
-                        None => ChunkRows {
-                            starts: starts as *const u32,
-                            cols: cols as *const u32,
-                            vals: at(layout.vals[m]) as *const std::ffi::c_void,
-                            words: std::ptr::null(),
-                            base,
-                            full_base: 0,
-                        },
+                    // Narrow: the words where the values would be, the full values after.
+                    let (vals, words, full_base) = match &self.narrow {
+                        Some(n) => (
+                            layout.full[m],
+                            at(layout.vals[m]),
+                            n[m].full_starts[rows.start],
+                        ),
+                        None => (layout.vals[m], std::ptr::null(), 0),
+                    };
+                    ChunkRows {
+                        starts: at(layout.starts[m]) as *const u32,
+                        cols: at(layout.cols[m]) as *const u32,
+                        vals: at(vals) as *const std::ffi::c_void,
+                        words: words as *const u32,
+                        base: row_starts[rows.start],
+                        full_base,
                     }
                 };
                 let matrices = [matrix(0, &a.row_starts), matrix(1, &b.row_starts)];
