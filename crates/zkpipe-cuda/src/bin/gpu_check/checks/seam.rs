@@ -91,7 +91,6 @@ const CHUNKS: usize = 8;
 /// of a chunk of an eighth of the largest G1 set (the walk's two chunks in the first
 /// proof's room), or also two such chunks beside the proofs ([`Walk::Beside`]).
 fn streaming_devices(devices: &CudaDevices, shape: &KeyShape, walk: Walk) -> Res<CudaDevices> {
-    #[allow(unused_mut)] // set in a lab build
     let mut opts = *devices.options();
     let in_room = match walk {
         Walk::InRoom => true,
@@ -101,7 +100,8 @@ fn streaming_devices(devices: &CudaDevices, shape: &KeyShape, walk: Walk) -> Res
             false
         }
     };
-    let sets = zkpipe_cuda::CudaDevices::new(opts)?.key_sets(shape);
+    // The sizes below (proofs, points, scratch) are the same with the walk in or beside.
+    let sets = devices.key_sets(shape);
     let chunk = (shape.n_vars.max(shape.domain_size) / CHUNKS) as u64;
     let per_point = match in_room {
         true => sets.scratch.per_point,
