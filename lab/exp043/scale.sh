@@ -15,8 +15,8 @@
 #                                (--device-limit LIMIT), interleaved, for each batch size
 #   stream CURVE LOG ROUNDS BATCHES VARIANTS
 #                                `zkpipe-bench bench` in-core, then each streamed VARIANT
-#                                (LIMIT[/STREAM_BATCH][/pin][/beside][/wide], e.g. 16GiB/4/pin),
-#                                for each batch size, interleaved round by round
+#                                (LIMIT[/STREAM_BATCH][/pin][/beside][/wide][/base], e.g.
+#                                16GiB/4/pin), for each batch size, interleaved round by round
 #   prove CURVE LOG LIMIT        one `zkpipe prove --device-limit LIMIT` and `zkpipe verify`
 #
 # Keys live in WORK (default lab/work/scale, git-ignored) and are reused by later steps
@@ -47,9 +47,10 @@ key() {
 # in-core or streamed as VARIANT says: in-core, or LIMIT followed by any of /N (stream
 # batch N), /pin (the pinned tier), /beside (the walk's chunks beside the proofs'
 # buffers, ZKPIPE_CUDA_WALK_BESIDE) and /wide (the matrices' values as field elements,
-# ZKPIPE_CUDA_WIDE_MATRICES); the last two need a lab build.
+# ZKPIPE_CUDA_WIDE_MATRICES), which need a lab build, and /base (the baseline build's
+# zkpipe-bench, in the directory BASE_BIN names, for an A/B of two builds in one call).
 cell() {
-  local f=$1 d=$2 label=$3 batch=$4 v=$5 limit opts o
+  local f=$1 d=$2 label=$3 batch=$4 v=$5 limit opts o exe=$bin/zkpipe-bench
   local flags=(--trusted-key --backend cuda --runs 2 --warmup 1 --batch "$batch") env=()
   if [ "$v" != in-core ]; then
     IFS=/ read -r limit opts <<< "$v"
@@ -59,13 +60,14 @@ cell() {
         pin) flags+=(--pin) ;;
         beside) env+=(ZKPIPE_CUDA_WALK_BESIDE=1) ;;
         wide) env+=(ZKPIPE_CUDA_WIDE_MATRICES=1) ;;
+        base) exe=${BASE_BIN:?BASE_BIN names the baseline build}/zkpipe-bench ;;
         *[!0-9]*) echo "scale.sh: unknown variant part $o" >&2; return 2 ;;
         *) flags+=(--stream-batch "$o") ;;
       esac
     done
   fi
   echo "== $label batch $batch" >> "$f"
-  timeout 300 env "${env[@]}" "$bin/zkpipe-bench" bench "${flags[@]}" "$d/c.zkey" "$d/c.wtns" \
+  timeout 300 env "${env[@]}" "$exe" bench "${flags[@]}" "$d/c.zkey" "$d/c.wtns" \
     >> "$f" 2>&1 || echo "FAILED rc=$?" >> "$f"
 }
 

@@ -254,6 +254,13 @@ pub trait BoundKey<E: Curve>: Send + Sync {
         0
     }
 
+    /// Host bytes this binding holds beside its compiled key and its pinned copy (a
+    /// streamed binding's packed matrices and staging buffers, say), which the engine
+    /// reserves from its host budget while the binding lives; 0 where it holds none.
+    fn host_bytes(&self) -> u64 {
+        0
+    }
+
     /// Makes the pinned copy ([`Self::pinnable_bytes`]) if there is none; the caller has
     /// made room for it in its budget. A pass already walking keeps the path it began on.
     fn pin(&self) -> Result<(), Error> {

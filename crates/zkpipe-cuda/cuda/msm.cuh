@@ -32,7 +32,7 @@ struct zkp_set_t {
     typedef typename A::mem_t affine_h;
     int dev;
     size_t pad, n;
-    // A chunk set's room (zkp_chunk_new): its points are refilled, n ≤ cap at a time.
+    // A chunk set's room (zkp_chunk_new): the caller refills its points, ≤ cap at a time.
     size_t cap = 0;
     uint32_t table_wbits = 0, table_rows = 1;
     affine_h* points = nullptr;
@@ -95,30 +95,26 @@ static RustError zkp_points_new(zkp_set_t<M, A>** out, const A* points, size_t n
     return RustError{cudaSuccess};
 }
 
-// A chunk set on device `dev`: room for `cap` points, refilled chunk after chunk from host
-// memory (zkp_chunk_fill) while a key too large for the device streams through it, and
-// sppark's MSM state sized for `cap` (its buckets; the points are handed to each call).
-// The points go to `room` where it is not null (device memory of at least cap points,
-// which the caller keeps and does not use until the set is dropped: a proof's idle
-// quotient vectors), else to memory of the set's own.
+// A chunk set on device `dev`: `cap` points at `room` (device memory the caller keeps, does
+// not touch while the set's MSMs run, and refills between them: a key too large for the
+// device streams through it, crate::enabled::streamed), and sppark's MSM state sized for
+// `cap` (its buckets; the points are handed to each call).
 template<class M, class A>
 static RustError zkp_chunk_new(zkp_set_t<M, A>** out, size_t cap, size_t affine_sz,
                                void* room, int dev)
 {
     typedef typename zkp_set_t<M, A>::affine_h affine_h;
     *out = nullptr;
+    if (room == nullptr)
+        return RustError{cudaErrorInvalidValue, "a chunk set with no room for its points"};
     auto* set = new (std::nothrow) zkp_set_t<M, A>{dev, 0, 0};
     if (set == nullptr)
         return RustError{cudaErrorMemoryAllocation, "host allocation failed"};
     try {
         select_gpu(dev);
         set->cap = cap;
-        if (room) {
-            set->points = static_cast<affine_h*>(room);
-            set->owns_points = false;
-        } else {
-            CUDA_OK(cudaMalloc(&set->points, std::max<size_t>(cap, 1) * sizeof(affine_h)));
-        }
+        set->points = static_cast<affine_h*>(room);
+        set->owns_points = false;
         set->msm = new M(nullptr, cap, affine_sz, dev);
     } catch (const cuda_error& e) {
         delete set;
@@ -128,31 +124,6 @@ static RustError zkp_chunk_new(zkp_set_t<M, A>** out, size_t cap, size_t affine_
         return RustError{cudaErrorMemoryAllocation, "host allocation failed"};
     }
     *out = set;
-    return RustError{cudaSuccess};
-}
-
-// Copies `npoints` host points (`affine_sz` apart, each led by its x, y: arkworks' layout,
-// or packed with affine_sz = sizeof(affine_h), as zkpipe stages them in pinned memory)
-// into a chunk set, on a stream of its own, and returns when they are there. The set's
-// MSMs then run over them.
-template<class M, class A>
-static RustError zkp_chunk_fill(zkp_set_t<M, A>* set, const A* points, size_t npoints,
-                                size_t affine_sz)
-{
-    typedef typename zkp_set_t<M, A>::affine_h affine_h;
-    if (npoints > set->cap)
-        return RustError{cudaErrorInvalidValue, "more points than the chunk set has room for"};
-    try {
-        zkp_stream_t stream(set->dev);
-        if (npoints > 0)
-            CUDA_OK(cudaMemcpy2DAsync(set->points, sizeof(affine_h), points, affine_sz,
-                                      sizeof(affine_h), npoints, cudaMemcpyHostToDevice,
-                                      stream.st));
-        CUDA_OK(cudaStreamSynchronize(stream.st));
-        set->n = npoints;
-    } catch (const cuda_error& e) {
-        return RustError{e.code(), e.what()};
-    }
     return RustError{cudaSuccess};
 }
 
@@ -205,9 +176,6 @@ extern "C" RustError ZKP_FN(zkp_##G##_chunk_new_, CURVE)(                       
     ZKP_FN(zkp_##G##_set_t_, CURVE)** out, size_t cap, size_t affine_sz, void* room,        \
     int dev)                                                                                \
 {   return zkp_chunk_new<M, A>(out, cap, affine_sz, room, dev);   }                         \
-extern "C" RustError ZKP_FN(zkp_##G##_chunk_fill_, CURVE)(                                  \
-    ZKP_FN(zkp_##G##_set_t_, CURVE)* set, const A* points, size_t npoints, size_t affine_sz) \
-{   return zkp_chunk_fill<M, A>(set, points, npoints, affine_sz);   }                       \
 extern "C" void ZKP_FN(zkp_##G##_points_drop_, CURVE)(ZKP_FN(zkp_##G##_set_t_, CURVE)* set) \
 {   delete set;   }                                                                         \
 extern "C" RustError ZKP_FN(zkp_##G##_msm_, CURVE)(ZKP_FN(zkp_##G##_set_t_, CURVE)* set,    \

@@ -154,6 +154,10 @@ pub(crate) trait DeviceKey: Send + Sync {
     /// Host bytes its pinned copy takes (`BoundKey::pinnable_bytes`; 0: nothing to pin).
     fn pinnable_bytes(&self) -> u64;
 
+    /// Host bytes it holds beside its compiled key and its pinned copy
+    /// (`BoundKey::host_bytes`).
+    fn host_bytes(&self) -> u64;
+
     /// Makes its pinned copy (`BoundKey::pin`).
     fn pin(&self) -> Result<(), CoreError>;
 
@@ -328,6 +332,10 @@ impl<E: EngineCurve> DeviceKey for Bound<E> {
 
     fn pinnable_bytes(&self) -> u64 {
         self.0.pinnable_bytes()
+    }
+
+    fn host_bytes(&self) -> u64 {
+        self.0.host_bytes()
     }
 
     fn pin(&self) -> Result<(), CoreError> {

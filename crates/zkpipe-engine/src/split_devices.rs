@@ -163,6 +163,9 @@ impl<E: Curve> BoundKey<E> for Stubbed<E> {
     fn pinnable_bytes(&self) -> u64 {
         self.inner.pinnable_bytes()
     }
+    fn host_bytes(&self) -> u64 {
+        self.inner.host_bytes()
+    }
     fn pin(&self) -> Result<(), CoreError> {
         self.inner.pin()
     }

@@ -139,6 +139,7 @@ pub fn status_response(s: EngineStatus) -> pb::StatusResponse {
                 paths: k.paths,
                 tier: k.tier.name().into(),
                 pinned_bytes: k.pinned_bytes,
+                binding_host_bytes: k.binding_host_bytes,
                 loads: k.loads,
                 idle_s: k.idle.as_secs_f64(),
                 error: String::new(),

@@ -80,6 +80,7 @@ fn status_json(s: &pb::StatusResponse, all: bool) -> Value {
                 "paths": k.paths,
                 "tier": k.tier,
                 "pinned_bytes": k.pinned_bytes,
+                "binding_host_bytes": k.binding_host_bytes,
                 "error": (!k.error.is_empty()).then_some(&k.error),
             })
         })
@@ -166,8 +167,12 @@ fn print_text(s: &pb::StatusResponse, all: bool) {
             0 => String::new(),
             b => format!(" ({:.1} MiB pinned)", mib(b)),
         };
+        let beside = match k.binding_host_bytes {
+            0 => String::new(),
+            b => format!(", {:.1} MiB held by its bindings", mib(b)),
+        };
         println!(
-            "key {} ({}): {}, tier {}{pinned}, refs {}, {:.1} MiB resident, domain {}, loads {}, devices {:?}{}",
+            "key {} ({}): {}, tier {}{pinned}, refs {}, {:.1} MiB resident{beside}, domain {}, loads {}, devices {:?}{}",
             k.id,
             k.curve,
             k.residency,

@@ -326,6 +326,13 @@ impl<E: Curve + GpuCurve> BoundKey<E> for CudaBound<E> {
         }
     }
 
+    fn host_bytes(&self) -> u64 {
+        match &self.points {
+            KeyPoints::Resident(_) => 0,
+            KeyPoints::Streamed(s) => s.host_bytes(),
+        }
+    }
+
     fn pin(&self) -> Result<(), Error> {
         let KeyPoints::Streamed(s) = &self.points else {
             return Ok(());

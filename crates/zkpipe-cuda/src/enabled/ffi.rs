@@ -98,21 +98,14 @@ curve_ffi! {
             table_wbits: u32,
             dev: c_int,
         ) -> sppark::Error;
-        /// A chunk set: room for `cap` points (in `room` where not null: borrowed device
-        /// memory), refilled by `chunk_fill`, and sppark's MSM state sized for them.
+        /// A chunk set: room for `cap` points in `room` (borrowed device memory, which
+        /// the caller refills), and sppark's MSM state sized for them.
         chunk_new = "chunk_new" fn(
             out: *mut SetHandle,
             cap: usize,
             affine_sz: usize,
             room: *mut c_void,
             dev: c_int,
-        ) -> sppark::Error;
-        /// Copies `n` ≤ cap points (arkworks layout, `affine_sz` apart) into a chunk set.
-        chunk_fill = "chunk_fill" fn(
-            set: SetHandle,
-            points: *const c_void,
-            n: usize,
-            affine_sz: usize,
         ) -> sppark::Error;
         /// Frees a point set.
         drop = "points_drop" fn(set: SetHandle);

@@ -44,10 +44,8 @@ impl DeviceBuf {
     /// `src` must be valid for `bytes` bytes.
     pub unsafe fn upload_raw(&mut self, src: *const u8, bytes: usize) -> Result<(), CudaError> {
         assert!(bytes <= self.bytes, "device buffer too small");
-        check_rt(
-            ffi::zkp_device_upload(self.device, self.ptr, src as *const c_void, bytes),
-            "cudaMemcpy",
-        )
+        // SAFETY: the buffer is ours (&mut self) and holds `bytes`; `src` as the caller says.
+        unsafe { upload_to(self.device as usize, self.ptr as usize, src, bytes) }
     }
 
     /// The device address at byte `offset` (for kernels reading the buffer).
@@ -55,6 +53,34 @@ impl DeviceBuf {
         assert!(offset <= self.bytes);
         (self.ptr as *const u8).wrapping_add(offset)
     }
+}
+
+/// Copies `bytes` from `src` (pinned memory for full speed) to the device address `dst` on
+/// `device`; returns when the copy is done. On a non-blocking stream of its own
+/// (`cuda/host.cu`), so it overlaps kernels other threads run meanwhile.
+///
+/// # Safety
+/// `src` must be valid for `bytes` bytes, and `dst` device memory on `device` of at least
+/// `bytes` bytes that nothing reads or writes until this returns.
+pub(crate) unsafe fn upload_to(
+    device: usize,
+    dst: usize,
+    src: *const u8,
+    bytes: usize,
+) -> Result<(), CudaError> {
+    check_device(device)?;
+    // SAFETY: as the caller says.
+    check_rt(
+        unsafe {
+            ffi::zkp_device_upload(
+                device as i32,
+                dst as *mut c_void,
+                src as *const c_void,
+                bytes,
+            )
+        },
+        "cudaMemcpy",
+    )
 }
 
 impl Drop for DeviceBuf {

@@ -6,7 +6,6 @@
 
 use crate::enabled::curve::{GpuCurve, GpuGroup, G1, G2};
 use crate::enabled::ffi;
-use crate::enabled::memory::PinnedBuf;
 use crate::enabled::runtime::{check, check_device};
 use crate::CudaError;
 use ark_ec::AdditiveGroup;
@@ -114,23 +113,23 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
         })
     }
 
-    /// An empty chunk set on GPU `device`: room for `cap` points, which [`Self::fill`]
-    /// replaces chunk after chunk (a key streamed through the GPU,
-    /// `crate::enabled::streamed`), and sppark's MSM state sized for them. No table, no
-    /// padding; batched MSMs do not run on it. The points lie in `room` where it is given
-    /// (borrowed device memory, see below), else in memory of the set's own.
+    /// An empty chunk set on GPU `device`: room for `cap` points at the device address
+    /// `room` (borrowed memory: a proof's idle quotient vectors, or a walk's buffer,
+    /// `crate::enabled::streamed`), which a walk refills chunk after chunk while a key too
+    /// large for the device streams through it ([`Self::filled`]), and sppark's MSM state
+    /// sized for them. No table, no padding; batched MSMs do not run on it.
     ///
     /// # Safety
-    /// A `room` must be device memory on `device` of at least `cap` device points
-    /// ([`Self::device_point_bytes`] each) that nothing else reads or writes until the
-    /// set is dropped, and that outlives it.
-    pub unsafe fn chunk(cap: usize, device: usize, room: Option<usize>) -> Result<Self, CudaError> {
+    /// `room` must be device memory on `device` of at least `cap` device points
+    /// ([`Self::device_point_bytes`] each) that nothing else reads or writes while the
+    /// set's MSMs run, and that outlives the set.
+    pub unsafe fn chunk(cap: usize, device: usize, room: usize) -> Result<Self, CudaError> {
         check_device(device)?;
         let dev = device as i32;
         let mut handle: ffi::SetHandle = std::ptr::null_mut();
-        let room = room.map_or(std::ptr::null_mut(), |r| r as *mut std::ffi::c_void);
-        // SAFETY: the shim allocates (or takes the caller's room, valid as the contract
-        // says); `handle` receives the set.
+        let room = room as *mut c_void;
+        // SAFETY: the shim takes the caller's room (valid as the contract says) and
+        // allocates sppark's state; `handle` receives the set.
         check(unsafe {
             (G::fns().chunk_new)(
                 &mut handle,
@@ -150,28 +149,6 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
             device: dev,
             _curve: PhantomData,
         })
-    }
-
-    /// Replaces a chunk set's points with `points` (at most its room): packed into
-    /// `staging` in the device's layout (x, y; in parallel), then copied from there in one
-    /// transfer; returns when they are on the device. Through pinned memory because the
-    /// driver's own staging of pageable memory is many times slower (see [`PinnedBuf`]).
-    pub fn fill(&mut self, points: &[G::Affine], staging: &mut PinnedBuf) -> Result<(), CudaError> {
-        let bytes = points.len() * Self::device_point_bytes();
-        if points.len() > self.cap || bytes > staging.len() {
-            return Err(CudaError::Length(format!(
-                "a chunk of {} points into a chunk set of room {} ({} staging bytes)",
-                points.len(),
-                self.cap,
-                staging.len()
-            )));
-        }
-        let _burst = zkpipe_core::throttle::burst();
-        // SAFETY: the first `bytes` bytes of the staging buffer (checked), ours alone.
-        let packed = unsafe { std::slice::from_raw_parts_mut(staging.ptr_at(0), bytes) };
-        Self::pack(points, packed);
-        // SAFETY: the staging buffer now holds the chunk's packed points.
-        unsafe { self.fill_packed(staging.ptr_at(0), points.len()) }
     }
 
     /// Packs `points` into `dst` in the device's layout: each point's x and y,
@@ -199,31 +176,19 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
             });
     }
 
-    /// Replaces a chunk set's points with `n` points already packed in the device's
-    /// layout at `packed` (pinned memory: a staging buffer, or a key's pinned copy), in
-    /// one transfer; returns when they are on the device.
+    /// Marks a chunk set as holding the `n` points a walk copied into its room
+    /// ([`crate::enabled::memory::upload_to`]): its MSMs then run over them.
     ///
     /// # Safety
-    /// `packed` must be valid for `n` × [`Self::device_point_bytes`] bytes, and not
-    /// written until this returns.
-    pub unsafe fn fill_packed(&mut self, packed: *const u8, n: usize) -> Result<(), CudaError> {
+    /// The set's room must hold `n` points in the device's layout, copied there after the
+    /// set's last MSM returned.
+    pub unsafe fn filled(&mut self, n: usize) -> Result<(), CudaError> {
         if n > self.cap {
             return Err(CudaError::Length(format!(
-                "a chunk of {n} points into a chunk set of room {}",
+                "a chunk of {n} points in a chunk set of room {}",
                 self.cap
             )));
         }
-        // SAFETY: `packed` holds the `n` packed points (`point` bytes apart, the device's
-        // layout), at most the set's room; the shim copies them before returning, and
-        // `&mut self` keeps every MSM of this set off it meanwhile.
-        check(unsafe {
-            (G::fns().chunk_fill)(
-                self.handle,
-                packed as *const c_void,
-                n,
-                Self::device_point_bytes(),
-            )
-        })?;
         self.len = n;
         Ok(())
     }

@@ -3,9 +3,10 @@
 //! [`StreamPlan`] cuts them. One walk over a set's chunks serves a whole pass: while a
 //! chunk is on the device, every proof of the batch runs sppark's MSM of its scalars'
 //! slice against it and adds the result to its sum, and the next chunk is copied in
-//! meanwhile (double buffering: two chunk sets, one being added against, one filling,
-//! each through its own pinned staging buffer, kept with the key). The four G1 sets are
-//! walked as one stream, so the next set's first chunk crosses during the last one's sums.
+//! meanwhile (double buffering: two chunks, one being added against, one filling, each
+//! through its own pinned staging buffer, kept with the key). The four G1 sets and then
+//! [B]₂ are walked as one stream, so each set's first chunk crosses during the previous
+//! one's sums.
 //! Σ over chunks of Σᵢ∈chunk sᵢ·Pᵢ is Σᵢ sᵢ·Pᵢ: the sums are the in-core ones exactly.
 //!
 //! Pinned ([`Streamed::pin`], the engine's hot tier), the key's points (and its
@@ -18,7 +19,7 @@
 //! `crate::enabled::streamed_msms`.
 
 use crate::enabled::curve::{GpuCurve, GpuGroup};
-use crate::enabled::memory::PinnedBuf;
+use crate::enabled::memory::{upload_to, DeviceBuf, PinnedBuf};
 use crate::enabled::msm::Resident;
 use crate::enabled::streamed_reduce::StreamedMatrices;
 use crate::CudaError;
@@ -130,6 +131,16 @@ impl Streamed {
         self.pass.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Host bytes it holds beside the key and its pinned copy: the matrices' narrow
+    /// values where the GPU reduces, and the two staging buffers, which the first walk or
+    /// reduce that packs makes and which stay until the key is unbound (counted from the
+    /// start: a binding's first pass comes before its pinned copy).
+    pub(crate) fn host_bytes(&self) -> u64 {
+        let staging = 2 * self.plan.chunk_bytes().max(self.plan.walk_chunk_bytes());
+        let matrices = self.matrices.as_ref().map_or(0, |m| m.host_bytes());
+        staging + matrices as u64
+    }
+
     /// The two staging buffers, made on first use (a walk or reduce that packs: not one
     /// that copies from the pinned copy), held until the guard drops. Each holds a chunk
     /// of either walk.
@@ -217,139 +228,263 @@ impl<'a, A> Leg<'a, A> {
         Ok(())
     }
 
-    /// Fills `set` with `chunk`'s points: from the pinned copy where there is one, else
-    /// packed through `staging` (which the walk lends where a leg is not pinned).
-    fn fill<E: GpuCurve, G: GpuGroup<E, Affine = A>>(
+    /// Copies `chunk`'s points to the device address `at` on `gpu`, in the device's
+    /// layout: from the pinned copy where there is one, else packed through `staging`
+    /// (which the walk lends where a leg is not pinned); returns when they are there.
+    ///
+    /// # Safety
+    /// `at` must be device memory on `gpu` with room for the chunk's points that nothing
+    /// reads or writes until this returns.
+    unsafe fn fill<E: GpuCurve, G: GpuGroup<E, Affine = A>>(
         &self,
         chunk: Range<usize>,
-        set: &mut Resident<E, G>,
+        at: usize,
         staging: Option<&mut PinnedBuf>,
+        gpu: usize,
     ) -> Result<(), CudaError> {
         let point = Resident::<E, G>::device_point_bytes();
-        match self.packed {
-            Some(packed) if chunk.end * point <= packed.len() => {
-                let _burst = zkpipe_core::throttle::burst();
-                // SAFETY: the pinned copy holds every point of the set, packed `point`
-                // bytes apart (checked for this chunk), and is never written after packing.
-                unsafe {
-                    let at = packed.as_ptr().add(chunk.start * point);
-                    set.fill_packed(at, chunk.len())
-                }
+        let bytes = chunk.len() * point;
+        let from = match (self.packed, staging) {
+            (Some(packed), _) if chunk.end * point <= packed.len() => {
+                // SAFETY: within the pinned copy (checked), never written after packing.
+                unsafe { packed.as_ptr().add(chunk.start * point) }
             }
-            Some(_) => Err(CudaError::Length(
-                "a pinned point set shorter than its chunks".into(),
-            )),
-            None => match staging {
-                Some(staging) => set.fill(&self.points[chunk], staging),
-                None => Err(CudaError::Length(
-                    "an unpinned point set's chunk with no staging buffer".into(),
-                )),
-            },
+            (Some(_), _) => {
+                return Err(CudaError::Length(
+                    "a pinned point set shorter than its chunks".into(),
+                ))
+            }
+            (None, Some(staging)) if bytes <= staging.len() => {
+                // SAFETY: the first `bytes` bytes of the staging buffer (checked), which
+                // the walk lends to this fill alone.
+                let dst = unsafe { std::slice::from_raw_parts_mut(staging.ptr_at(0), bytes) };
+                Resident::<E, G>::pack(&self.points[chunk], dst);
+                staging.ptr_at(0) as *const u8
+            }
+            (None, _) => {
+                return Err(CudaError::Length(format!(
+                    "an unpinned point set's chunk of {bytes} bytes with no staging buffer \
+                     that holds it"
+                )))
+            }
+        };
+        let _burst = zkpipe_core::throttle::burst();
+        // SAFETY: `from` holds the chunk's `bytes` packed bytes; `at` as the caller says.
+        unsafe { upload_to(gpu, at, from, bytes) }
+    }
+}
+
+/// Where a pass's walks put their two chunks: the halves of the first proof's idle
+/// quotient vectors where the plan says so ([`StreamPlan::walk_in_room`]), else two
+/// buffers of the plan's walk chunk bytes, made here and held until the pass's walks end.
+/// A pass's G1 and G2 sets walk through them as one stream ([`walk`]), so [B]₂'s first
+/// chunk crosses while the last G1 chunk is added against.
+pub(super) struct ChunkHalves {
+    at: [usize; 2],
+    bytes: usize,
+    _own: Option<[DeviceBuf; 2]>,
+}
+
+impl ChunkHalves {
+    /// The halves for `plan`'s walks on `gpu`, in `room` (a device address and its bytes:
+    /// the first proof's idle quotient vectors,
+    /// [`crate::enabled::quotient::GpuQuotient::idle_room`], which nothing may use while
+    /// the halves live) where the plan walks there; or why the room cannot take them.
+    pub(super) fn new(
+        plan: &StreamPlan,
+        (at, bytes): (usize, usize),
+        gpu: usize,
+    ) -> Result<Self, CudaError> {
+        if plan.walk_in_room() {
+            let half = bytes / 2 / ROOM_ALIGN as usize * ROOM_ALIGN as usize;
+            if at % ROOM_ALIGN as usize != 0 {
+                return Err(CudaError::Length(format!(
+                    "a proof's idle bytes at {at:#x} are not {ROOM_ALIGN}-byte aligned"
+                )));
+            }
+            return Ok(Self {
+                at: [at, at + half],
+                bytes: half,
+                _own: None,
+            });
+        }
+        let bytes = plan.walk_chunk_bytes() as usize;
+        let own = [DeviceBuf::new(gpu, bytes)?, DeviceBuf::new(gpu, bytes)?];
+        Ok(Self {
+            at: [own[0].device_ptr(0) as usize, own[1].device_ptr(0) as usize],
+            bytes,
+            _own: Some(own),
+        })
+    }
+
+    /// The chunk sets of `G` over the two halves, `cap` points each (which must fit).
+    ///
+    /// # Safety
+    /// No other sets over the halves may run MSMs while these live.
+    unsafe fn sets<E: GpuCurve, G: GpuGroup<E>>(
+        &self,
+        cap: usize,
+        gpu: usize,
+    ) -> Result<[Resident<E, G>; 2], CudaError> {
+        let need = cap * Resident::<E, G>::device_point_bytes();
+        if need > self.bytes {
+            return Err(CudaError::Length(format!(
+                "a streamed walk's chunk of {need} bytes in a half of {} bytes",
+                self.bytes
+            )));
+        }
+        // SAFETY: each half is device memory on `gpu` of at least `cap` points (checked)
+        // that outlives the sets (they drop within the walk that borrows `self`); the
+        // walk writes into a half only while no MSM runs over it.
+        unsafe {
+            Ok([
+                Resident::chunk(cap, gpu, self.at[0])?,
+                Resident::chunk(cap, gpu, self.at[1])?,
+            ])
         }
     }
 }
 
-/// Σ scalarsᵢ·pointsᵢ for every vector of every leg, walking the legs' chunks once, one
-/// leg after another, as one stream: the next chunk (of this leg or the next) crosses
-/// while the current one is added against, so a set of one chunk does not wait for its
-/// copy either. Sums per leg, per vector.
-///
-/// Where the plan says so ([`StreamPlan::walk_in_room`]) the two chunks lie in the halves
-/// of `room` (a device address and its bytes on `gpu`: the first proof's idle quotient
-/// vectors, [`crate::enabled::quotient::GpuQuotient::idle_room`], which nothing uses
-/// until this returns); else in device memory of their own.
-pub(super) fn walk<E: GpuCurve, G: GpuGroup<E>>(
+/// One step of a walk: chunk `chunk` of leg `leg` of its first or its second part.
+struct Step {
+    second: bool,
+    leg: usize,
+    chunk: Range<usize>,
+}
+
+/// The steps of the legs of one part of a walk, in stream order (empty chunks skipped).
+fn steps<'a, A>(legs: &'a [Leg<'a, A>], second: bool) -> impl Iterator<Item = Step> + 'a {
+    legs.iter().enumerate().flat_map(move |(l, leg)| {
+        leg.chunks
+            .iter()
+            .filter(|c| !c.is_empty())
+            .map(move |c| Step {
+                second,
+                leg: l,
+                chunk: c.clone(),
+            })
+    })
+}
+
+/// A walk's sums, per leg, per vector: of its first part (points of one group) and of
+/// its second (of another).
+pub(super) type WalkSums<P, Q> = (Vec<Vec<P>>, Vec<Vec<Q>>);
+
+/// Σ scalarsᵢ·pointsᵢ for every vector of every leg of `first` (points of `G`) and then
+/// of `second` (points of `H`: [B]₂ after the G1 sets), walking the legs' chunks once, one
+/// after another, as one stream through the two `halves`: the next chunk (of this leg or
+/// the next, of either part) crosses while the current one is added against, so a set of
+/// one chunk does not wait for its copy, nor does the second part's first chunk. Each
+/// part's chunk sets (sppark's state over the halves) live only while its steps run.
+/// Sums per leg, per vector, for each part.
+pub(super) fn walk<E: GpuCurve, G: GpuGroup<E>, H: GpuGroup<E>>(
     streamed: &Streamed,
-    legs: &[Leg<'_, G::Affine>],
-    room: (usize, usize),
+    first: &[Leg<'_, G::Affine>],
+    second: &[Leg<'_, H::Affine>],
+    halves: &ChunkHalves,
     gpu: usize,
-) -> Result<Vec<Vec<G::Point>>, CudaError> {
-    let mut sums: Vec<Vec<G::Point>> = legs
+) -> Result<WalkSums<G::Point, H::Point>, CudaError> {
+    let mut sums: Vec<Vec<G::Point>> = first
         .iter()
         .map(|l| vec![G::Point::ZERO; l.vectors.len()])
         .collect();
-    for leg in legs {
-        leg.check()?;
-    }
-    let steps: Vec<(usize, Range<usize>)> = legs
+    let mut then: Vec<Vec<H::Point>> = second
         .iter()
-        .enumerate()
-        .flat_map(|(l, leg)| leg.chunks.iter().map(move |c| (l, c.clone())))
-        .filter(|(_, c)| !c.is_empty())
+        .map(|l| vec![H::Point::ZERO; l.vectors.len()])
         .collect();
-    let cap = steps.iter().map(|(_, c)| c.len()).max().unwrap_or(0);
-    if cap == 0 {
-        return Ok(sums);
+    first.iter().try_for_each(Leg::check)?;
+    second.iter().try_for_each(Leg::check)?;
+    let steps: Vec<Step> = steps(first, false).chain(steps(second, true)).collect();
+    if steps.is_empty() {
+        return Ok((sums, then));
     }
+    let cap = |second: bool| {
+        let lens = steps.iter().filter(|s| s.second == second);
+        lens.map(|s| s.chunk.len()).max().unwrap_or(0)
+    };
     // Staging only where a leg packs its chunks (no pinned copy of its set).
-    let mut staging = match legs.iter().any(|l| l.packed.is_none()) {
+    let packs =
+        first.iter().any(|l| l.packed.is_none()) || second.iter().any(|l| l.packed.is_none());
+    let mut staging = match packs {
         true => Some(streamed.staging()?),
         false => None,
     };
-    let rooms = chunk_rooms::<E, G>(&streamed.plan, room, cap)?;
-    // SAFETY: each room is the caller's idle device memory on `gpu`, of at least `cap`
-    // points (chunk_rooms checked), in halves that do not overlap, untouched until the
-    // sets drop at the end of this function.
-    let mut sets = unsafe {
-        [
-            Resident::<E, G>::chunk(cap, gpu, rooms.map(|r| r[0]))?,
-            Resident::<E, G>::chunk(cap, gpu, rooms.map(|r| r[1]))?,
-        ]
+    let fill = |step: &Step, half: usize, staging: Option<&mut PinnedBuf>| {
+        let (at, chunk) = (halves.at[half], step.chunk.clone());
+        // SAFETY: each half holds a chunk of either part (ChunkHalves::sets checks the
+        // caps), and the walk fills a half only while no MSM runs over it.
+        unsafe {
+            match step.second {
+                false => first[step.leg].fill::<E, G>(chunk, at, staging, gpu),
+                true => second[step.leg].fill::<E, H>(chunk, at, staging, gpu),
+            }
+        }
     };
-    let (l0, c0) = &steps[0];
-    let first_staging = staging.as_mut().map(|s| &mut s[0]);
-    legs[*l0].fill(c0.clone(), &mut sets[0], first_staging)?;
-    for (i, (l, chunk)) in steps.iter().enumerate() {
-        let (first, second) = sets.split_at_mut(1);
-        let (current, next) = match i % 2 {
-            0 => (&first[0], &mut second[0]),
-            _ => (&second[0], &mut first[0]),
-        };
+    fill(&steps[0], 0, staging.as_mut().map(|s| &mut s[0]))?;
+    let mut g_sets: Option<[Resident<E, G>; 2]> = None;
+    let mut h_sets: Option<[Resident<E, H>; 2]> = None;
+    for (i, step) in steps.iter().enumerate() {
+        // Each part's sets are made at its first step, the first part's dropped before
+        // the second's are made: sppark's state of one part at a time, as the plan counts
+        // it. Before the next fill starts: freeing device memory waits for the whole GPU.
+        // SAFETY: one part's sets live at a time, over halves that hold either's chunks.
+        unsafe {
+            match step.second {
+                false if g_sets.is_none() => g_sets = Some(halves.sets(cap(false), gpu)?),
+                true if h_sets.is_none() => {
+                    g_sets = None;
+                    h_sets = Some(halves.sets(cap(true), gpu)?);
+                }
+                _ => {}
+            }
+        }
+        let half = i % 2;
+        let next = steps.get(i + 1);
         let next_staging = staging.as_mut().map(|s| &mut s[(i + 1) % 2]);
-        let upcoming = steps.get(i + 1).map(|(l, r)| (&legs[*l], r.clone()));
-        let leg = &legs[*l];
-        let leg_sums = &mut sums[*l];
         std::thread::scope(|s| -> Result<(), CudaError> {
-            // The next chunk crosses while this one is added against.
-            let filling = upcoming.map(|(leg, r)| s.spawn(move || leg.fill(r, next, next_staging)));
-            let added = leg_sums
-                .iter_mut()
-                .zip(&leg.vectors)
-                .try_for_each(|(sum, &v)| {
-                    let at = (v + chunk.start * SCALAR_BYTES) as *const [u64; 4];
-                    // SAFETY: `at` is this GPU's memory holding the vector's scalars from
-                    // `chunk.start` on, at least `chunk.len()` of them (the leg's contract),
-                    // and `current` holds the chunk's points.
-                    *sum += unsafe { current.msm_device(at, chunk.len(), leg.mont)? };
-                    Ok(())
-                });
+            let filling = next.map(|n| s.spawn(move || fill(n, (i + 1) % 2, next_staging)));
+            // SAFETY (both arms): the set's half was filled with this step's chunk after
+            // its last MSM returned (the previous step's fill, joined).
+            let added = match step.second {
+                false => {
+                    let sets = g_sets.as_mut().expect("made at the part's first step");
+                    let (leg, sums) = (&first[step.leg], &mut sums[step.leg]);
+                    unsafe { add(&mut sets[half], leg, &step.chunk, sums) }
+                }
+                true => {
+                    let sets = h_sets.as_mut().expect("made at the part's first step");
+                    let (leg, sums) = (&second[step.leg], &mut then[step.leg]);
+                    unsafe { add(&mut sets[half], leg, &step.chunk, sums) }
+                }
+            };
             let filled = filling.map_or(Ok(()), |f| {
                 f.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
             });
             added.and(filled)
         })?;
     }
-    Ok(sums)
+    Ok((sums, then))
 }
 
-/// Where a walk's two chunk sets of `cap` points lie: `None` (memory of their own) unless
-/// the plan puts them in the room, then its two halves, each [`ROOM_ALIGN`]ed; or why
-/// the room cannot hold them.
-fn chunk_rooms<E: GpuCurve, G: GpuGroup<E>>(
-    plan: &StreamPlan,
-    (at, bytes): (usize, usize),
-    cap: usize,
-) -> Result<Option<[usize; 2]>, CudaError> {
-    if !plan.walk_in_room() {
-        return Ok(None);
-    }
-    let half = bytes / 2 / ROOM_ALIGN as usize * ROOM_ALIGN as usize;
-    let need = cap * Resident::<E, G>::device_point_bytes();
-    if need > half || at % ROOM_ALIGN as usize != 0 {
-        return Err(CudaError::Length(format!(
-            "a streamed walk's chunk of {need} bytes does not fit half of a proof's \
-             {bytes} idle bytes at {at:#x}"
-        )));
-    }
-    Ok(Some([at, at + half]))
+/// Adds Σ scalarsᵢ·pointsᵢ over `chunk` of each of `leg`'s vectors to its sum in `sums`,
+/// against `set`.
+///
+/// # Safety
+/// `set`'s room must hold the chunk's points, copied there after its last MSM returned.
+unsafe fn add<E: GpuCurve, G: GpuGroup<E>>(
+    set: &mut Resident<E, G>,
+    leg: &Leg<'_, G::Affine>,
+    chunk: &Range<usize>,
+    sums: &mut [G::Point],
+) -> Result<(), CudaError> {
+    // SAFETY: as the caller says.
+    unsafe { set.filled(chunk.len())? };
+    sums.iter_mut().zip(&leg.vectors).try_for_each(|(sum, &v)| {
+        let at = (v + chunk.start * SCALAR_BYTES) as *const [u64; 4];
+        // SAFETY: `at` is this GPU's memory holding the vector's scalars from
+        // `chunk.start` on, at least `chunk.len()` of them (the leg's contract), and `set`
+        // holds the chunk's points.
+        *sum += unsafe { set.msm_device(at, chunk.len(), leg.mont)? };
+        Ok(())
+    })
 }

@@ -8,7 +8,7 @@ use crate::enabled::curve::{GpuCurve, GpuGroup, G1, G2};
 use crate::enabled::memory::DeviceBuf;
 use crate::enabled::pass::per_proof;
 use crate::enabled::quotient::GpuQuotient;
-use crate::enabled::streamed::{walk, Leg, Streamed, SCALAR_BYTES};
+use crate::enabled::streamed::{walk, ChunkHalves, Leg, Streamed, SCALAR_BYTES};
 use crate::enabled::streamed_reduce::StreamedMatrices;
 use crate::CudaError;
 use std::time::Instant;
@@ -32,7 +32,7 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         let (plan, p, gpu) = (&streamed.plan, &self.key.points, self.gpu);
         let pinned = streamed.pinned();
         let pinned = pinned.as_deref();
-        // The G1 sets as one stream, then [B]₂ (its points are another type).
+        // The G1 sets, then [B]₂ (its points are another type), as one stream.
         // C's points multiply w's private part, past the public inputs.
         let private = (self.key.n_public + 1) * SCALAR_BYTES;
         let cs: Vec<usize> = ws.iter().map(|&w| w + private).collect();
@@ -42,19 +42,19 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             Leg::of(plan, &p.c, KeySet::C, pinned, &cs, mont_w),
             Leg::of(plan, &p.h, KeySet::H, pinned, hs, true),
         ];
-        let mut g1 = walk::<E, G1>(streamed, &g1, room, gpu)?.into_iter();
+        let b2 = match self.caps.g2 {
+            true => vec![Leg::of(plan, &p.b2, KeySet::B2, pinned, ws, mont_w)],
+            false => Vec::new(),
+        };
+        let halves = ChunkHalves::new(plan, room, gpu)?;
+        let (g1, mut b2) = walk::<E, G1, G2>(streamed, &g1, &b2, &halves, gpu)?;
+        let mut g1 = g1.into_iter();
         let mut next = || {
             g1.next()
                 .ok_or_else(|| CudaError::Length("a streamed walk returned too few sums".into()))
         };
         let (a, b1, c, h) = (next()?, next()?, next()?, next()?);
-        let b2 = match self.caps.g2 {
-            true => {
-                let b2 = [Leg::of(plan, &p.b2, KeySet::B2, pinned, ws, mont_w)];
-                walk::<E, G2>(streamed, &b2, room, gpu)?.pop()
-            }
-            false => None,
-        };
+        let b2 = b2.pop();
         let counts = [a.len(), b1.len(), c.len(), h.len()];
         if counts.iter().any(|&n| n != ws.len()) || b2.as_ref().is_some_and(|v| v.len() != ws.len())
         {
@@ -92,8 +92,8 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             false,
         );
         // The lent set's quotient is idle: its vectors hold the walk's chunks.
-        let room = bufs.quotient.idle_room();
-        let sums = walk::<E, G>(streamed, &[leg], room, self.gpu)?;
+        let halves = ChunkHalves::new(&streamed.plan, bufs.quotient.idle_room(), self.gpu)?;
+        let (sums, _) = walk::<E, G, G>(streamed, &[leg], &[], &halves, self.gpu)?;
         sums.into_iter()
             .flatten()
             .next()

@@ -139,6 +139,19 @@ impl StreamedMatrices {
         })
     }
 
+    /// Host bytes it holds: the narrow values of A and B (made at binding) and the chunks'
+    /// layout.
+    pub(crate) fn host_bytes(&self) -> usize {
+        let narrow = self
+            .narrow
+            .iter()
+            .flat_map(|n| n.iter())
+            .map(|n| 4 * n.words.len() + n.full.len() + 4 * n.full_starts.len());
+        let layout = std::mem::size_of::<(Range<usize>, RowChunkLayout)>() * self.chunks.len()
+            + std::mem::size_of::<usize>() * self.offsets.len();
+        narrow.sum::<usize>() + layout
+    }
+
     /// Bytes of every chunk packed one after another ([`Self::pack_all`]).
     pub(crate) fn packed_bytes(&self) -> usize {
         self.offsets.last().copied().unwrap_or(0)

@@ -81,11 +81,13 @@ pub(crate) enum Binding {
     Unbound,
     /// A partition is binding it now; others wait on the entry's condition variable.
     InProgress,
-    /// Bound: the device's copy, the device memory it holds (given back on drop), and
-    /// its pinned copy's state.
+    /// Bound: the device's copy, the device memory it holds and the host memory it holds
+    /// beside the compiled key ([`DeviceKey::host_bytes`]; both given back on drop, after
+    /// the copy), and its pinned copy's state.
     Bound {
         key: Arc<dyn DeviceKey>,
         _memory: Option<Reservation>,
+        _host: Option<Reservation>,
         pin: Pin,
     },
 }
@@ -107,11 +109,17 @@ pub(crate) enum Pin {
 }
 
 impl Binding {
-    /// A new binding of `key` holding `memory`, unpinned.
-    pub fn bound(key: Arc<dyn DeviceKey>, memory: Option<Reservation>) -> Self {
+    /// A new binding of `key` holding `memory` of its device and `host` bytes of host
+    /// memory, unpinned.
+    pub fn bound(
+        key: Arc<dyn DeviceKey>,
+        memory: Option<Reservation>,
+        host: Option<Reservation>,
+    ) -> Self {
         Binding::Bound {
             key,
             _memory: memory,
+            _host: host,
             pin: Pin::Unpinned,
         }
     }
@@ -144,6 +152,15 @@ impl Binding {
                 pin: Pin::Held { bytes, .. },
                 ..
             } => *bytes,
+            _ => 0,
+        }
+    }
+
+    /// Host bytes it holds beside its compiled key and its pinned copy (reserved from the
+    /// host budget while it is bound).
+    pub fn host_bytes(&self) -> u64 {
+        match self {
+            Binding::Bound { _host: Some(r), .. } => r.bytes(),
             _ => 0,
         }
     }
@@ -200,6 +217,11 @@ impl EntryState {
             .iter()
             .map(|p| p.binding.pinned_bytes())
             .sum()
+    }
+
+    /// Host bytes its bindings hold beside the compiled key and their pinned copies.
+    pub fn binding_host_bytes(&self) -> u64 {
+        self.placements.iter().map(|p| p.binding.host_bytes()).sum()
     }
 }
 

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use zkpipe_core::{Devices, Error as CoreError};
 use zkpipe_formats::zkey::ZkeyFile;
 
-/// How long a binding waits for the device memory of the key's resident copy.
+/// How long a binding waits for the device memory of the key's resident copy, and for
+/// the host memory the binding holds beside the key.
 const BIND_MEMORY_WAIT: Duration = Duration::from_secs(60);
 
 /// A reference on a key (see the module doc).
@@ -154,9 +155,11 @@ impl KeyLease {
     }
 
     /// The key bound to `device` of `devices`, binding it there (and reserving the device
-    /// memory of its resident copy from `budget`) on first use. Call it inside the
-    /// device's gate: binding is device work. No lock is held while it reserves memory or
-    /// uploads; a second lease binding the same device meanwhile waits for this one.
+    /// memory of its resident copy from `budget`, and the host memory the binding holds
+    /// beside the key from the host budget) on first use. Call it inside the device's
+    /// gate: binding is device work. No lock is held while it reserves memory or uploads;
+    /// a second lease binding the same device meanwhile waits for this one. A binding
+    /// whose host memory cannot be had is dropped again ([`EngineError::Busy`]).
     pub fn bind(
         &self,
         key: &Arc<dyn LoadedKey>,
@@ -208,12 +211,15 @@ impl KeyLease {
                     source: Arc::new(e),
                 })?;
             tracing::info!(key = %meta.id, device = device_name, seconds = started.elapsed().as_secs_f64(), residency = %b.residency(), "key bound");
-            Ok((b, reservation))
+            // On failure `b` goes before `reservation` (declared after it): the copy is
+            // freed before its device memory is given back.
+            let host = self.reserve_host(b.host_bytes(), device_name)?;
+            Ok((b, reservation, host))
         })();
         let mut s = self.entry.lock();
         // Placements are never removed, so this is the one marked above.
         let (binding, r) = match bound {
-            Ok((b, memory)) => (Binding::bound(Arc::clone(&b), memory), Ok(b)),
+            Ok((b, memory, host)) => (Binding::bound(Arc::clone(&b), memory, host), Ok(b)),
             Err(e) => (Binding::Unbound, Err(e)),
         };
         if r.is_ok() && s.residency == Residency::Binding {
@@ -249,6 +255,30 @@ impl KeyLease {
         budget.reserve_wait(bytes, BIND_MEMORY_WAIT).ok_or_else(|| {
             EngineError::Busy(format!(
                 "no room for key {:?} ({bytes} bytes) in {}",
+                self.entry.meta.id,
+                budget.name()
+            ))
+        })
+    }
+
+    /// `bytes` of the host budget for what a binding on `device_name` holds beside the key
+    /// (none if 0): at once if they fit, else waiting up to [`BIND_MEMORY_WAIT`] for
+    /// partitions or other keys to give theirs back.
+    fn reserve_host(
+        &self,
+        bytes: u64,
+        device_name: &str,
+    ) -> Result<Option<Reservation>, EngineError> {
+        if bytes == 0 {
+            return Ok(None);
+        }
+        let budget = &self.ctx.budget;
+        let r = budget
+            .try_reserve(bytes)
+            .or_else(|| budget.reserve_wait(bytes, BIND_MEMORY_WAIT));
+        r.map(Some).ok_or_else(|| {
+            EngineError::Busy(format!(
+                "no room for key {:?} bound on {device_name} ({bytes} host bytes beside the key) in {} (memory.host_limit)",
                 self.entry.meta.id,
                 budget.name()
             ))

@@ -12,7 +12,7 @@
 //! | tier | where its points are | budget |
 //! |---|---|---|
 //! | cold | the `.zkey` file | — |
-//! | warm | compiled in host memory; streamed bindings pack chunks on every walk | `memory.host_limit` |
+//! | warm | compiled in host memory; streamed bindings pack chunks on every walk | `memory.host_limit` (and each binding's own host bytes, [`lease`]) |
 //! | pinned | warm, and a streamed binding's copy in page-locked memory ([`pinned`]) | `memory.pinned_limit` (and the host's) |
 //! | resident | on a device, in-core ([`resident`]) | `memory.device_limit` |
 //!

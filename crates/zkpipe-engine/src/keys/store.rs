@@ -36,6 +36,10 @@ pub struct KeyStatus {
     pub tier: Tier,
     /// Host bytes its pinned copies hold (0 unless pinned).
     pub pinned_bytes: u64,
+    /// Host bytes its bindings hold beside the compiled key and their pinned copies (a
+    /// streamed binding's packed matrices and staging buffers), reserved from
+    /// `memory.host_limit` while bound.
+    pub binding_host_bytes: u64,
     /// Times it was loaded.
     pub loads: u64,
     /// Time since it was last used.
@@ -306,6 +310,7 @@ impl KeyStore {
                         paths: s.placements.iter().map(|p| p.binding.path()).collect(),
                         tier: s.tier(),
                         pinned_bytes: s.pinned_bytes(),
+                        binding_host_bytes: s.binding_host_bytes(),
                         loads: s.loads,
                         idle: s.last_used.elapsed(),
                     });

@@ -412,7 +412,8 @@ impl PassLog {
 /// host); passes of up to `batch_limit` proofs that each take `pass_delay` longer (as on
 /// a GPU, where small proofs cost about a fixed time per pass); with `reduces`, the
 /// device computes a, b, c itself from w and insists that the reduce stage left them out;
-/// `hunger` more host bytes per partition; `fail` makes binding or every pass fail.
+/// `hunger` more host bytes per partition; `binding_host` host bytes each binding holds
+/// beside its key (`BoundKey::host_bytes`); `fail` makes binding or every pass fail.
 #[derive(Clone)]
 struct TestDevices {
     name: &'static str,
@@ -422,6 +423,7 @@ struct TestDevices {
     pass_delay: Duration,
     reduces: bool,
     hunger: u64,
+    binding_host: u64,
     fail: Fault,
     /// How long binding a key takes (as an upload does).
     bind_delay: Duration,
@@ -478,6 +480,7 @@ impl Default for TestDevices {
             pass_delay: Duration::ZERO,
             reduces: false,
             hunger: 0,
+            binding_host: 0,
             fail: Fault::None,
             bind_delay: Duration::ZERO,
             log: Arc::default(),
@@ -646,6 +649,9 @@ impl<E: Curve> BoundKey<E> for TestBound<E> {
         let sets = zkpipe_core::cpu::cpu_key_sets(&KeyShape::of_key(self.key()));
         let limit = 2 * sets.proof_bytes + 2 * sets.min_chunk_bytes();
         zkpipe_core::Residency::decide(&sets, Some(limit), 2)
+    }
+    fn host_bytes(&self) -> u64 {
+        self.devices.binding_host
     }
     fn quotient(
         &self,
@@ -1806,5 +1812,94 @@ fn a_device_full_of_idle_keys_gives_the_least_recent_copy_up() {
     let a = key_status(&engine, "bn254-a");
     assert_eq!((a.residency, a.loads), (Residency::Hot, 1));
     assert_eq!(key_status(&engine, "bn254-b").residency, Residency::Binding);
+    engine.shutdown();
+}
+
+/// A binding's own host memory (`BoundKey::host_bytes`) is reserved from the host budget
+/// while the key is bound, shown in its status, and given back when its copy is unbound
+/// for another key's (the first key stays warm) and when the key is evicted.
+#[test]
+fn a_bindings_own_host_memory_is_reserved_while_it_is_bound() {
+    use zkpipe_engine::Tier;
+    const BESIDE: u64 = 3 << 20;
+    let (dir, key) = two_poseidon_keys();
+    let shape = KeyShape::of_key(&key);
+    let (copy, partition) = test_device_bytes(&shape);
+    let devices = TestDevices {
+        name: "small",
+        // One copy and two partitions; never two copies.
+        memory: Some(copy + 2 * partition),
+        binding_host: BESIDE,
+        ..TestDevices::default()
+    };
+    let engine = Engine::start(config(dir.path()), Arc::new(devices)).unwrap();
+    let run = |id: &str| poseidon_job(&engine, dir.path(), id);
+    let key_bytes = key_status(&engine, "bn254-a").meta.host_bytes;
+    let held = |id: &str| {
+        let k = key_status(&engine, id);
+        (k.tier, k.binding_host_bytes)
+    };
+    assert_eq!(engine.status().memory_used, 0);
+
+    run("bn254-a");
+    assert_eq!(held("bn254-a"), (Tier::Resident, BESIDE));
+    assert_eq!(settled(&engine).memory_used, key_bytes + BESIDE);
+
+    // Its copy gives way to the second key's: its binding's bytes go with it.
+    run("bn254-b");
+    assert_eq!(held("bn254-a"), (Tier::Warm, 0));
+    assert_eq!(held("bn254-b"), (Tier::Resident, BESIDE));
+    assert_eq!(settled(&engine).memory_used, 2 * key_bytes + BESIDE);
+
+    // Evicted: the key's bytes and its binding's.
+    assert!(engine.evict("bn254-b").unwrap());
+    assert_eq!(held("bn254-b"), (Tier::Cold, 0));
+    assert_eq!(engine.status().memory_used, key_bytes);
+    assert!(engine.evict("bn254-a").unwrap());
+    let s = engine.status();
+    assert_eq!((s.memory_used, s.devices[0].memory_reserved), (0, 0));
+    engine.shutdown();
+}
+
+/// A host budget with room for the key and a partition but not for what its binding holds
+/// beside the key: the job fails with one line naming the key, the device, the bytes and
+/// `memory.host_limit`; the binding is dropped (its device memory given back, the key
+/// warm), and the next job fails the same way instead of waiting for a binding.
+#[test]
+fn a_binding_whose_own_host_memory_does_not_fit_fails_and_holds_nothing() {
+    use zkpipe_engine::Tier;
+    let dir = key_dir();
+    let meta = key_meta(dir.path(), "bn254-poseidon");
+    let mut cfg = config(dir.path());
+    cfg.memory_limit = meta.host_bytes + meta.partition_bytes + 1024;
+    let devices = TestDevices {
+        memory: Some(1 << 30),
+        binding_host: HUNGER,
+        ..TestDevices::default()
+    };
+    assert!(HUNGER > cfg.memory_limit);
+    let engine = Engine::start(cfg, Arc::new(devices)).unwrap();
+    for _ in 0..2 {
+        let job = engine
+            .submit(request("bn254-poseidon", 2, Priority::Normal))
+            .unwrap();
+        let (state, error) = outcome(&engine, job.job_id);
+        assert_eq!(state, JobState::Failed);
+        assert!(!error.contains('\n'), "{error}");
+        for part in [
+            "key \"bn254-poseidon\"",
+            "bound on test0",
+            &format!("({HUNGER} host bytes beside the key)"),
+            "memory.host_limit",
+        ] {
+            assert!(error.contains(part), "{part:?} not in {error}");
+        }
+        assert_nothing_held(&engine);
+        let s = engine.status();
+        assert_eq!(s.devices[0].memory_reserved, 0, "the binding was dropped");
+        let k = key_status(&engine, "bn254-poseidon");
+        assert_eq!((k.tier, k.binding_host_bytes), (Tier::Warm, 0));
+        assert_eq!(k.paths, [String::new()]);
+    }
     engine.shutdown();
 }
