@@ -317,6 +317,18 @@ impl ChunkHalves {
         })
     }
 
+    /// Whether chunks of `cap` points of `G` fit a half; why not if they do not.
+    fn fit<E: GpuCurve, G: GpuGroup<E>>(&self, cap: usize) -> Result<(), CudaError> {
+        let need = cap * Resident::<E, G>::device_point_bytes();
+        if need > self.bytes {
+            return Err(CudaError::Length(format!(
+                "a streamed walk's chunk of {need} bytes in a half of {} bytes",
+                self.bytes
+            )));
+        }
+        Ok(())
+    }
+
     /// The chunk sets of `G` over the two halves, `cap` points each (which must fit).
     ///
     /// # Safety
@@ -326,13 +338,7 @@ impl ChunkHalves {
         cap: usize,
         gpu: usize,
     ) -> Result<[Resident<E, G>; 2], CudaError> {
-        let need = cap * Resident::<E, G>::device_point_bytes();
-        if need > self.bytes {
-            return Err(CudaError::Length(format!(
-                "a streamed walk's chunk of {need} bytes in a half of {} bytes",
-                self.bytes
-            )));
-        }
+        self.fit::<E, G>(cap)?;
         // SAFETY: each half is device memory on `gpu` of at least `cap` points (checked)
         // that outlives the sets (they drop within the walk that borrows `self`); the
         // walk writes into a half only while no MSM runs over it.
@@ -402,6 +408,10 @@ pub(super) fn walk<E: GpuCurve, G: GpuGroup<E>, H: GpuGroup<E>>(
         let lens = steps.iter().filter(|s| s.second == second);
         lens.map(|s| s.chunk.len()).max().unwrap_or(0)
     };
+    // Every chunk of either part must fit a half before the first is copied: the second
+    // part's first chunk crosses before its sets are made.
+    halves.fit::<E, G>(cap(false))?;
+    halves.fit::<E, H>(cap(true))?;
     // Staging only where a leg packs its chunks (no pinned copy of its set).
     let packs =
         first.iter().any(|l| l.packed.is_none()) || second.iter().any(|l| l.packed.is_none());
@@ -411,8 +421,8 @@ pub(super) fn walk<E: GpuCurve, G: GpuGroup<E>, H: GpuGroup<E>>(
     };
     let fill = |step: &Step, half: usize, staging: Option<&mut PinnedBuf>| {
         let (at, chunk) = (halves.at[half], step.chunk.clone());
-        // SAFETY: each half holds a chunk of either part (ChunkHalves::sets checks the
-        // caps), and the walk fills a half only while no MSM runs over it.
+        // SAFETY: each half holds a chunk of either part (checked above), and the walk
+        // fills a half only while no MSM runs over it.
         unsafe {
             match step.second {
                 false => first[step.leg].fill::<E, G>(chunk, at, staging, gpu),
