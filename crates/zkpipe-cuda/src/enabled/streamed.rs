@@ -436,7 +436,7 @@ pub(super) fn walk<E: GpuCurve, G: GpuGroup<E>, H: GpuGroup<E>>(
     for (i, step) in steps.iter().enumerate() {
         // Each part's sets are made at its first step, the first part's dropped before
         // the second's are made: sppark's state of one part at a time, as the plan counts
-        // it. Before the next fill starts: freeing device memory waits for the whole GPU.
+        // it.
         // SAFETY: one part's sets live at a time, over halves that hold either's chunks.
         unsafe {
             match step.second {
