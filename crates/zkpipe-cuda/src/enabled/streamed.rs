@@ -136,9 +136,13 @@ impl Streamed {
     /// reduce that packs makes and which stay until the key is unbound (counted from the
     /// start: a binding's first pass comes before its pinned copy).
     pub(crate) fn host_bytes(&self) -> u64 {
-        let staging = 2 * self.plan.chunk_bytes().max(self.plan.walk_chunk_bytes());
         let matrices = self.matrices.as_ref().map_or(0, |m| m.host_bytes());
-        staging + matrices as u64
+        (2 * self.staging_bytes() + matrices) as u64
+    }
+
+    /// Bytes of each staging buffer: a chunk of either walk, the matrices' or the points'.
+    fn staging_bytes(&self) -> usize {
+        self.plan.chunk_bytes().max(self.plan.walk_chunk_bytes()) as usize
     }
 
     /// The two staging buffers, made on first use (a walk or reduce that packs: not one
@@ -147,8 +151,7 @@ impl Streamed {
     pub(super) fn staging(&self) -> Result<Staging<'_>, CudaError> {
         let mut s = self.staging.lock().unwrap_or_else(|e| e.into_inner());
         if s.is_none() {
-            let bytes = self.plan.chunk_bytes().max(self.plan.walk_chunk_bytes()) as usize;
-            let make = || PinnedBuf::with_kind(bytes, self.kind);
+            let make = || PinnedBuf::with_kind(self.staging_bytes(), self.kind);
             *s = Some([make()?, make()?]);
         }
         Ok(Staging(s))
@@ -329,17 +332,17 @@ impl ChunkHalves {
         Ok(())
     }
 
-    /// The chunk sets of `G` over the two halves, `cap` points each (which must fit).
+    /// The chunk sets of `G` over the two halves, `cap` points each.
     ///
     /// # Safety
-    /// No other sets over the halves may run MSMs while these live.
+    /// Chunks of `cap` points must fit a half ([`Self::fit`], which the walk checks before
+    /// its first copy), and no other sets over the halves may run MSMs while these live.
     unsafe fn sets<E: GpuCurve, G: GpuGroup<E>>(
         &self,
         cap: usize,
         gpu: usize,
     ) -> Result<[Resident<E, G>; 2], CudaError> {
-        self.fit::<E, G>(cap)?;
-        // SAFETY: each half is device memory on `gpu` of at least `cap` points (checked)
+        // SAFETY: each half is device memory on `gpu` of at least `cap` points (the caller)
         // that outlives the sets (they drop within the walk that borrows `self`); the
         // walk writes into a half only while no MSM runs over it.
         unsafe {
@@ -437,7 +440,8 @@ pub(super) fn walk<E: GpuCurve, G: GpuGroup<E>, H: GpuGroup<E>>(
         // Each part's sets are made at its first step, the first part's dropped before
         // the second's are made: sppark's state of one part at a time, as the plan counts
         // it.
-        // SAFETY: one part's sets live at a time, over halves that hold either's chunks.
+        // SAFETY: one part's sets live at a time, over halves that hold either's chunks
+        // (checked above).
         unsafe {
             match step.second {
                 false if g_sets.is_none() => g_sets = Some(halves.sets(cap(false), gpu)?),

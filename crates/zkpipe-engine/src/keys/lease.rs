@@ -273,9 +273,8 @@ impl KeyLease {
             return Ok(None);
         }
         let budget = &self.ctx.budget;
-        let r = budget
-            .try_reserve(bytes)
-            .or_else(|| budget.reserve_wait(bytes, BIND_MEMORY_WAIT));
+        // reserve_wait takes them at once where they fit.
+        let r = budget.reserve_wait(bytes, BIND_MEMORY_WAIT);
         r.map(Some).ok_or_else(|| {
             EngineError::Busy(format!(
                 "no room for key {:?} bound on {device_name} ({bytes} host bytes beside the key) in {} (memory.host_limit)",
