@@ -233,7 +233,9 @@ pub struct EngineConfig {
     pub queue_depth: usize,
     /// Most partitions in one job. Default: 64.
     pub max_partitions_per_job: usize,
-    /// Most partitions accepted but not yet finished; beyond it submit says busy. Default: 4096.
+    /// Most partitions accepted but not yet finished, with those of streamed jobs being
+    /// received (counted from their header); beyond it submit says busy, a streamed job
+    /// at its header, before any witness byte. Default: 4096.
     pub max_pending_partitions: usize,
     /// Verify every proof before returning it. Default: true.
     pub self_check: bool,

@@ -365,7 +365,7 @@ impl Engine {
         &self,
         req: SubmitRequest<W>,
     ) -> Result<Submitted, EngineError> {
-        self.inner.submission.submit(req)
+        self.inner.submission.submit(req, None)
     }
 
     /// Loads key `id` now (waiting up to `timeout` for host memory) and binds it to the
@@ -441,11 +441,27 @@ impl Engine {
 
 impl Engine {
     /// Checks what a streamed job declares before its witnesses arrive: the engine
-    /// accepts jobs, the key exists and fits, the partition count is within the limit.
-    /// The plan then checks each witness's first bytes ([`StreamPlan::check_start`]);
-    /// the whole job is submitted with [`Engine::submit`] once every byte arrived.
+    /// accepts jobs, the key exists and fits, the partition count is within the limit;
+    /// and reserves its partitions under `max_pending_partitions`, refusing it now
+    /// ([`EngineError::Busy`]) if they would pass it, so that a job without room never
+    /// sends its witnesses to the job store's files. The plan then checks each witness's
+    /// first bytes ([`StreamPlan::check_start`]); the whole job is submitted with
+    /// [`Engine::submit_streamed`] once every byte arrived, and the reservation goes to
+    /// the job. Dropping the plan (the stream failed, or was refused) gives it back.
     pub fn plan_stream(&self, key_id: &str, sizes: &[u64]) -> Result<StreamPlan, EngineError> {
         self.inner.submission.plan(key_id, sizes)
+    }
+
+    /// [`Engine::submit`] for a streamed job whose header `plan` checked: its partitions
+    /// are counted once, by the plan's reservation, which the job takes over (a request
+    /// id naming an earlier job, or a refusal, gives it back). `req` has one witness per
+    /// size the header declared.
+    pub fn submit_streamed<W: PartitionBytes>(
+        &self,
+        plan: StreamPlan,
+        req: SubmitRequest<W>,
+    ) -> Result<Submitted, EngineError> {
+        self.inner.submission.submit(req, Some(plan))
     }
 
     /// A file in the job store for one witness of a streamed job, of `bytes`, written as

@@ -26,7 +26,8 @@ pub(crate) struct JobTable {
     /// all were accepted together 16–23 s in, and the GPU waited: 0.307 s per proof
     /// against 0.246 one at a time, at c = 16 on one H100.
     big_writers: WriterSlots,
-    /// Partitions accepted and not finished (each message's ticket holds one).
+    /// Partitions accepted and not finished (each message's ticket holds one), and those
+    /// of streamed jobs being received (their header's [`Reservation`]).
     pub pending: Arc<AtomicUsize>,
     /// The finished jobs in the table, in the order they ended: each job enters it as it
     /// ends ([`Job::track_end`]), so that forgetting never looks at the jobs kept.
@@ -81,6 +82,39 @@ impl Drop for WriterSlot<'_> {
     fn drop(&mut self) {
         *lock(&self.0.taken) -= 1;
         self.0.freed.notify_one();
+    }
+}
+
+/// Partitions counted in [`JobTable::pending`] for a job not registered yet (a streamed
+/// job's, from its header until it is registered), given back when dropped: a stream
+/// that fails, is refused or names an earlier job frees its place at once.
+#[derive(Debug)]
+pub(crate) struct Reservation {
+    pending: Arc<AtomicUsize>,
+    partitions: usize,
+}
+
+impl Reservation {
+    /// A reservation of nothing (a job that `pending` does not count: a fleet's, which
+    /// the shared store takes).
+    pub fn none() -> Self {
+        Self {
+            pending: Arc::default(),
+            partitions: 0,
+        }
+    }
+
+    /// Leaves the count to the registered job's tickets (each gives one back).
+    fn hand_over(mut self) {
+        self.partitions = 0;
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if self.partitions > 0 {
+            self.pending.fetch_sub(self.partitions, Ordering::AcqRel);
+        }
     }
 }
 
@@ -152,16 +186,20 @@ impl JobTable {
         }
     }
 
-    /// Records a job in the store (its witnesses with it) and registers it; refused if
-    /// more than `max_pending` partitions would be in flight.
+    /// Records a job in the store (its witnesses with it) and registers it. Its
+    /// partitions are counted in `pending` by `held` (a streamed job's, taken at its
+    /// header by [`JobTable::reserve`], of as many partitions) or else here, refused if
+    /// more than `max_pending` would be in flight. A registered job's tickets take the
+    /// count over; a job not registered gives it back.
     pub fn register(
         &self,
         new: &NewJob<'_>,
         max_pending: usize,
+        held: Option<Reservation>,
     ) -> Result<Registered, EngineError> {
         let partitions = new.witnesses.len();
         let t0 = Instant::now();
-        let (job, mark, lock_wait, record) = {
+        let (job, reserved, mark, lock_wait, record) = {
             // A small job without a request id registers without the lock: there is
             // nothing to deduplicate, its partitions are counted by an atomic reservation,
             // and its write is short. Under the lock, 64 clients' 2^14 accepts queued for
@@ -174,20 +212,13 @@ impl JobTable {
             if let Some(id) = self.by_request(new.request_id, &new.fingerprint)? {
                 return Ok(Registered::Existing(id));
             }
-            self.reserve(partitions, max_pending)?;
-            let unreserve = || self.pending.fetch_sub(partitions, Ordering::AcqRel);
-            let (accepted, mark) = match self.store.accept_unsynced(new) {
-                Ok(a) => a,
-                Err(e) => {
-                    unreserve();
-                    return Err(store_error(e));
-                }
+            let reserved = match held {
+                Some(h) => h,
+                None => self.reserve(partitions, max_pending)?,
             };
+            let (accepted, mark) = self.store.accept_unsynced(new).map_err(store_error)?;
             let id = match accepted {
-                Accepted::Existing(id) => {
-                    unreserve();
-                    return Ok(Registered::Existing(id));
-                }
+                Accepted::Existing(id) => return Ok(Registered::Existing(id)),
                 Accepted::New(id) => id,
             };
             let job = Arc::new(Job::new(
@@ -200,7 +231,7 @@ impl JobTable {
             ));
             job.track_end(&self.finished);
             lock(&self.jobs).insert(id, Arc::clone(&job));
-            (job, mark, locked - t0, locked.elapsed())
+            (job, reserved, mark, locked - t0, locked.elapsed())
         };
         let synced = Instant::now();
         // On disk before the submitter hears of it; outside the lock, so that the accepts
@@ -208,7 +239,7 @@ impl JobTable {
         // whose sync failed is taken back (never queued) and the submitter gets the error.
         if let Err(e) = self.store.make_durable(mark) {
             lock(&self.jobs).remove(&job.id);
-            self.pending.fetch_sub(partitions, Ordering::AcqRel);
+            drop(reserved);
             let _ = self
                 .store
                 .finish(job.id, JobState::Failed, Some(&e.to_string()));
@@ -219,20 +250,30 @@ impl JobTable {
             record,
             sync: synced.elapsed(),
         };
+        // The job's tickets, made as it is queued, hold its partitions from now on.
+        reserved.hand_over();
         Ok(Registered::New(job, times))
     }
 
     /// Counts `partitions` more in flight, or refuses if that would pass `max_pending`
-    /// (one atomic step, so that concurrent registrations cannot both pass the check).
-    fn reserve(&self, partitions: usize, max_pending: usize) -> Result<(), EngineError> {
+    /// (one atomic step, so that concurrent registrations and stream headers cannot both
+    /// pass the check); the count is given back when the reservation is dropped.
+    pub fn reserve(
+        &self,
+        partitions: usize,
+        max_pending: usize,
+    ) -> Result<Reservation, EngineError> {
         self.pending
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |p| {
                 (p + partitions <= max_pending).then_some(p + partitions)
             })
-            .map(|_| ())
+            .map(|_| Reservation {
+                pending: Arc::clone(&self.pending),
+                partitions,
+            })
             .map_err(|pending| {
                 EngineError::Busy(format!(
-                    "{pending} partitions pending, at most {max_pending} (max_pending_partitions)"
+                    "{pending} partitions pending, at most {max_pending} (pipeline.max_pending_partitions); retry later"
                 ))
             })
     }
@@ -282,7 +323,7 @@ impl JobTable {
         old.len()
     }
 
-    /// Partitions accepted and not finished.
+    /// Partitions accepted and not finished, or reserved by a stream being received.
     pub fn pending(&self) -> usize {
         self.pending.load(Ordering::Acquire)
     }
@@ -464,7 +505,7 @@ mod tests {
             ..two_partitions()
         };
         (0..n)
-            .map(|_| match table.register(&new, 1 << 20) {
+            .map(|_| match table.register(&new, 1 << 20, None) {
                 Ok(Registered::New(job, _)) => job,
                 _ => panic!("not registered"),
             })
@@ -515,7 +556,7 @@ mod tests {
             request_id: "r",
             ..one_partition()
         };
-        let Ok(Registered::New(named, _)) = table.register(&taken, 1 << 20) else {
+        let Ok(Registered::New(named, _)) = table.register(&taken, 1 << 20, None) else {
             panic!("not registered")
         };
         // j[0] never ends; then the ends: named, j[3], j[1] (failed), j[4], j[2].
@@ -567,7 +608,7 @@ mod tests {
     #[test]
     fn a_job_that_cannot_be_made_durable_is_refused_and_taken_back() {
         let table = JobTable::new(Arc::new(NoSync(Recorded::default())));
-        let r = table.register(&two_partitions(), 16);
+        let r = table.register(&two_partitions(), 16, None);
         assert!(
             matches!(&r, Err(e) if e.to_string().contains("the disk is gone")),
             "{:?}",
@@ -588,7 +629,7 @@ mod tests {
         let table = JobTable::new(Arc::new(Recorded::default()));
         let results: Vec<Result<Registered, EngineError>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..16)
-                .map(|_| s.spawn(|| table.register(&two_partitions(), 10)))
+                .map(|_| s.spawn(|| table.register(&two_partitions(), 10, None)))
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });

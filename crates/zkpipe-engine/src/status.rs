@@ -83,7 +83,7 @@ pub struct EngineStatus {
     pub pinned_limit: u64,
     /// Buffer pool counters.
     pub pool: PoolStats,
-    /// Partitions accepted and not finished.
+    /// Partitions accepted and not finished, and those of streamed jobs being received.
     pub pending_partitions: usize,
     /// Time since start.
     pub uptime: Duration,

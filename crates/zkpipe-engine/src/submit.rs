@@ -6,10 +6,12 @@
 //! stage hands claimed partitions back here to be queued.
 //!
 //! A job streamed in chunks is checked twice: its header before any witness byte arrives
-//! ([`crate::Engine::plan_stream`]: key, partition count, memory) and each witness's own header as
-//! soon as its first bytes do ([`StreamPlan::check_start`]: curve, length), so that a
-//! wrong request is refused before its gigabytes cross the network; the whole request is
-//! then submitted as any other.
+//! ([`crate::Engine::plan_stream`]: key, partition count, memory, and its partitions
+//! reserved against `max_pending_partitions`) and each witness's own header as soon as its
+//! first bytes do ([`StreamPlan::check_start`]: curve, length), so that a wrong request,
+//! or one the daemon has no room for, is refused before its gigabytes cross the network
+//! and fill the job store's files; the whole request is then submitted as any other, its
+//! reservation handed to the job ([`crate::Engine::submit_streamed`]).
 
 use crate::curves::{curve, AtReduce, Partition, PartitionBuffers};
 use crate::devices::Device;
@@ -19,7 +21,7 @@ use crate::job_store::{
     fingerprint, shape_tag, Accepted, Fingerprint, NewJob, PartitionBytes, StagingWitness,
     StoredJob, StoredPartition,
 };
-use crate::jobs::{store_error, JobTable, Registered};
+use crate::jobs::{store_error, JobTable, Registered, Reservation};
 use crate::keys::entry::KeyEntry;
 use crate::keys::generators::Generators;
 use crate::keys::store::KeyStore;
@@ -115,7 +117,8 @@ impl Submission {
         }
     }
 
-    /// Checks a streamed job's header (see [`crate::Engine::plan_stream`]); counts a refusal.
+    /// Checks a streamed job's header and reserves its partitions (see
+    /// [`crate::Engine::plan_stream`]); counts a refusal.
     pub(crate) fn plan(&self, key_id: &str, sizes: &[u64]) -> Result<StreamPlan, EngineError> {
         let r = self.plan_checked(key_id, sizes);
         if let Err(e) = &r {
@@ -140,11 +143,20 @@ impl Submission {
         self.check_count(sizes.len())?;
         let entry = self.keys.resolve(key_id)?;
         self.check_fits(&entry.meta)?;
+        // Last, so that a request refused for what it is never takes a place. A shared
+        // store's jobs are not this daemon's to count (`share` counts none either).
+        let reserved = if self.jobs.shared {
+            Reservation::none()
+        } else {
+            self.jobs
+                .reserve(sizes.len(), self.max_pending_partitions)?
+        };
         Ok(StreamPlan {
             key: entry.meta.id.clone(),
             curve: entry.meta.shape.curve,
             n_vars: entry.meta.shape.n_vars,
             sizes: sizes.to_vec(),
+            reserved,
         })
     }
 
@@ -164,12 +176,14 @@ impl Submission {
         Ok(())
     }
 
-    /// Validates and queues a job; counts a refusal in the metrics.
+    /// Validates and queues a job; counts a refusal in the metrics. `plan`: the header
+    /// of a streamed job, whose reserved partitions the job takes over.
     pub fn submit<W: PartitionBytes>(
         &self,
         req: SubmitRequest<W>,
+        plan: Option<StreamPlan>,
     ) -> Result<Submitted, EngineError> {
-        let r = self.submit_checked(req);
+        let r = self.submit_checked(req, plan);
         if let Err(e) = &r {
             self.metrics.rejected.with_label_values(&[e.kind()]).inc();
         }
@@ -179,11 +193,24 @@ impl Submission {
     fn submit_checked<W: PartitionBytes>(
         &self,
         req: SubmitRequest<W>,
+        plan: Option<StreamPlan>,
     ) -> Result<Submitted, EngineError> {
         let t0 = Instant::now();
         if self.admission.is_closed() {
             return Err(EngineError::ShuttingDown);
         }
+        // Any return before the job is registered drops the plan's reservation.
+        let held = match plan {
+            Some(p) if p.sizes.len() != req.witnesses.len() => {
+                return Err(EngineError::InvalidRequest(format!(
+                    "{} partitions, but the stream's header declared {}",
+                    req.witnesses.len(),
+                    p.sizes.len()
+                )))
+            }
+            Some(p) => Some(p.reserved),
+            None => None,
+        };
         // Only a request id needs a fingerprint (hashing every witness costs time).
         let fingerprint = if req.request_id.is_empty() {
             Fingerprint::default()
@@ -221,7 +248,10 @@ impl Submission {
         if self.jobs.shared {
             return self.share(&new, t0);
         }
-        let (job, times) = match self.jobs.register(&new, self.max_pending_partitions)? {
+        let (job, times) = match self
+            .jobs
+            .register(&new, self.max_pending_partitions, held)?
+        {
             Registered::Existing(id) => {
                 return Ok(Submitted {
                     job_id: id,
@@ -444,13 +474,16 @@ impl Submission {
 }
 
 /// A streamed job whose header passed [`crate::Engine::plan_stream`]: its key's curve and
-/// witness length, to check each witness by its first bytes.
-#[derive(Debug, Clone)]
+/// witness length, to check each witness by its first bytes, and its partitions' places
+/// under `max_pending_partitions`, held until the job is submitted with it
+/// ([`crate::Engine::submit_streamed`]) and given back if it is dropped instead.
+#[derive(Debug)]
 pub struct StreamPlan {
     key: String,
     curve: CurveId,
     n_vars: usize,
     sizes: Vec<u64>,
+    reserved: Reservation,
 }
 
 /// A `.wtns` file's fixed opening: magic, version, section count (4 bytes each), then the
@@ -584,6 +617,7 @@ mod tests {
             curve: CurveId::Bn254,
             n_vars: 5,
             sizes,
+            reserved: Reservation::none(),
         }
     }
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tonic::{Request, Response, Status, Streaming};
 use zkpipe_engine::job_store::PartitionBytes;
-use zkpipe_engine::{Engine, EngineError, SubmitRequest};
+use zkpipe_engine::{Engine, EngineError, StreamPlan, SubmitRequest};
 use zkpipe_proto::pb;
 use zkpipe_proto::server::{self as wire, prover_server::Prover};
 
@@ -87,9 +87,12 @@ pub fn status(e: EngineError) -> Status {
 impl ProverService {
     /// Accepting a job checks every witness and commits it to the job store, which blocks:
     /// that runs off the async threads, so that other requests (awaits, status) go on.
+    /// `plan`: a streamed job's header, whose reserved partitions the job takes over (or
+    /// gives back, refused).
     async fn submit<W: PartitionBytes + Send + 'static>(
         &self,
         submit: SubmitRequest<W>,
+        plan: Option<StreamPlan>,
     ) -> Result<zkpipe_engine::Submitted, Status> {
         if !self.accepting.load(Ordering::Acquire) {
             return Err(Status::unavailable(
@@ -97,10 +100,13 @@ impl ProverService {
             ));
         }
         let engine = self.engine.clone();
-        tokio::task::spawn_blocking(move || engine.submit(submit))
-            .await
-            .map_err(|e| Status::internal(e.to_string()))?
-            .map_err(status)
+        tokio::task::spawn_blocking(move || match plan {
+            Some(plan) => engine.submit_streamed(plan, submit),
+            None => engine.submit(submit),
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))?
+        .map_err(status)
     }
 
     /// Waits for `job`; its time goes into `phases` as `ended` (up to the job's end) and
@@ -140,7 +146,7 @@ impl Prover for ProverService {
         let mut phases = Phases::start(&req);
         let submit = decode::submit_request(req.into_inner())?;
         let _held = self.in_flight.take(witness_bytes(&submit.witnesses))?;
-        let s = self.submit(submit).await?;
+        let s = self.submit(submit, None).await?;
         Ok(accepted(s, &mut phases))
     }
 
@@ -162,8 +168,9 @@ impl Prover for ProverService {
             .try_fold(0u64, |t, &s| t.checked_add(s))
             .ok_or_else(|| Status::invalid_argument("the witness sizes overflow 64 bits"))?;
         // Refused before any witness byte is read: bad key, too many partitions, too
-        // many bytes in flight. Resolving a key reads its file's header: off the async
-        // threads.
+        // many partitions pending (the plan holds this job's places from now on, and
+        // gives them back if the stream fails or is refused), too many bytes in flight.
+        // Resolving a key reads its file's header: off the async threads.
         let engine = self.engine.clone();
         let (key, sizes) = (header.key_id.clone(), header.witness_sizes.clone());
         let plan = tokio::task::spawn_blocking(move || engine.plan_stream(&key, &sizes))
@@ -178,7 +185,9 @@ impl Prover for ProverService {
         };
         let witnesses = upload::receive(&plan, to, &mut stream, status).await?;
         phases.end("upload");
-        let s = self.submit(upload::request(header, witnesses)?).await?;
+        let s = self
+            .submit(upload::request(header, witnesses)?, Some(plan))
+            .await?;
         drop(held);
         Ok(accepted(s, &mut phases))
     }
@@ -203,7 +212,7 @@ impl Prover for ProverService {
     ) -> Result<Response<pb::JobResult>, Status> {
         let mut phases = Phases::start(&req);
         let (submit, timeout_ms) = decode::prove_request(req.into_inner())?;
-        let s = self.submit(submit).await?;
+        let s = self.submit(submit, None).await?;
         phases.end("accept");
         let result = self
             .wait(s.job_id, timeout_ms, &mut phases, "prove")
@@ -304,5 +313,153 @@ impl ProverService {
         self.engine
             .key_residency(id)
             .map_or_else(|| "unknown".into(), |r| r.name().into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::{Path, PathBuf};
+    use tokio::sync::mpsc;
+    use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
+    use zkpipe_proto::pb::submit_proof_chunk::Part;
+    use zkpipe_proto::server::prover_server::ProverServer;
+    use zkpipe_proto::{connect, Client, ClientOptions};
+
+    const KEY: &str = "bn254-multi";
+
+    fn fixture(file: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/bn254/multi_public")
+            .join(file)
+    }
+
+    /// The service on loopback over an engine of one key that holds at most 4
+    /// partitions pending: the engine (to read its count) and a client.
+    async fn serve(keys: &Path) -> (Engine, Client) {
+        std::fs::copy(fixture("circuit.zkey"), keys.join(format!("{KEY}.zkey"))).unwrap();
+        let small = zkpipe_engine::StageConfig {
+            workers: 1,
+            threads: 1,
+        };
+        let config = zkpipe_engine::EngineConfig {
+            key_dir: keys.into(),
+            key_checks: zkpipe_core::PointChecks::Trusted,
+            memory_limit: 1 << 30,
+            reduce: small,
+            device: small,
+            tail: small,
+            max_partitions_per_job: 4,
+            max_pending_partitions: 4,
+            ..Default::default()
+        };
+        let devices = Arc::new(zkpipe_engine::CpuDevices::default());
+        let engine = Engine::start(config, devices).unwrap();
+        let accepting = Arc::new(AtomicBool::new(true));
+        let svc = ProverService::new(engine.clone(), Duration::from_secs(60), accepting);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tonic::transport::Server::builder()
+            .add_service(ProverServer::new(svc))
+            .serve_with_incoming(TcpListenerStream::new(listener));
+        tokio::spawn(server);
+        let client = connect(&ClientOptions::new(format!("http://{addr}")))
+            .await
+            .unwrap();
+        (engine, client)
+    }
+
+    fn header(sizes: Vec<u64>) -> pb::SubmitProofChunk {
+        pb::SubmitProofChunk {
+            part: Some(Part::Header(pb::SubmitProofHeader {
+                key_id: KEY.into(),
+                witness_sizes: sizes,
+                ..Default::default()
+            })),
+        }
+    }
+
+    /// A stream of `chunks`, left open while its sender lives.
+    async fn open(
+        chunks: Vec<pb::SubmitProofChunk>,
+    ) -> (
+        mpsc::Sender<pb::SubmitProofChunk>,
+        ReceiverStream<pb::SubmitProofChunk>,
+    ) {
+        let (tx, rx) = mpsc::channel(8);
+        for c in chunks {
+            tx.send(c).await.unwrap();
+        }
+        (tx, ReceiverStream::new(rx))
+    }
+
+    /// Whether `done` holds within a minute (polled).
+    async fn within_a_minute(done: impl Fn() -> bool) -> bool {
+        for _ in 0..600 {
+            if done() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        false
+    }
+
+    /// A stream's header takes its partitions' places under max_pending_partitions: a
+    /// header that would pass the limit is answered UNAVAILABLE on its own, the stream
+    /// still open and no witness byte sent; the client that holds the places going away
+    /// gives them back, and a job of the full size is then accepted and proved.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_header_without_room_is_refused_and_a_dropped_stream_gives_its_room_back() {
+        let keys = tempfile::tempdir().unwrap();
+        let (engine, mut c) = serve(keys.path()).await;
+        let wtns = std::fs::read(fixture("witness.wtns")).unwrap();
+        let w = wtns.len() as u64;
+
+        // A client that sends its header and then nothing: its 3 places are held.
+        let (holder_tx, holder) = open(vec![header(vec![w; 3])]).await;
+        let mut holder_client = c.clone();
+        let holding = tokio::spawn(async move { holder_client.submit_proof_stream(holder).await });
+        assert!(within_a_minute(|| engine.pending_partitions() == 3).await);
+
+        let (tx, refused) = open(vec![header(vec![w; 2])]).await;
+        let call = c.submit_proof_stream(refused);
+        let e = tokio::time::timeout(Duration::from_secs(60), call)
+            .await
+            .expect("the daemon waited for witness bytes instead of refusing the header")
+            .unwrap_err();
+        drop(tx);
+        assert_eq!(e.code(), tonic::Code::Unavailable, "{e:?}");
+        assert!(
+            e.message()
+                .contains("3 partitions pending, at most 4 (pipeline.max_pending_partitions)"),
+            "{e:?}"
+        );
+        assert_eq!(engine.pending_partitions(), 3);
+
+        // The holder goes away mid-stream: its places come back.
+        holding.abort();
+        drop(holder_tx);
+        assert!(
+            within_a_minute(|| engine.pending_partitions() == 0).await,
+            "a dropped stream kept {} places",
+            engine.pending_partitions()
+        );
+
+        let mut chunks = vec![header(vec![w; 4])];
+        chunks.extend((0..4).map(|_| pb::SubmitProofChunk {
+            part: Some(Part::Data(wtns.clone())),
+        }));
+        let (tx, full) = open(chunks).await;
+        drop(tx);
+        let job = c.submit_proof_stream(full).await.unwrap().into_inner();
+        let done = engine.wait(job.job_id, Duration::from_secs(120)).unwrap();
+        assert_eq!(
+            done.state,
+            zkpipe_engine::JobState::Done,
+            "{:?}",
+            done.error
+        );
+        assert!(within_a_minute(|| engine.pending_partitions() == 0).await);
+        engine.shutdown();
     }
 }

@@ -1,6 +1,7 @@
 //! A job received as a stream (`SubmitProofStream`): its header first, checked before any
-//! witness byte is read, then its witnesses in chunks, each witness's start checked as it
-//! arrives. A large witness goes to the job store's file as it arrives (staged): the
+//! witness byte is read (its partitions reserved under `pipeline.max_pending_partitions`
+//! by the [`StreamPlan`], which a failed stream drops), then its witnesses in chunks, each
+//! witness's start checked as it arrives. A large witness goes to the job store's file as it arrives (staged): the
 //! stream holds a few chunks of it, and the engine reads it back mapped. A small one, or
 //! any where the store keeps no files, is copied once into a buffer of its declared size.
 //! The bytes every job being received declares together are bounded ([`InFlight`]).

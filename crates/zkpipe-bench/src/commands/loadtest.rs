@@ -4,7 +4,10 @@
 //! second, job latency percentiles, device busy fraction over the run (from each daemon's
 //! lock-held time) and the daemons' peak RSS, in total and per address. The run itself is
 //! [`run_load`], which `sweep` runs once per cell. Jobs above 4 MiB of witnesses are
-//! streamed (`--stream`, as `zkpipe submit` does; [`send`]).
+//! streamed (`--stream`, as `zkpipe submit` does; [`send`]). A submission the daemon
+//! refuses with "retry later" (RESOURCE_EXHAUSTED, UNAVAILABLE) is sent again after a
+//! backoff until the job's `--timeout` runs out, and counted (`retries`); `--no-retry`
+//! fails the job on the first refusal instead.
 
 mod send;
 
@@ -50,9 +53,19 @@ pub struct Args {
     /// Priority of every job.
     #[arg(long, default_value = "normal")]
     priority: Priority,
-    /// Longest wait for one job.
+    /// Longest time for one job, from its first submission to its reply (refused
+    /// submissions sent again included).
     #[arg(long, default_value = "10m", value_parser = duration)]
     timeout: Duration,
+    /// Fail a job whose submission the daemon refuses with "retry later"
+    /// (RESOURCE_EXHAUSTED: server.max_inflight_request_bytes; UNAVAILABLE:
+    /// pipeline.max_pending_partitions, a daemon starting or stopping) at once. By default
+    /// such a submission is sent again after 50 ms, doubling up to 2 s (less a little
+    /// jitter), until --timeout runs out, and counted in `retries`; other refusals fail
+    /// the job at once (a job that can never fit the daemon's memory among them, though
+    /// its code is RESOURCE_EXHAUSTED too: only the refusals saying "retry later" are).
+    #[arg(long)]
+    no_retry: bool,
     /// Each client's connection to the daemon: its own (as separate users have), or one
     /// shared by all.
     #[arg(long, value_enum, default_value_t = Connections::PerClient)]
@@ -86,13 +99,16 @@ pub struct Summary {
     pub proofs: usize,
     /// Jobs that failed, were cancelled or timed out.
     pub failed_jobs: usize,
+    /// Submissions sent again after the daemon refused them with "retry later"
+    /// (RESOURCE_EXHAUSTED or UNAVAILABLE), over every job.
+    pub retries: usize,
     /// Seconds from the first submission to the last reply.
     pub wall_s: f64,
     /// `wall_s` / `proofs`.
     pub seconds_per_proof: f64,
     /// `proofs` / `wall_s`.
     pub proofs_per_second: f64,
-    /// Latency of the completed jobs (Prove call to reply).
+    /// Latency of the completed jobs (first submission to reply).
     pub job_latency_ms: Percentiles,
     /// The daemon's parts of that latency (its `server-timing` reply metadata: receive,
     /// accept, prove, wake; a streamed job's: receive of both its calls, upload, accept,
@@ -223,8 +239,10 @@ pub struct Load {
     pub partitions: usize,
     /// Priority of every job.
     pub priority: Priority,
-    /// Longest wait for one job.
+    /// Longest time for one job, from its first submission.
     pub timeout: Duration,
+    /// Whether a submission refused with "retry later" is sent again (see [`send`]).
+    pub retry: bool,
     /// Whether each client opens its own connection to its daemon, or all the clients of
     /// a daemon share the caller's connection to it.
     pub own_connections: bool,
@@ -259,7 +277,8 @@ pub struct JobRecord {
     pub address: usize,
     /// Its id on that daemon.
     pub job_id: u64,
-    /// Prove call to reply, in seconds.
+    /// First submission to reply, in seconds (waits between refused submissions
+    /// included).
     pub latency_s: f64,
     /// Each partition's device time (lock held), in milliseconds.
     pub device_ms: Vec<f64>,
@@ -287,25 +306,27 @@ async fn metrics_text(c: &Client) -> Result<String> {
         .map_err(rpc)
 }
 
-/// One client of daemon `address`: its jobs one after another; the completed ones and a
-/// line per failure.
-async fn client_jobs(mut c: Client, address: usize, load: Load) -> (Vec<JobRecord>, Vec<String>) {
-    let prio = zkpipe_server::protocol::priority_to_wire(load.priority) as i32;
+/// What one client's jobs came to.
+struct ClientRun {
+    /// The jobs that completed.
+    done: Vec<JobRecord>,
+    /// A line per job that did not.
+    failed: Vec<String>,
+    /// Submissions sent again after a "retry later" refusal.
+    retries: usize,
+}
+
+/// One client of daemon `address`: its jobs one after another.
+async fn client_jobs(mut c: Client, address: usize, load: Load) -> ClientRun {
     let mut done = Vec::new();
     let mut failed = Vec::new();
+    let mut retries = 0;
     for _ in 0..load.jobs {
+        // From the first attempt: a job's refusals and waits are part of its latency.
         let t0 = Instant::now();
-        let r = send::prove(
-            &mut c,
-            &load.key,
-            &load.witness,
-            load.partitions,
-            prio,
-            load.timeout,
-            load.stream,
-        )
-        .await;
-        match r {
+        let sent = send::prove(&mut c, &load).await;
+        retries += sent.retries;
+        match sent.reply {
             Ok(r) if r.result.state == pb::JobState::Done as i32 => {
                 let latency_s = t0.elapsed().as_secs_f64();
                 done.push(JobRecord {
@@ -330,7 +351,11 @@ async fn client_jobs(mut c: Client, address: usize, load: Load) -> (Vec<JobRecor
             Err(line) => failed.push(line),
         }
     }
-    (done, failed)
+    ClientRun {
+        done,
+        failed,
+        retries,
+    }
 }
 
 /// The busy seconds of each device of each daemon, labelled by address where there are
@@ -388,9 +413,15 @@ pub async fn run_load(endpoints: &[Endpoint], load: &Load) -> Result<LoadRun> {
     let mut jobs = Vec::new();
     let mut failed = Vec::new();
     let mut failed_at = vec![0; n];
+    let mut retries = 0;
     for (i, t) in tasks.into_iter().enumerate() {
-        let (d, f) = t.await?;
+        let ClientRun {
+            done: d,
+            failed: f,
+            retries: r,
+        } = t.await?;
         jobs.extend(d);
+        retries += r;
         failed_at[i % n] += f.len();
         failed.extend(f.into_iter().map(|line| match n {
             1 => line,
@@ -433,6 +464,7 @@ pub async fn run_load(endpoints: &[Endpoint], load: &Load) -> Result<LoadRun> {
         partitions: load.partitions,
         proofs,
         failed_jobs: failed.len(),
+        retries,
         wall_s: wall,
         seconds_per_proof: if proofs > 0 {
             wall / proofs as f64
@@ -492,6 +524,7 @@ pub fn run(a: Args) -> Result<()> {
         partitions: a.partitions,
         priority: a.priority,
         timeout: a.timeout,
+        retry: !a.no_retry,
         own_connections: a.connections == Connections::PerClient,
         stream: a.stream,
     };
@@ -512,6 +545,9 @@ pub fn run(a: Args) -> Result<()> {
             "{} clients × {} jobs × {} partitions: {} proofs in {:.2} s, {:.4} s/proof, {:.2} proofs/s",
             s.clients, s.jobs_per_client, s.partitions, s.proofs, s.wall_s, s.seconds_per_proof, s.proofs_per_second
         )?;
+        // Submissions the daemon refused with "retry later" and that were sent again.
+        let no_retry = if a.no_retry { " (--no-retry)" } else { "" };
+        writeln!(text, "retried submissions: {}{no_retry}", s.retries)?;
         let l = &s.job_latency_ms;
         writeln!(
             text,

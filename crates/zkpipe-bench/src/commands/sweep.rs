@@ -7,10 +7,11 @@
 //! `DIR/<variant>.serve.log`), all at once; preloads the key and runs one unmeasured job on
 //! each; then runs the cells (`loadtest`'s load, c clients × j jobs × p partitions) round by
 //! round, client count by client count, every variant in turn, starting from a different
-//! one each time. Each cell records throughput, latency, device utilisation, the daemon's
-//! waterfall of the cell's jobs (stage medians and their inflation over the smallest c,
-//! device gaps) and kernel counters. The daemons are stopped (SIGTERM) at the end, on
-//! error too.
+//! one each time. Each cell records throughput, latency, device utilisation, the
+//! submissions its clients sent again after a "retry later" refusal (`retries`), the
+//! daemon's waterfall of the cell's jobs (stage medians and their inflation over the
+//! smallest c, device gaps) and kernel counters. The daemons are stopped (SIGTERM) at the
+//! end, on error too.
 //!
 //! `--gpus 1,2,4` makes each variant one daemon per GPU count, named `NAME-gN`, that sees
 //! the first N GPUs (`CUDA_VISIBLE_DEVICES`), so that the cells compare GPU counts
@@ -53,10 +54,11 @@ cell each daemon preloads the key and proves one unmeasured job.
 Cells run interleaved: for each round, for each c (ascending), every variant, starting from \
 a different variant each time (rotated by round + the index of c).
 
-Per cell: proofs, s/proof, proofs/s, average job latency, average device time per \
-partition, device utilisation (the daemon's zkpipe_device_busy_seconds over the cell's wall \
-time), from the daemon's waterfall of the cell's jobs the median of each partition span and \
-its inflation over the same variant at the smallest c (same round), the device's idle gaps \
+Per cell: proofs, s/proof, proofs/s, average job latency, the submissions sent again after \
+a \"retry later\" refusal (retries), average device time per partition, device utilisation \
+(the daemon's zkpipe_device_busy_seconds over the cell's wall time), from the daemon's \
+waterfall of the cell's jobs the median of each partition span and its inflation over the \
+same variant at the smallest c (same round), the device's idle gaps \
 (between the union of device spans), and the daemon's kernel counters (Linux, best effort: \
 TLB shootdowns machine-wide, context switches, page faults, CPU seconds in all and by thread \
 group, peak RSS over the cell).
@@ -112,9 +114,15 @@ pub struct Args {
     /// streams every job, never sends each as one message (see loadtest --stream).
     #[arg(long, value_enum, default_value_t = Stream::Auto)]
     stream: Stream,
-    /// Longest wait for one job (and for the key's preload).
+    /// Longest time for one job, from its first submission (and for the key's preload).
     #[arg(long, default_value = "10m", value_parser = duration)]
     timeout: Duration,
+    /// Fail a job whose submission a daemon refuses with "retry later"
+    /// (RESOURCE_EXHAUSTED, UNAVAILABLE) at once, and with it the sweep; by default it is
+    /// sent again with a backoff until --timeout runs out (see loadtest --no-retry), and
+    /// each cell records its `retries`.
+    #[arg(long)]
+    no_retry: bool,
     /// The output folder (created if missing).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
@@ -176,6 +184,7 @@ struct Plan {
     partitions: usize,
     rounds: usize,
     timeout: Duration,
+    retry: bool,
     connections: Connections,
     stream: Stream,
 }
@@ -191,6 +200,7 @@ impl Plan {
             partitions: self.partitions,
             priority: Priority::Normal,
             timeout: self.timeout,
+            retry: self.retry,
             own_connections: self.connections == Connections::PerClient,
             stream: self.stream,
         }
@@ -233,6 +243,7 @@ pub fn run(a: Args) -> Result<()> {
         partitions: a.partitions,
         rounds: a.rounds,
         timeout: a.timeout,
+        retry: !a.no_retry,
         connections: a.connections,
         stream: a.stream,
     };
@@ -259,10 +270,27 @@ pub fn run(a: Args) -> Result<()> {
             stopped = stopped.and(Err(e));
         }
     }
-    let mut cells = measured?;
+    let measured = measured?;
     stopped?;
+    let (mut cells, retries): (Vec<Cell>, Vec<usize>) =
+        measured.into_iter().map(|m| (m.cell, m.retries)).unzip();
     report::fill_inflation(&mut cells);
-    write_results(&a, &variants, &plan, &out, &cells)
+    write_results(&a, &variants, &plan, &out, &cells, &retries)
+}
+
+/// A cell as measured: its record, and the submissions its clients sent again after a
+/// "retry later" refusal.
+struct Measured {
+    cell: Cell,
+    retries: usize,
+}
+
+/// A cell as sweep.json has it: the record's fields and its `retries`.
+#[derive(serde::Serialize)]
+struct CellJson<'a> {
+    #[serde(flatten)]
+    cell: &'a Cell,
+    retries: usize,
 }
 
 /// Starts the daemons (into `targets`, so that the caller stops them whatever happens),
@@ -273,7 +301,7 @@ async fn measure(
     plan: &Plan,
     out: &OutDir,
     targets: &mut Vec<Target>,
-) -> Result<Vec<Cell>> {
+) -> Result<Vec<Measured>> {
     for v in variants {
         let log = out.path(&format!("{}.serve.log", v.name));
         let daemon = Daemon::start(serve, &v.name, &v.config_settings(), &v.environment(), &log)?;
@@ -306,7 +334,7 @@ async fn measure(
                 Some(note) => e.context(note),
                 None => e,
             })?;
-        println!("{}", report::row(&cell, width));
+        println!("{}", report::row(&cell.cell, width));
         let _ = std::io::stdout().flush();
         cells.push(cell);
     }
@@ -345,7 +373,7 @@ async fn run_cell(
     out: &OutDir,
     clients: usize,
     round: usize,
-) -> Result<Cell> {
+) -> Result<Measured> {
     let v = t.daemon.variant.clone();
     let where_ = format!("variant {v}, c={clients}, round {round}");
     let pid = t.daemon.pid();
@@ -401,9 +429,10 @@ async fn run_cell(
         &trace_name,
         filter_jobs(&trace, &jobs).to_string().as_bytes(),
     )?;
+    let retries = run.summary.retries;
     let mut cell = cell(&v, round, run, waterfall, counters, trace_name);
     cell.client_cpu_s = client_cpu_s;
-    Ok(cell)
+    Ok(Measured { cell, retries })
 }
 
 /// A cell's record from its load run and measurements.
@@ -468,6 +497,7 @@ fn write_results(
     plan: &Plan,
     out: &OutDir,
     cells: &[Cell],
+    retries: &[usize],
 ) -> Result<()> {
     let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
     let rows = report::summarize(cells, &names, &plan.clients);
@@ -503,7 +533,11 @@ fn write_results(
             "settings": v.settings.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "log": format!("{}.serve.log", v.name),
         })).collect::<Vec<_>>(),
-        "cells": cells,
+        "cells": cells
+            .iter()
+            .zip(retries)
+            .map(|(cell, &retries)| CellJson { cell, retries })
+            .collect::<Vec<_>>(),
         "summary": rows,
     });
     let mut text = serde_json::to_vec_pretty(&json)?;

@@ -38,6 +38,36 @@ pub fn zkpipe_bench(args: &[&Path]) -> Output {
         .expect("zkpipe-bench binary runs")
 }
 
+/// `zkpipe-bench loadtest` against the daemon at `grpc`: `clients` clients × `jobs` jobs of
+/// 4 partitions of `wtns` for the key "bn254-multi", sent as `stream` says, with `more`
+/// arguments after.
+pub fn loadtest(
+    grpc: &str,
+    wtns: &Path,
+    clients: &str,
+    jobs: &str,
+    stream: &str,
+    more: &[&str],
+) -> Output {
+    let args = [
+        "loadtest",
+        "--server",
+        grpc,
+        "bn254-multi",
+        "-c",
+        clients,
+        "-j",
+        jobs,
+        "-p",
+        "4",
+        "--stream",
+        stream,
+    ];
+    let mut args: Vec<&Path> = args.iter().chain(more).map(Path::new).collect();
+    args.insert(4, wtns);
+    zkpipe_bench(&args)
+}
+
 /// The `zkpipe` binary `sweep` starts daemons from: the one beside zkpipe-bench, in the
 /// same cargo target folder (`target/<profile>/zkpipe`). Cargo builds it for the
 /// workspace's tests (scripts/test.sh); `cargo test -p zkpipe-bench` alone does not, so

@@ -6,5 +6,6 @@ mod bench;
 mod cli;
 mod common;
 mod fleet;
+mod retry;
 mod stream;
 mod sweep;

@@ -5,7 +5,6 @@
 //! with the streamed call's `upload` part among the daemon's timings.
 
 use crate::common::*;
-use std::path::Path;
 
 /// A job of 4 partitions of the fixture witness (4 × 8,748 bytes) is above this; one
 /// partition, which a stream sends as one chunk, is below it.
@@ -19,23 +18,7 @@ fn loadtest_streams_jobs_above_the_daemons_message_limit() {
     ));
     let serve = Serve::start(&cfg, &dir.path().join("state"));
     let run = |stream: &str, jobs: &str, more: &[&str]| {
-        let args = [
-            "loadtest",
-            "--server",
-            &serve.grpc,
-            "bn254-multi",
-            "-c",
-            "2",
-            "-j",
-            jobs,
-            "-p",
-            "4",
-            "--stream",
-            stream,
-        ];
-        let mut args: Vec<&Path> = args.iter().chain(more).map(Path::new).collect();
-        args.insert(4, &wtns);
-        zkpipe_bench(&args)
+        loadtest(&serve.grpc, &wtns, "2", jobs, stream, more)
     };
     // Without --json the summary goes to stdout, and stderr is the error alone.
     let o = run("never", "1", &[]);

@@ -78,6 +78,7 @@ fn sweep_measures_every_cell_and_refuses_to_overwrite() {
             assert!((0.0..=1.0).contains(&at("device_utilisation")), "{cell}");
             assert_eq!(cell["job_ids"].as_array().unwrap().len(), c as usize);
             assert_eq!(cell["partitions"], 2);
+            assert!(cell["retries"].as_u64().is_some(), "retries in {cell}");
             assert_eq!(
                 cell["trace_partitions"],
                 c * 2,

@@ -1903,3 +1903,134 @@ fn a_binding_whose_own_host_memory_does_not_fit_fails_and_holds_nothing() {
     }
     engine.shutdown();
 }
+
+/// An engine that holds at most 4 partitions pending (and 4 in a job), on one test device
+/// whose passes wait while the test holds it.
+fn four_pending(dir: &Path) -> (Engine, TestDevices) {
+    let devices = TestDevices::default();
+    let config = EngineConfig {
+        max_partitions_per_job: 4,
+        max_pending_partitions: 4,
+        ..config(dir)
+    };
+    let engine = Engine::start(config, Arc::new(devices.clone())).unwrap();
+    (engine, devices)
+}
+
+/// The sizes a streamed job of `partitions` of `id`'s fixture witness declares.
+fn sizes(id: &str, partitions: usize) -> Vec<u64> {
+    vec![witness(id).len() as u64; partitions]
+}
+
+/// A streamed job's header takes its partitions' places under max_pending_partitions at
+/// once: a second header that would pass the limit is refused there (Busy, naming the
+/// limit), before any witness byte, and so is a unary job; the first stream's places are
+/// its own until it ends.
+#[test]
+fn a_streamed_job_without_room_is_refused_at_its_header() {
+    let dir = key_dir();
+    let (engine, _devices) = four_pending(dir.path());
+    let id = "bn254-multi";
+    let first = engine.plan_stream(id, &sizes(id, 3)).unwrap();
+    assert_eq!(engine.pending_partitions(), 3, "the header took its places");
+    let refused = engine.plan_stream(id, &sizes(id, 2)).unwrap_err();
+    assert!(matches!(refused, EngineError::Busy(_)), "{refused:?}");
+    assert_eq!(
+        refused.to_string(),
+        "engine busy: 3 partitions pending, at most 4 (pipeline.max_pending_partitions); retry later"
+    );
+    let unary = engine.submit(request(id, 2, Priority::Normal)).unwrap_err();
+    assert!(matches!(unary, EngineError::Busy(_)), "{unary:?}");
+    // A header that fits beside it is taken.
+    let second = engine.plan_stream(id, &sizes(id, 1)).unwrap();
+    assert_eq!(engine.pending_partitions(), 4);
+    drop((first, second));
+    assert_eq!(engine.pending_partitions(), 0);
+    engine.shutdown();
+}
+
+/// A stream that ends without a job gives its places back at once, whichever way it
+/// ends: dropped (the client went away, or a witness's start was refused), its witnesses
+/// refused at submit, or its request id naming an earlier job. A job of the full size is
+/// accepted after each.
+#[test]
+fn a_stream_that_fails_after_its_header_gives_its_places_back() {
+    let dir = key_dir();
+    let (engine, _devices) = four_pending(dir.path());
+    let id = "bn254-multi";
+    // A header of the full size, which holds every place until it is dropped or
+    // submitted.
+    let full = || {
+        let plan = engine.plan_stream(id, &sizes(id, 4)).unwrap();
+        assert_eq!(engine.pending_partitions(), 4, "the header took its places");
+        plan
+    };
+
+    // Dropped mid-stream.
+    drop(full());
+    assert_eq!(engine.pending_partitions(), 0);
+
+    // Refused at submit: a malformed witness.
+    let plan = full();
+    let mut bad = request(id, 4, Priority::Normal);
+    bad.witnesses[2] = b"wtns-but-not-one".to_vec();
+    let e = engine.submit_streamed(plan, bad).unwrap_err();
+    assert!(matches!(e, EngineError::MalformedWitness { .. }), "{e:?}");
+    assert_eq!(engine.pending_partitions(), 0);
+
+    // Refused at submit: more witnesses than the header declared.
+    let plan = engine.plan_stream(id, &sizes(id, 1)).unwrap();
+    assert_eq!(engine.pending_partitions(), 1);
+    let e = engine
+        .submit_streamed(plan, request(id, 2, Priority::Normal))
+        .unwrap_err();
+    assert!(matches!(e, EngineError::InvalidRequest(_)), "{e:?}");
+    assert_eq!(engine.pending_partitions(), 0);
+
+    // A request id that names an earlier job: that job, and its places are not counted
+    // twice once it is done.
+    let mut named = request(id, 4, Priority::Normal);
+    named.request_id = "req".into();
+    let job = engine.submit_streamed(full(), named.clone()).unwrap();
+    assert!(!job.existing);
+    check_job(&engine, dir.path(), job.job_id);
+    assert_eq!(settled(&engine).pending_partitions, 0);
+    let again = engine.submit_streamed(full(), named).unwrap();
+    assert_eq!((again.job_id, again.existing), (job.job_id, true));
+    assert_eq!(engine.pending_partitions(), 0);
+
+    let last = engine
+        .submit_streamed(full(), request(id, 4, Priority::Normal))
+        .unwrap();
+    check_job(&engine, dir.path(), last.job_id);
+    assert_eq!(settled(&engine).pending_partitions, 0);
+    engine.shutdown();
+}
+
+/// An accepted streamed job is counted once: its header's places become its partitions'
+/// (pending stays at its size while they wait for the device, not twice that), and they
+/// are all given back once it is done.
+#[test]
+fn an_accepted_streamed_job_is_counted_once() {
+    let dir = key_dir();
+    let (engine, devices) = four_pending(dir.path());
+    let id = "bn254-multi";
+    devices.holds.hold(0);
+    let plan = engine.plan_stream(id, &sizes(id, 3)).unwrap();
+    assert_eq!(engine.pending_partitions(), 3, "the header took its places");
+    let job = engine
+        .submit_streamed(plan, request(id, 3, Priority::Normal))
+        .unwrap();
+    assert_eq!(engine.pending_partitions(), 3, "counted once");
+    wait_until("a pass on the device", || !devices.log.on(0).is_empty());
+    assert_eq!(engine.pending_partitions(), 3);
+    // One place is left: a one-partition header fits, a two-partition one does not.
+    let e = engine.plan_stream(id, &sizes(id, 2)).unwrap_err();
+    assert!(matches!(e, EngineError::Busy(_)), "{e:?}");
+    drop(engine.plan_stream(id, &sizes(id, 1)).unwrap());
+    devices.holds.release(0);
+    check_job(&engine, dir.path(), job.job_id);
+    assert_eq!(settled(&engine).pending_partitions, 0);
+    drop(engine.plan_stream(id, &sizes(id, 4)).unwrap());
+    engine.shutdown();
+}
