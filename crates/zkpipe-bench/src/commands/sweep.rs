@@ -64,7 +64,9 @@ TLB shootdowns machine-wide, context switches, page faults, CPU seconds in all a
 group, peak RSS over the cell).
 
 Writes DIR/sweep.json (every cell, and min/median/max over rounds), \
-DIR/cells/<variant>-c<C>-r<R>.trace.json (each cell's waterfall, for ui.perfetto.dev) and \
+DIR/cells/<variant>-c<C>-r<R>.trace.json (each cell's waterfall, for ui.perfetto.dev), \
+DIR/cells/<variant>-c<C>-r<R>.json (each cell's record as it ends, so that a sweep cut short \
+keeps the cells it finished; inflation is in sweep.json only) and \
 DIR/sweep.svg; refuses a DIR that has a sweep.json already.
 
 The daemons' gRPC calls carry $ZKPIPE_TOKEN if set (a config with a token file needs it); \
@@ -432,6 +434,16 @@ async fn run_cell(
     let retries = run.summary.retries;
     let mut cell = cell(&v, round, run, waterfall, counters, trace_name);
     cell.client_cpu_s = client_cpu_s;
+    // The record as the cell ends (its inflation, which needs the smallest c's cell, is in
+    // sweep.json only), so that a sweep cut short keeps every cell it finished.
+    let record = serde_json::to_vec_pretty(&CellJson {
+        cell: &cell,
+        retries,
+    })?;
+    out.write(
+        &format!("cells/{}.json", Cell::stem(&v, clients, round)),
+        &record,
+    )?;
     Ok(Measured { cell, retries })
 }
 

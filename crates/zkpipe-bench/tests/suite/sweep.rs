@@ -109,6 +109,19 @@ fn sweep_measures_every_cell_and_refuses_to_overwrite() {
                 trace.file_name().unwrap().to_str().unwrap(),
                 format!("{variant}-c{c}-r1.trace.json")
             );
+            // The record written as the cell ended: the same measurements.
+            let own = out.join(format!("cells/{variant}-c{c}-r1.json"));
+            let own: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&own).unwrap()).unwrap();
+            for k in [
+                "seconds_per_proof",
+                "proofs",
+                "job_ids",
+                "retries",
+                "kernel",
+            ] {
+                assert_eq!(own[k], cell[k], "{k}: {own}");
+            }
         }
         // Stopped with SIGTERM: the daemon's last log line.
         let log = std::fs::read_to_string(out.join(format!("{variant}.serve.log"))).unwrap();
