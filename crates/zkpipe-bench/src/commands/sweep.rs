@@ -272,27 +272,10 @@ pub fn run(a: Args) -> Result<()> {
             stopped = stopped.and(Err(e));
         }
     }
-    let measured = measured?;
+    let mut cells = measured?;
     stopped?;
-    let (mut cells, retries): (Vec<Cell>, Vec<usize>) =
-        measured.into_iter().map(|m| (m.cell, m.retries)).unzip();
     report::fill_inflation(&mut cells);
-    write_results(&a, &variants, &plan, &out, &cells, &retries)
-}
-
-/// A cell as measured: its record, and the submissions its clients sent again after a
-/// "retry later" refusal.
-struct Measured {
-    cell: Cell,
-    retries: usize,
-}
-
-/// A cell as sweep.json has it: the record's fields and its `retries`.
-#[derive(serde::Serialize)]
-struct CellJson<'a> {
-    #[serde(flatten)]
-    cell: &'a Cell,
-    retries: usize,
+    write_results(&a, &variants, &plan, &out, &cells)
 }
 
 /// Starts the daemons (into `targets`, so that the caller stops them whatever happens),
@@ -303,7 +286,7 @@ async fn measure(
     plan: &Plan,
     out: &OutDir,
     targets: &mut Vec<Target>,
-) -> Result<Vec<Measured>> {
+) -> Result<Vec<Cell>> {
     for v in variants {
         let log = out.path(&format!("{}.serve.log", v.name));
         let daemon = Daemon::start(serve, &v.name, &v.config_settings(), &v.environment(), &log)?;
@@ -336,7 +319,7 @@ async fn measure(
                 Some(note) => e.context(note),
                 None => e,
             })?;
-        println!("{}", report::row(&cell.cell, width));
+        println!("{}", report::row(&cell, width));
         let _ = std::io::stdout().flush();
         cells.push(cell);
     }
@@ -375,7 +358,7 @@ async fn run_cell(
     out: &OutDir,
     clients: usize,
     round: usize,
-) -> Result<Measured> {
+) -> Result<Cell> {
     let v = t.daemon.variant.clone();
     let where_ = format!("variant {v}, c={clients}, round {round}");
     let pid = t.daemon.pid();
@@ -431,20 +414,15 @@ async fn run_cell(
         &trace_name,
         filter_jobs(&trace, &jobs).to_string().as_bytes(),
     )?;
-    let retries = run.summary.retries;
     let mut cell = cell(&v, round, run, waterfall, counters, trace_name);
     cell.client_cpu_s = client_cpu_s;
     // The record as the cell ends (its inflation, which needs the smallest c's cell, is in
     // sweep.json only), so that a sweep cut short keeps every cell it finished.
-    let record = serde_json::to_vec_pretty(&CellJson {
-        cell: &cell,
-        retries,
-    })?;
     out.write(
         &format!("cells/{}.json", Cell::stem(&v, clients, round)),
-        &record,
+        &serde_json::to_vec_pretty(&cell)?,
     )?;
-    Ok(Measured { cell, retries })
+    Ok(cell)
 }
 
 /// A cell's record from its load run and measurements.
@@ -499,6 +477,7 @@ fn cell(
         latency_parts_ms,
         trace,
         job_ids,
+        retries: s.retries,
     }
 }
 
@@ -509,7 +488,6 @@ fn write_results(
     plan: &Plan,
     out: &OutDir,
     cells: &[Cell],
-    retries: &[usize],
 ) -> Result<()> {
     let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
     let rows = report::summarize(cells, &names, &plan.clients);
@@ -545,11 +523,7 @@ fn write_results(
             "settings": v.settings.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "log": format!("{}.serve.log", v.name),
         })).collect::<Vec<_>>(),
-        "cells": cells
-            .iter()
-            .zip(retries)
-            .map(|(cell, &retries)| CellJson { cell, retries })
-            .collect::<Vec<_>>(),
+        "cells": cells,
         "summary": rows,
     });
     let mut text = serde_json::to_vec_pretty(&json)?;

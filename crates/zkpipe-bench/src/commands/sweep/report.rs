@@ -56,6 +56,8 @@ pub struct Cell {
     pub trace: String,
     /// The cell's jobs.
     pub job_ids: Vec<u64>,
+    /// Submissions its clients sent again after a "retry later" refusal.
+    pub retries: usize,
 }
 
 impl Cell {
@@ -461,6 +463,7 @@ mod tests {
             latency_parts_ms: BTreeMap::new(),
             trace: String::new(),
             job_ids: vec![1],
+            retries: 0,
         }
     }
 
