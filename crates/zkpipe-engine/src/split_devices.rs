@@ -10,10 +10,15 @@
 //! fixed delay: it runs the real pass once per distinct witness and hands back its sums
 //! (which do not depend on the proof's blinding) for every later pass of that witness, so
 //! the host path (receive, decode, reduce, tail, self-check, reply) runs at full rate
-//! with the device's time fixed, and every proof still verifies. A witness is known by a
+//! with the device's time fixed, and every proof still verifies. Its sums include [B]₂
+//! (summed once per witness where the inner device leaves it to the tail, as the CPU
+//! does), it reduces in its pass (the real pass's a, b, c made by the stub where the
+//! inner device does not reduce), and its passes take batches as a GPU's do: the host's
+//! work around the pass is a GPU host's. A witness is known by a
 //! sample of its values: two witnesses alike in every sampled value would share sums,
 //! and the second one's proof would fail its self-check (loudly, never a wrong proof).
 
+use ark_ff::PrimeField;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -22,13 +27,29 @@ use std::time::{Duration, Instant};
 use zkpipe_core::device::{
     BindOptions, BoundKey, Caps, DeviceInfo, Devices, G1Set, KeyShape, PassInput, PassWitness,
 };
-use zkpipe_core::msm::{DeviceSums, ScalarInt};
-use zkpipe_core::reduce::QapEvals;
+use zkpipe_core::msm::{scalars_into, DeviceSums, ScalarInt};
+use zkpipe_core::reduce::{reduce, QapEvals, DEFAULT_SCHEDULE};
 use zkpipe_core::{Bls12_381, Bn254, CompiledKey, Curve, Error as CoreError};
 use zkpipe_core::{Residency, StreamPlanError};
 
 /// Witnesses whose sums a stubbed binding keeps; beyond it the cache starts over.
 const STUB_CACHE: usize = 4096;
+
+/// The most proofs a stubbed pass takes, as a GPU's pass of a small in-core key does
+/// (`zkpipe_cuda`'s `BATCH_MAX_PROOFS`), whatever the inner device batches: the tail then
+/// gets a GPU host's batches.
+const STUB_BATCH: usize = 32;
+
+/// A stubbed binding's caps: the inner device's, with the reduce and [B]₂ in the pass and
+/// batches of up to [`STUB_BATCH`], as a GPU's.
+fn stub_caps(inner: Caps) -> Caps {
+    Caps {
+        reduces: true,
+        g2: true,
+        batch_limit: inner.batch_limit.max(STUB_BATCH),
+        ..inner
+    }
+}
 
 /// Values of a witness its fingerprint samples, spread evenly (plus the first few, where
 /// the public signals are).
@@ -85,10 +106,17 @@ impl Devices for SplitDevices {
             .collect()
     }
     fn caps(&self, shape: &KeyShape, opts: &BindOptions) -> Caps {
-        self.inner.caps(shape, opts)
+        let caps = self.inner.caps(shape, opts);
+        match self.stub {
+            Some(_) => stub_caps(caps),
+            None => caps,
+        }
     }
     fn max_batch(&self) -> usize {
-        self.inner.max_batch()
+        match self.stub {
+            Some(_) => self.inner.max_batch().max(STUB_BATCH),
+            None => self.inner.max_batch(),
+        }
     }
     fn passes_per_device(&self) -> usize {
         self.inner.passes_per_device()
@@ -131,6 +159,39 @@ struct Stubbed<E: Curve> {
     sums: Mutex<HashMap<u64, DeviceSums<E>>>,
 }
 
+impl<E: Curve> Stubbed<E> {
+    /// a = A·w, b = B·w, c = a∘b of a pass's witness, where the inner device wants them
+    /// (empty otherwise).
+    fn reduce(&self, w: PassWitness<'_, E>) -> QapEvals<E::ScalarField> {
+        if self.inner.caps().reduces {
+            return QapEvals::zeroed(0);
+        }
+        let key = self.inner.key();
+        let values: Vec<E::ScalarField> = match w {
+            PassWitness::Scalars(s) => s
+                .iter()
+                .map(|&x| E::ScalarField::from_bigint(x).expect("a scalar made of a field element"))
+                .collect(),
+            PassWitness::Montgomery(f) => f.to_vec(),
+        };
+        let mut evals = QapEvals::zeroed(key.domain_size());
+        reduce(&key.a, &key.b, &values, &mut evals, DEFAULT_SCHEDULE);
+        evals
+    }
+
+    /// Σ wᵢ·B₂ᵢ of a pass's witness, on the inner device.
+    fn b2(&self, w: PassWitness<'_, E>) -> Result<E::G2, CoreError> {
+        match w {
+            PassWitness::Scalars(s) => self.inner.msm_g2(s),
+            PassWitness::Montgomery(f) => {
+                let mut s = Vec::new();
+                scalars_into(f, &mut s);
+                self.inner.msm_g2(&s)
+            }
+        }
+    }
+}
+
 /// A witness's fingerprint: its length, its first values and a sample of the rest.
 fn fingerprint<E: Curve>(w: PassWitness<'_, E>) -> u64 {
     fn sample<T>(values: &[T], h: &mut DefaultHasher, one: impl Fn(&T, &mut DefaultHasher)) {
@@ -155,7 +216,7 @@ impl<E: Curve> BoundKey<E> for Stubbed<E> {
         self.inner.key()
     }
     fn caps(&self) -> Caps {
-        self.inner.caps()
+        stub_caps(self.inner.caps())
     }
     fn residency(&self) -> Result<Residency, StreamPlanError> {
         self.inner.residency()
@@ -199,18 +260,41 @@ impl<E: Curve> BoundKey<E> for Stubbed<E> {
         };
         let missing: Vec<usize> = (0..out.len()).filter(|&i| out[i].is_none()).collect();
         if !missing.is_empty() {
+            // The stub reduces as a GPU does (the reduce stage left `evals` empty); an
+            // inner device that does not reduce gets a, b, c made here.
+            let mut reduced: Vec<QapEvals<E::ScalarField>> =
+                missing.iter().map(|&i| self.reduce(inputs[i].w)).collect();
             let mut real: Vec<PassInput<'_, E>> = inputs
                 .iter_mut()
                 .enumerate()
                 .filter(|(i, _)| out[*i].is_none())
-                .map(|(_, p)| PassInput {
-                    evals: &mut *p.evals,
+                .zip(&mut reduced)
+                .map(|((_, p), evals)| PassInput {
+                    evals: if self.inner.caps().reduces {
+                        &mut *p.evals
+                    } else {
+                        evals
+                    },
                     w: p.w,
                     h: &mut *p.h,
                     t: &mut *p.t,
                 })
                 .collect();
             let sums = self.inner.pass(&mut real);
+            // [B]₂ too, where the inner device leaves it to the tail (the CPU): a GPU sums
+            // it in its pass, and the stub stands for one, so the tail's CPU is a GPU
+            // host's.
+            let sums: Vec<PassResult<E>> = missing
+                .iter()
+                .zip(sums)
+                .map(|(&i, s)| match s {
+                    Ok(s) if s.b2.is_none() => Ok(DeviceSums {
+                        b2: Some(self.b2(inputs[i].w)?),
+                        ..s
+                    }),
+                    s => s,
+                })
+                .collect();
             let mut known = self.sums.lock().unwrap_or_else(|e| e.into_inner());
             if known.len() + missing.len() > STUB_CACHE {
                 known.clear();
@@ -253,6 +337,61 @@ mod tests {
                 .list()
                 .len(),
             1
+        );
+    }
+
+    /// A stub over the CPU (which neither reduces in its pass nor sums [B]₂) is passed
+    /// what a GPU is, no a, b, c, and hands back the CPU's own sums with [B]₂ added, from
+    /// its real pass and from its cache alike.
+    #[test]
+    fn a_stubbed_cpu_pass_reduces_and_sums_b2_as_a_gpu_does() {
+        use zkpipe_core::reduce::{QapEvals, DEFAULT_SCHEDULE};
+        use zkpipe_core::stages::{reduce_stage, ReduceOn};
+        use zkpipe_core::{CpuBound, PointChecks, Timings, Witness};
+        use zkpipe_formats::{wtns::Wtns, zkey::ZkeyFile};
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/bn254/multi_public");
+        let zkey = ZkeyFile::open(dir.join("circuit.zkey")).unwrap();
+        let key = Arc::new(CompiledKey::<Bn254>::compile(&zkey, PointChecks::Trusted).unwrap());
+        let wtns = Wtns::read(dir.join("witness.wtns")).unwrap();
+        let witness = Witness::check_for(&wtns, &key).unwrap();
+        let cpu = CpuBound::new(Arc::clone(&key));
+        let stub = Stubbed {
+            inner: Box::new(CpuBound::new(Arc::clone(&key))),
+            delay: Duration::ZERO,
+            sums: Mutex::new(HashMap::new()),
+        };
+        // The reduce stage as it runs for each binding's caps: the stub's leaves a, b, c
+        // to the pass.
+        let pass = |bound: &dyn BoundKey<Bn254>| {
+            let (mut evals, mut w, mut h) = (QapEvals::zeroed(0), Vec::new(), Vec::new());
+            let mut t = Timings::default();
+            let on = ReduceOn::for_caps(bound.caps(), DEFAULT_SCHEDULE);
+            reduce_stage(&key, &witness, &mut evals, &mut w, on, true, &mut t).unwrap();
+            let mut input = [PassInput {
+                evals: &mut evals,
+                w: PassWitness::Scalars(&w),
+                h: &mut h,
+                t: &mut t,
+            }];
+            (bound.pass(&mut input).remove(0).unwrap(), w)
+        };
+        let (plain, w) = pass(&cpu);
+        assert_eq!(plain.b2, None, "the CPU leaves [B]2 to the tail");
+        let b2 = Some(cpu.msm_g2(&w).unwrap());
+        let real = pass(&stub).0;
+        assert_eq!(
+            (real.a, real.h, real.b2),
+            (plain.a, plain.h, b2),
+            "the real pass"
+        );
+        let cached = pass(&stub).0;
+        assert_eq!(cached.b2, b2, "from the cache");
+        assert_eq!(stub.sums.lock().unwrap().len(), 1);
+        let caps = stub.caps();
+        assert!(
+            caps.reduces && caps.g2 && caps.batch_limit == STUB_BATCH,
+            "{caps:?}"
         );
     }
 

@@ -20,6 +20,7 @@ pub mod error;
 pub mod files;
 pub mod json;
 pub mod mapped;
+pub mod packed_wtns;
 pub mod r1cs;
 pub mod solidity;
 pub mod wtns;

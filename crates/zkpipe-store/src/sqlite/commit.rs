@@ -48,15 +48,15 @@ struct Outcome {
 }
 
 impl Pending {
-    /// The job to record, its spilled witnesses named by `files` (synced already).
-    pub(super) fn new(job: &NewJob<'_>, files: Vec<Option<String>>) -> Self {
+    /// The job to record, each witness as stored (`witnesses`: packed where that
+    /// halves it), the spilled ones named by `files` (synced already).
+    pub(super) fn new(job: &NewJob<'_>, witnesses: &[&[u8]], files: Vec<Option<String>>) -> Self {
         Self {
             key_id: job.key_id.to_string(),
             priority: i64::from(job.priority.rank()),
             request_id: job.request_id.to_string(),
             fingerprint: job.fingerprint,
-            inline: job
-                .witnesses
+            inline: witnesses
                 .iter()
                 .zip(&files)
                 .map(|(w, f)| f.is_none().then(|| w.to_vec()))

@@ -23,6 +23,8 @@
 //! database file's mode), whatever the umask: witnesses are private.
 
 mod commit;
+#[cfg(test)]
+mod packed_tests;
 mod retention;
 mod schema;
 mod spill;

@@ -15,6 +15,7 @@ use zkpipe_engine::job_store::{
     Accepted, Fingerprint, JobStore, NewJob, Retention, StagingWitness, StoredJob, StoredPartition,
 };
 use zkpipe_engine::{JobId, JobState, StoreError};
+use zkpipe_formats::packed_wtns;
 
 impl SqliteStore {
     /// Records a group's jobs in one transaction, each in a savepoint of its own (one
@@ -133,7 +134,27 @@ impl JobStore for SqliteStore {
         // behind them and a group's leader has only rows to record (`commit.rs`).
         // Witnesses staged as they arrived are written and synced already.
         let staged: Vec<_> = (0..job.witnesses.len()).map(|i| job.staged(i)).collect();
-        let spilled = self.spill(&job.witnesses, |i| staged[i].is_some())?;
+        // Each witness as stored: packed where that halves it (a circom witness's 0s and
+        // 1s), so there are fewer bytes to write and sync, and more of them inline.
+        let packed: Vec<Option<Vec<u8>>> = job
+            .witnesses
+            .iter()
+            .zip(&staged)
+            .map(|(w, s)| {
+                if s.is_some() {
+                    None
+                } else {
+                    packed_wtns::pack(w)
+                }
+            })
+            .collect();
+        let stored: Vec<&[u8]> = job
+            .witnesses
+            .iter()
+            .zip(&packed)
+            .map(|(&w, p)| p.as_deref().unwrap_or(w))
+            .collect();
+        let spilled = self.spill(&stored, |i| staged[i].is_some())?;
         let names: Vec<&String> = spilled.iter().flatten().collect();
         let synced = if names.is_empty() && staged.iter().any(Option::is_some) {
             self.sync_dir()
@@ -149,7 +170,7 @@ impl JobStore for SqliteStore {
             .zip(&staged)
             .map(|(f, s)| f.clone().or_else(|| s.map(|s| s.name().to_string())))
             .collect();
-        let pending = Arc::new(Pending::new(job, files));
+        let pending = Arc::new(Pending::new(job, &stored, files));
         let keep_staged = || staged.iter().flatten().for_each(|s| s.keep());
         // A staged file that ends up named by no job is removed by its owner (the
         // engine's request) when dropped; only the files spilled here are removed here.
@@ -322,7 +343,7 @@ impl SqliteStore {
                                 timings: timings_from(timings.as_deref().unwrap_or("")),
                             }))
                         }
-                        (Some(w), ..) => Stored::Ready(StoredPartition::Pending(w)),
+                        (Some(w), ..) => Stored::Inline(w),
                         (_, _, _, Some(f)) => Stored::Spilled(f),
                         _ => Stored::Ready(StoredPartition::Dropped),
                     })
@@ -333,8 +354,9 @@ impl SqliteStore {
                 .into_iter()
                 .map(|p| match p {
                     Stored::Ready(p) => Ok(p),
+                    Stored::Inline(w) => self.unpacked(id, "its row", w),
                     Stored::Spilled(f) => match std::fs::read(self.spill_dir.join(&f)) {
-                        Ok(w) => Ok(StoredPartition::Pending(w)),
+                        Ok(w) => self.unpacked(id, &f, w),
                         Err(e)
                             if !self.witness_sync && e.kind() == std::io::ErrorKind::NotFound =>
                         {
@@ -387,7 +409,24 @@ fn named_by(conn: &Connection, request_id: &str) -> rusqlite::Result<Option<(i64
 /// A partition row as read, before a spilled witness is read from its file.
 enum Stored {
     Ready(StoredPartition),
+    /// A witness in its row, as stored (maybe packed).
+    Inline(Vec<u8>),
+    /// A witness in a file of its own, as stored (maybe packed).
     Spilled(String),
+}
+
+impl SqliteStore {
+    /// Job `id`'s partition to prove from its witness as stored (`at`: where it was
+    /// read from): unpacked where [`SqliteStore::accept`] packed it.
+    fn unpacked(&self, id: i64, at: &str, w: Vec<u8>) -> Result<StoredPartition, StoreError> {
+        if !w.starts_with(packed_wtns::MAGIC) {
+            return Ok(StoredPartition::Pending(w));
+        }
+        match packed_wtns::unpack(&w) {
+            Ok(raw) => Ok(StoredPartition::Pending(raw.into_owned())),
+            Err(e) => Err(self.err(format!("job {id}: packed witness in {at}: {e}"))),
+        }
+    }
 }
 
 /// The spilled witness files of the partitions `filter` selects.

@@ -1,0 +1,120 @@
+//! Witnesses stored packed (`zkpipe_formats::packed_wtns`): smaller on disk, the same
+//! bytes when a reopened store hands their jobs back.
+
+use super::*;
+use std::path::Path;
+use zkpipe_engine::job_store::{fingerprint, JobStore, NewJob, StoredPartition};
+use zkpipe_engine::Priority;
+use zkpipe_formats::packed_wtns::MAGIC;
+use zkpipe_formats::wtns::Wtns;
+use zkpipe_formats::CurveId;
+
+/// A BN254 `.wtns` of `n` values, each 0 or 1 (`bits`) or the same full-size one.
+fn wtns(n: usize, bits: bool) -> Vec<u8> {
+    let values = (0..n)
+        .flat_map(|i| {
+            let mut v = [0u8; 32];
+            if bits {
+                v[0] = (i % 2) as u8;
+            } else {
+                v[..31].fill(0x5a);
+            }
+            v
+        })
+        .collect();
+    Wtns {
+        curve: CurveId::Bn254,
+        n_witness: n as u32,
+        values,
+    }
+    .to_bytes()
+}
+
+fn accept(s: &SqliteStore, witnesses: Vec<&[u8]>) {
+    s.accept(&NewJob {
+        key_shape: String::new(),
+        key_id: "k",
+        priority: Priority::Normal,
+        request_id: "",
+        fingerprint: fingerprint("k", &witnesses),
+        witnesses,
+        staged: Vec::new(),
+    })
+    .unwrap();
+}
+
+/// The spilled files' sizes, by name.
+fn files(dir: &Path) -> Vec<u64> {
+    let mut v: Vec<(String, u64)> = std::fs::read_dir(dir.join(WITNESS_DIR))
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                e.metadata().unwrap().len(),
+            )
+        })
+        .collect();
+    v.sort();
+    v.into_iter().map(|(_, len)| len).collect()
+}
+
+#[test]
+fn witnesses_of_bits_are_stored_packed_and_handed_back_as_they_came() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bits, full) = (wtns(20_000, true), wtns(3_000, false));
+    {
+        // Inline up to 64 KiB: the 625 KiB witness of bits packs to ~30 KiB and goes
+        // into the database; the 94 KiB full-size one stays a file, as it came.
+        let s = SqliteStore::open(dir.path())
+            .unwrap()
+            .with_inline_max(64 << 10);
+        accept(&s, vec![&bits, &full]);
+        assert_eq!(files(dir.path()), [full.len() as u64]);
+        // Files only: the packed witness is a file of its packed size.
+        let s2 = s.with_inline_max(0);
+        accept(&s2, vec![&bits]);
+        let sizes = files(dir.path());
+        assert_eq!(sizes.len(), 2);
+        assert!(
+            sizes.iter().any(|&n| n * 10 < bits.len() as u64),
+            "{sizes:?}"
+        );
+        let packed: Vec<Vec<u8>> = std::fs::read_dir(dir.path().join(WITNESS_DIR))
+            .unwrap()
+            .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+            .filter(|b| b.starts_with(MAGIC))
+            .collect();
+        assert_eq!(packed.len(), 1);
+    }
+    let s = SqliteStore::open(dir.path()).unwrap();
+    let jobs = s.recover().unwrap();
+    let pending = |j: usize, p: usize| match &jobs[j].partitions[p] {
+        StoredPartition::Pending(w) => w.clone(),
+        other => panic!("job {j} partition {p}: {other:?}"),
+    };
+    assert_eq!(pending(0, 0), bits, "inline, packed");
+    assert_eq!(pending(0, 1), full, "a file, as it came");
+    assert_eq!(pending(1, 0), bits, "a file, packed");
+}
+
+#[test]
+fn a_damaged_packed_witness_fails_the_reopening_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = SqliteStore::open(dir.path()).unwrap().with_inline_max(0);
+        accept(&s, vec![&wtns(1000, true)]);
+    }
+    let file = std::fs::read_dir(dir.path().join(WITNESS_DIR))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let bytes = std::fs::read(&file).unwrap();
+    std::fs::write(&file, &bytes[..bytes.len() - 1]).unwrap();
+    let s = SqliteStore::open(dir.path()).unwrap();
+    let e = s.recover().unwrap_err().to_string();
+    let name = file.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(e.contains("packed witness") && e.contains(&name), "{e}");
+}
