@@ -36,21 +36,32 @@ pub fn pack(bytes: &[u8]) -> Option<Vec<u8>> {
     let n8 = view.curve.n8r();
     let start = view.values.as_ptr() as usize - bytes.as_ptr() as usize;
     let (head, tail) = (&bytes[..start], &bytes[start + view.values.len()..]);
-    let lens: Vec<u8> = view.values.chunks_exact(n8).map(significant).collect();
-    let fixed = MAGIC.len() + 2 + 4 + head.len() + 4 + 4 + tail.len();
-    let packed = fixed + lens.len() + lens.iter().map(|&l| l as usize).sum::<usize>();
-    if packed > bytes.len() / 2 {
-        return None;
+    let word = |n: usize| u32::try_from(n).ok().map(u32::to_le_bytes);
+    let (head_len, n, tail_len) = (
+        word(head.len())?,
+        word(view.values.len() / n8)?,
+        word(tail.len())?,
+    );
+    // Sized first, giving up as soon as it passes half: random values (a dev key's) cost
+    // a scan of about half of them and no allocation.
+    let budget = bytes.len() / 2;
+    let mut packed = MAGIC.len() + 2 + 4 + head.len() + 4 + 4 + tail.len();
+    for value in view.values.chunks_exact(n8) {
+        packed += 1 + significant(value) as usize;
+        if packed > budget {
+            return None;
+        }
     }
     let mut out = Vec::with_capacity(packed);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&[VERSION, n8 as u8]);
-    out.extend_from_slice(&(head.len() as u32).to_le_bytes());
+    out.extend_from_slice(&head_len);
     out.extend_from_slice(head);
-    out.extend_from_slice(&(lens.len() as u32).to_le_bytes());
-    out.extend_from_slice(&(tail.len() as u32).to_le_bytes());
+    out.extend_from_slice(&n);
+    out.extend_from_slice(&tail_len);
     out.extend_from_slice(tail);
-    for (value, &len) in view.values.chunks_exact(n8).zip(&lens) {
+    for value in view.values.chunks_exact(n8) {
+        let len = significant(value);
         out.push(len);
         out.extend_from_slice(&value[..len as usize]);
     }
