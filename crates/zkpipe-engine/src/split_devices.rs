@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use zkpipe_core::device::{
     BindOptions, BoundKey, Caps, DeviceInfo, Devices, G1Set, KeyShape, PassInput, PassWitness,
 };
-use zkpipe_core::msm::{scalars_into, DeviceSums, ScalarInt};
+use zkpipe_core::msm::{DeviceSums, ScalarInt};
 use zkpipe_core::reduce::{reduce, QapEvals, DEFAULT_SCHEDULE};
 use zkpipe_core::{Bls12_381, Bn254, CompiledKey, Curve, Error as CoreError};
 use zkpipe_core::{Residency, StreamPlanError};
@@ -181,14 +181,7 @@ impl<E: Curve> Stubbed<E> {
 
     /// Σ wᵢ·B₂ᵢ of a pass's witness, on the inner device.
     fn b2(&self, w: PassWitness<'_, E>) -> Result<E::G2, CoreError> {
-        match w {
-            PassWitness::Scalars(s) => self.inner.msm_g2(s),
-            PassWitness::Montgomery(f) => {
-                let mut s = Vec::new();
-                scalars_into(f, &mut s);
-                self.inner.msm_g2(&s)
-            }
-        }
+        self.inner.msm_g2(&w.scalars())
     }
 }
 
