@@ -182,8 +182,21 @@ pub fn field_from_decimal<F: PrimeField>(s: &str) -> Option<F> {
 }
 
 /// A prime-field element from little-endian standard-form bytes, rejecting values ≥ the modulus.
+///
+/// 0 and 1 skip `from_bigint`'s Montgomery multiplication: circom witnesses are mostly
+/// 0s and 1s, and converting a small proof's witness was ~13% of the daemon's CPU with
+/// SHA-256 values (lab/experiments/042j-host-cpu.md).
 pub fn field_from_le<F: PrimeField>(b: &[u8]) -> Option<F> {
-    F::from_bigint(bigint_from_le::<F>(b)?)
+    let big = bigint_from_le::<F>(b)?;
+    let limbs = big.as_ref();
+    if limbs[1..].iter().all(|&l| l == 0) {
+        match limbs[0] {
+            0 => return Some(F::ZERO),
+            1 => return Some(F::ONE),
+            _ => {}
+        }
+    }
+    F::from_bigint(big)
 }
 
 /// The integer of little-endian bytes, as `F`'s big integer type (`None` if too long for
@@ -315,7 +328,33 @@ pub fn g2_from_json<E: Curve>(v: &[Vec<String>]) -> Result<E::G2Affine, PointErr
 mod tests {
     use super::*;
     use ark_ec::CurveGroup;
+    use ark_ff::BigInteger;
     use ark_std::UniformRand;
+
+    /// 0 and 1 (taken without a multiplication) and their neighbours read as
+    /// `from_bigint` gives them; the modulus is refused.
+    fn small_values_read_as_from_bigint<F: PrimeField>() {
+        let le = |x: &F::BigInt| x.to_bytes_le();
+        let mut p_minus_1 = F::MODULUS;
+        p_minus_1.sub_with_borrow(&F::BigInt::from(1u64));
+        let mut one_high = F::BigInt::from(1u64);
+        one_high.as_mut()[1] = 1;
+        let values = [0u64, 1, 2, 3, u64::MAX].map(F::BigInt::from);
+        for x in values.into_iter().chain([p_minus_1, one_high]) {
+            let read = field_from_le::<F>(&le(&x));
+            assert!(read.is_some(), "{x}");
+            assert_eq!(read, F::from_bigint(x), "{x}");
+        }
+        assert_eq!(field_from_le::<F>(&[0; 32]), Some(F::ZERO));
+        assert_eq!(field_from_le::<F>(&[1]), Some(F::ONE));
+        assert_eq!(field_from_le::<F>(&le(&F::MODULUS)), None);
+    }
+
+    #[test]
+    fn small_values_read_as_from_bigint_on_both_curves() {
+        small_values_read_as_from_bigint::<ark_bn254::Fr>();
+        small_values_read_as_from_bigint::<ark_bls12_381::Fr>();
+    }
 
     fn round_trips<E: Curve>() {
         let rng = &mut ark_std::test_rng();
