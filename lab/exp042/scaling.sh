@@ -20,7 +20,8 @@
 # STATE_B its state directory (default WORK/zkpipe-state; e.g. /dev/shm/zkpipe-state to take
 # the disk out of the accept path), made fresh for each cell. Each cell's
 # line in summary.txt ends with the daemon's CPU seconds (user + system) and the host's TLB
-# shootdowns over the cell, and
+# shootdowns over the cell, the host's busy CPU seconds over the cell (/proc/stat: every
+# process, the load tool's included) and its cores, and
 # <label>-g<G>-r<R>-threads.txt has its CPU by thread name when it stopped.
 # WORK=DIR keeps the work folder (the keys) for the next call on the same machine.
 set -euo pipefail
@@ -41,6 +42,9 @@ dev_keys "${bins[0]}/zkpipe" "${sizes[@]}"
 cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat"; }
 # TLB shootdown interrupts so far, summed over the host's CPUs (/proc/interrupts).
 tlb_shootdowns() { awk '$1 == "TLB:" { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) n += $i } END { print n + 0 }' /proc/interrupts; }
+# The host's busy CPU seconds so far (every CPU's user, nice, system, irq, softirq and
+# steal time, from /proc/stat): over a cell, less the daemon's, what the load tool took.
+host_busy() { awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { printf "%.2f", ($2 + $3 + $4 + $7 + $8 + $9) / hz }' /proc/stat; }
 # A process's CPU seconds by thread name (digits dropped, so a pool's threads add up),
 # user and system apart; those of threads that have exited as "(exited)", and the total.
 threads_cpu() {
@@ -74,7 +78,7 @@ for r in $(seq "$rounds"); do
       pid=$!
       for _ in $(seq 300); do grep -q serving "$out/$label-g$g-r$r-serve.log" && break; sleep 0.2; done
       for k in "${sizes[@]}"; do "$bin/zkpipe" preload "k$k" > /dev/null; done
-      cpu0=$(cpu_seconds "$pid") tlb0=$(tlb_shootdowns)
+      cpu0=$(cpu_seconds "$pid") tlb0=$(tlb_shootdowns) host0=$(host_busy)
       if [ "${SMALL:-1}" = 1 ]; then
         cell=$label-g$g-small-r$r
         c=$(( ${SMALL_C:-64} * g ))
@@ -82,16 +86,16 @@ for r in $(seq "$rounds"); do
         timeout 300 "$bin/zkpipe-bench" loadtest k14 "$work/w14.wtns" -c "$c" -j "${SMALL_J:-40}" -p 1 \
           --json "$out/$cell.json" "${trace[@]}" > "$out/$cell.txt" 2>&1 || echo "$cell: FAILED" >> "$summary"
         cpu1=$(cpu_seconds "$pid")
-        tlb1=$(tlb_shootdowns)
-        echo "$cell c=$c: $(head -1 "$out/$cell.txt") daemon_cpu_s=$(awk -v a="$cpu1" -v b="$cpu0" 'BEGIN { printf "%.2f", a - b }') tlb_shootdowns=$((tlb1 - tlb0))" | tee -a "$summary"
-        cpu0=$cpu1 tlb0=$tlb1
+        tlb1=$(tlb_shootdowns) host1=$(host_busy)
+        echo "$cell c=$c: $(head -1 "$out/$cell.txt") daemon_cpu_s=$(awk -v a="$cpu1" -v b="$cpu0" 'BEGIN { printf "%.2f", a - b }') tlb_shootdowns=$((tlb1 - tlb0)) host_busy_cpu_s=$(awk -v a="$host1" -v b="$host0" 'BEGIN { printf "%.2f", a - b }') host_cores=$(nproc)" | tee -a "$summary"
+        cpu0=$cpu1 tlb0=$tlb1 host0=$host1
       fi
       if [ "${BIG:-0}" = 1 ]; then
         cell=$label-g$g-big-r$r
         timeout 300 "$bin/zkpipe-bench" loadtest k22 "$work/w22.wtns" -c "${BIG_C:-16}" -j 2 -p 10 \
           --json "$out/$cell.json" > "$out/$cell.txt" 2>&1 || echo "$cell: FAILED" >> "$summary"
-        cpu1=$(cpu_seconds "$pid") tlb1=$(tlb_shootdowns)
-        echo "$cell c=${BIG_C:-16}: $(head -1 "$out/$cell.txt") daemon_cpu_s=$(awk -v a="$cpu1" -v b="$cpu0" 'BEGIN { printf "%.2f", a - b }') tlb_shootdowns=$((tlb1 - tlb0))" | tee -a "$summary"
+        cpu1=$(cpu_seconds "$pid") tlb1=$(tlb_shootdowns) host1=$(host_busy)
+        echo "$cell c=${BIG_C:-16}: $(head -1 "$out/$cell.txt") daemon_cpu_s=$(awk -v a="$cpu1" -v b="$cpu0" 'BEGIN { printf "%.2f", a - b }') tlb_shootdowns=$((tlb1 - tlb0)) host_busy_cpu_s=$(awk -v a="$host1" -v b="$host0" 'BEGIN { printf "%.2f", a - b }') host_cores=$(nproc)" | tee -a "$summary"
       fi
       threads_cpu "$pid" > "$out/$label-g$g-r$r-threads.txt"
       kill "$pid"; wait "$pid" 2>/dev/null || true
