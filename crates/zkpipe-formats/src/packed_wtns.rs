@@ -42,17 +42,12 @@ pub fn pack(bytes: &[u8]) -> Option<Vec<u8>> {
         word(view.values.len() / n8)?,
         word(tail.len())?,
     );
-    // Sized first, giving up as soon as it passes half: random values (a dev key's) cost
-    // a scan of about half of them and no allocation.
+    // One pass into room for half the input, giving up once it is full: a circom
+    // witness's scan costs one look at each value, random values (a dev key's) a look at
+    // about half of them and the bytes written so far. (Sizing first, then writing, took
+    // twice the CPU: lab/experiments/042j-host-cpu.md.)
     let budget = bytes.len() / 2;
-    let mut packed = MAGIC.len() + 2 + 4 + head.len() + 4 + 4 + tail.len();
-    for value in view.values.chunks_exact(n8) {
-        packed += 1 + significant(value) as usize;
-        if packed > budget {
-            return None;
-        }
-    }
-    let mut out = Vec::with_capacity(packed);
+    let mut out = Vec::with_capacity(budget);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&[VERSION, n8 as u8]);
     out.extend_from_slice(&head_len);
@@ -63,9 +58,17 @@ pub fn pack(bytes: &[u8]) -> Option<Vec<u8>> {
     for value in view.values.chunks_exact(n8) {
         let len = significant(value);
         out.push(len);
-        out.extend_from_slice(&value[..len as usize]);
+        // A one-byte value (a circom witness's 1s) without a call to copy one byte.
+        match len {
+            0 => {}
+            1 => out.push(value[0]),
+            _ => out.extend_from_slice(&value[..len as usize]),
+        }
+        if out.len() > budget {
+            return None;
+        }
     }
-    Some(out)
+    (out.len() <= budget).then_some(out)
 }
 
 /// The original bytes of what [`pack`] made; anything without the magic as it is.
@@ -116,8 +119,20 @@ pub fn unpack(bytes: &[u8]) -> Result<Cow<'_, [u8]>, ErrorKind> {
 }
 
 /// Bytes up to and including a little-endian value's highest non-zero one.
+///
+/// Eight bytes at a time from the top: a 0 or a 1 has 31 zero bytes above its lowest, and
+/// testing them one by one (in two passes over the values) was ~12% of a daemon's CPU on
+/// a GPU host (lab/experiments/042j-host-cpu.md).
 fn significant(value: &[u8]) -> u8 {
-    value
+    let mut end = value.len();
+    while end >= 8 {
+        let word = u64::from_le_bytes(value[end - 8..end].try_into().expect("8 bytes"));
+        if word != 0 {
+            return (end - word.leading_zeros() as usize / 8) as u8;
+        }
+        end -= 8;
+    }
+    value[..end]
         .iter()
         .rposition(|&b| b != 0)
         .map_or(0, |i| i as u8 + 1)
@@ -174,6 +189,30 @@ mod tests {
             values: bytes,
         }
         .to_bytes()
+    }
+
+    /// The word-at-a-time scan gives what a byte-at-a-time one does: the highest non-zero
+    /// byte at every position, with lower bytes set or not, in values of 32 bytes and of
+    /// lengths that are not a multiple of 8.
+    #[test]
+    fn significant_bytes_are_counted_as_one_by_one() {
+        let one_by_one = |v: &[u8]| v.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        for len in [32, 48, 1, 7, 9, 33] {
+            assert_eq!(significant(&vec![0; len]), 0, "zero of {len}");
+            for top in 0..len {
+                for low in [0u8, 1, 0xff] {
+                    let mut v = vec![low; len];
+                    v[top..].fill(0);
+                    v[top] = 0x80 >> (top % 8);
+                    assert_eq!(
+                        significant(&v) as usize,
+                        one_by_one(&v),
+                        "{len} {top} {low}"
+                    );
+                    assert_eq!(significant(&v) as usize, top + 1);
+                }
+            }
+        }
     }
 
     #[test]
