@@ -217,7 +217,7 @@ pub struct EngineConfig {
     /// at 4, 16 and 64 clients of a 2^14 key on an H100
     /// (lab/experiments/034-device-pass-overlap.md).
     pub device_overlap_share: f64,
-    /// Tail stage (G2 MSM on CPU, assemble, self-check, serialize). Default: 2 workers,
+    /// Tail stage (G2 MSM on CPU, assemble, self-check, serialize). Default: 8 workers,
     /// half the cores.
     pub tail: StageConfig,
     /// Most proofs of one key a tail worker takes at once (never waiting for more): a

@@ -85,6 +85,13 @@ impl Args {
 
 /// Runs `serve`.
 pub fn run(a: Args) -> Result<()> {
+    // rayon's global pool (what runs outside the stages' own pools) under a name of its
+    // own: unnamed, its threads take the name of the thread that first used it, a tokio
+    // worker's, and their CPU was counted as the request path's.
+    rayon::ThreadPoolBuilder::new()
+        .thread_name(|i| format!("zkpipe-global-{i}"))
+        .build_global()
+        .context("rayon's global pool")?;
     let cfg = FileConfig::load(a.config.as_deref(), &a.overrides()?)?;
     let opts = DeviceOptions::from_process(cfg.server.pinned_upload)?
         .with_device_limit(cfg.engine.device_memory_limit)
