@@ -33,7 +33,9 @@ pub(super) struct Ended {
 /// Job `id`'s bytes, read as it ends.
 pub(super) fn bytes_of(conn: &Connection, id: JobId) -> rusqlite::Result<u64> {
     let sql = format!("SELECT {BYTES} FROM jobs WHERE id = ?1");
-    let n: i64 = conn.query_row(&sql, [id as i64], |r| r.get(0))?;
+    let n: i64 = conn
+        .prepare_cached(&sql)?
+        .query_row([id as i64], |r| r.get(0))?;
     Ok(n.max(0) as u64)
 }
 

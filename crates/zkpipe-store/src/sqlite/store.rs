@@ -224,18 +224,20 @@ impl JobStore for SqliteStore {
                 params![job as i64, index as i64],
             )
             .map_err(|e| self.err(e))?;
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE partitions SET witness = NULL, witness_file = NULL, proof_json = ?3,
                      public_json = ?4, timings = ?5
                  WHERE job_id = ?1 AND idx = ?2",
-                params![
+            )
+            .and_then(|mut q| {
+                q.execute(params![
                     job as i64,
                     index as i64,
                     proof.proof_json,
                     proof.public_json,
                     timings_text(&proof.timings),
-                ],
-            )
+                ])
+            })
             .map_err(|e| self.err(e))?;
             let mut ended = None;
             if last {
@@ -395,15 +397,12 @@ impl SqliteStore {
 /// The job a request id names and its fingerprint (a wrong-length one reads as zeros,
 /// which no request hashes to).
 fn named_by(conn: &Connection, request_id: &str) -> rusqlite::Result<Option<(i64, Fingerprint)>> {
-    conn.query_row(
-        "SELECT id, fingerprint FROM jobs WHERE request_id = ?1",
-        [request_id],
-        |r| {
+    conn.prepare_cached("SELECT id, fingerprint FROM jobs WHERE request_id = ?1")?
+        .query_row([request_id], |r| {
             let fp: Vec<u8> = r.get(1)?;
             Ok((r.get(0)?, fp.try_into().unwrap_or_default()))
-        },
-    )
-    .optional()
+        })
+        .optional()
 }
 
 /// A partition row as read, before a spilled witness is read from its file.
@@ -437,7 +436,7 @@ fn spilled(
 ) -> rusqlite::Result<Vec<String>> {
     let sql =
         format!("SELECT witness_file FROM partitions WHERE witness_file IS NOT NULL AND {filter}");
-    let mut q = tx.prepare(&sql)?;
+    let mut q = tx.prepare_cached(&sql)?;
     let names = q.query_map(args, |r| r.get(0))?.collect();
     names
 }
@@ -451,11 +450,12 @@ fn end(
     error: Option<&str>,
 ) -> rusqlite::Result<(Vec<String>, Option<Ended>)> {
     let at_ms = unix_ms(SystemTime::now());
-    let n = tx.execute(
-        "UPDATE jobs SET state = ?2, error = ?3, finished_ms = ?4
-         WHERE id = ?1 AND finished_ms IS NULL",
-        params![job as i64, state.name(), error, at_ms],
-    )?;
+    let n = tx
+        .prepare_cached(
+            "UPDATE jobs SET state = ?2, error = ?3, finished_ms = ?4
+             WHERE id = ?1 AND finished_ms IS NULL",
+        )?
+        .execute(params![job as i64, state.name(), error, at_ms])?;
     if n == 0 {
         return Ok((Vec::new(), None));
     }
@@ -465,9 +465,9 @@ fn end(
         bytes: bytes_of(tx, job)?,
     };
     let files = spilled(tx, "job_id = ?1", [job as i64])?;
-    tx.execute(
+    tx.prepare_cached(
         "UPDATE partitions SET witness = NULL, witness_file = NULL WHERE job_id = ?1",
-        [job as i64],
-    )?;
+    )?
+    .execute([job as i64])?;
     Ok((files, Some(ended)))
 }
