@@ -22,7 +22,8 @@
 # line in summary.txt ends with the daemon's CPU seconds (user + system) and the host's TLB
 # shootdowns over the cell, the host's busy CPU seconds over the cell (/proc/stat: every
 # process, the load tool's included) and its cores, and
-# <label>-g<G>-r<R>-threads.txt has its CPU by thread name when it stopped.
+# <label>-g<G>-r<R>-threads.txt has its CPU by thread name when it stopped, and
+# <label>-g<G>-r<R>-metrics.txt its Prometheus metrics (batch sizes, stage times).
 # WORK=DIR keeps the work folder (the keys) for the next call on the same machine.
 set -euo pipefail
 out=${1:?output dir}
@@ -98,6 +99,7 @@ for r in $(seq "$rounds"); do
         echo "$cell c=${BIG_C:-16}: $(head -1 "$out/$cell.txt") daemon_cpu_s=$(awk -v a="$cpu1" -v b="$cpu0" 'BEGIN { printf "%.2f", a - b }') tlb_shootdowns=$((tlb1 - tlb0)) host_busy_cpu_s=$(awk -v a="$host1" -v b="$host0" 'BEGIN { printf "%.2f", a - b }') host_cores=$(nproc)" | tee -a "$summary"
       fi
       threads_cpu "$pid" > "$out/$label-g$g-r$r-threads.txt"
+      curl -s http://127.0.0.1:9864/metrics > "$out/$label-g$g-r$r-metrics.txt" || true
       kill "$pid"; wait "$pid" 2>/dev/null || true
     done
   done

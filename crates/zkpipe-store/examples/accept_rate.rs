@@ -13,19 +13,26 @@
 //! accepts its job, then records the job's proof (which ends it and drops its witness), as
 //! the daemon does. Rounds interleave the directories. Prints TSV: jobs/s and accept
 //! latency p50/p99.
+//!
+//! `--wtns FILE` submits that witness instead of `--witness` bytes of a pattern (a real
+//! `.wtns` is stored packed where that halves it, as the daemon stores it), and
+//! `--checkpoint-pages N` sets the store's WAL checkpoint interval
+//! (`SqliteOptions::checkpoint_pages`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use zkpipe_engine::job_store::{fingerprint, Accepted, NewJob};
 use zkpipe_engine::{JobStore, PartitionProof, Priority};
-use zkpipe_store::SqliteStore;
+use zkpipe_store::{SqliteOptions, SqliteStore};
 
 struct Args {
     dirs: Vec<PathBuf>,
     threads: usize,
     jobs: usize,
     witness: usize,
+    wtns: Option<Vec<u8>>,
+    checkpoint_pages: Option<u32>,
     rounds: usize,
 }
 
@@ -35,6 +42,8 @@ fn args() -> Args {
         threads: 64,
         jobs: 20_000,
         witness: 512 << 10,
+        wtns: None,
+        checkpoint_pages: None,
         rounds: 3,
     };
     let mut it = std::env::args().skip(1);
@@ -47,6 +56,8 @@ fn args() -> Args {
             "--jobs" => a.jobs = n(),
             "--witness" => a.witness = n(),
             "--rounds" => a.rounds = n(),
+            "--wtns" => a.wtns = Some(std::fs::read(&v).expect("reading --wtns")),
+            "--checkpoint-pages" => a.checkpoint_pages = Some(n() as u32),
             _ => panic!("unknown flag {flag}"),
         }
     }
@@ -64,7 +75,7 @@ fn main() {
                 dir.display(),
                 a.threads,
                 a.jobs,
-                a.witness
+                a.wtns.as_ref().map_or(a.witness, Vec::len)
             );
         }
     }
@@ -73,7 +84,11 @@ fn main() {
 /// One cell in `dir`: jobs/s and accept latency p50/p99 (ms).
 fn cell(a: &Args, dir: &Path) -> (f64, f64, f64) {
     let _ = std::fs::remove_dir_all(dir);
-    let store = SqliteStore::open(dir).expect("opening the store");
+    let mut options = SqliteOptions::default();
+    if let Some(pages) = a.checkpoint_pages {
+        options.checkpoint_pages = pages;
+    }
+    let store = SqliteStore::open_with(dir, &options).expect("opening the store");
     let next = AtomicUsize::new(0);
     let proof = PartitionProof {
         proof_json: "{}".repeat(400),
@@ -87,14 +102,20 @@ fn cell(a: &Args, dir: &Path) -> (f64, f64, f64) {
                 let (store, next, proof) = (&store, &next, &proof);
                 s.spawn(move || {
                     let mut mine = Vec::new();
-                    let witness: Vec<u8> = (0..a.witness).map(|i| (i + t) as u8).collect();
+                    let witness: Vec<u8> = match &a.wtns {
+                        Some(w) => w.clone(),
+                        None => (0..a.witness).map(|i| (i + t) as u8).collect(),
+                    };
+                    // Once per submitter: hashing 512 KiB per job would be most of this
+                    // program's CPU, and the daemon hashes only requests with an id.
+                    let fingerprint = fingerprint("k", &[&witness]);
                     while next.fetch_add(1, Ordering::Relaxed) < a.jobs {
                         let job = NewJob {
                             key_shape: String::new(),
                             key_id: "k",
                             priority: Priority::Normal,
                             request_id: "",
-                            fingerprint: fingerprint("k", &[&witness]),
+                            fingerprint,
                             witnesses: vec![&witness],
                             staged: Vec::new(),
                         };
