@@ -219,7 +219,7 @@ impl Wtns {
 /// bytes): a witness's 0s and 1s differ from the modulus in their top word, and a
 /// byte-at-a-time loop was ~10% of a store's accept (lab/experiments/042j-host-cpu.md).
 pub(crate) fn lt_le(a: &[u8], b: &[u8]) -> bool {
-    if a.len() == b.len() && a.len() % 8 == 0 {
+    if a.len() == b.len() && a.len().is_multiple_of(8) {
         let word = |w: &[u8]| u64::from_le_bytes(w.try_into().expect("8 bytes"));
         for (x, y) in a.rchunks_exact(8).zip(b.rchunks_exact(8)) {
             let (x, y) = (word(x), word(y));
