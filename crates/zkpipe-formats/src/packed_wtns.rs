@@ -21,7 +21,7 @@
 //! through unchanged: no `.wtns` or JSON starts with the magic.
 
 use crate::error::ErrorKind;
-use crate::wtns::Wtns;
+use crate::wtns::{byte_len, Wtns};
 use std::borrow::Cow;
 
 /// The first bytes of a packed witness.
@@ -58,7 +58,7 @@ pub fn pack(bytes: &[u8]) -> Option<Vec<u8>> {
     out.extend_from_slice(&tail_len);
     out.extend_from_slice(tail);
     for value in view.values.chunks_exact(n8) {
-        let len = significant(value);
+        let len = byte_len(value) as u8;
         out.push(len);
         // A one-byte value (a circom witness's 1s) without a call to copy one byte.
         match len {
@@ -118,26 +118,6 @@ pub fn unpack(bytes: &[u8]) -> Result<Cow<'_, [u8]>, ErrorKind> {
     }
     out.extend_from_slice(tail);
     Ok(Cow::Owned(out))
-}
-
-/// Bytes up to and including a little-endian value's highest non-zero one.
-///
-/// Eight bytes at a time from the top: a 0 or a 1 has 31 zero bytes above its lowest, and
-/// testing them one by one (in two passes over the values) was ~12% of a daemon's CPU on
-/// a GPU host (lab/experiments/042j-host-cpu.md).
-fn significant(value: &[u8]) -> u8 {
-    let mut end = value.len();
-    while end >= 8 {
-        let word = u64::from_le_bytes(value[end - 8..end].try_into().expect("8 bytes"));
-        if word != 0 {
-            return (end - word.leading_zeros() as usize / 8) as u8;
-        }
-        end -= 8;
-    }
-    value[..end]
-        .iter()
-        .rposition(|&b| b != 0)
-        .map_or(0, |i| i as u8 + 1)
 }
 
 /// Reads a packed witness front to back, each short read an error naming the field.
@@ -200,18 +180,14 @@ mod tests {
     fn significant_bytes_are_counted_as_one_by_one() {
         let one_by_one = |v: &[u8]| v.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
         for len in [32, 48, 1, 7, 9, 33] {
-            assert_eq!(significant(&vec![0; len]), 0, "zero of {len}");
+            assert_eq!(byte_len(&vec![0; len]), 0, "zero of {len}");
             for top in 0..len {
                 for low in [0u8, 1, 0xff] {
                     let mut v = vec![low; len];
                     v[top..].fill(0);
                     v[top] = 0x80 >> (top % 8);
-                    assert_eq!(
-                        significant(&v) as usize,
-                        one_by_one(&v),
-                        "{len} {top} {low}"
-                    );
-                    assert_eq!(significant(&v) as usize, top + 1);
+                    assert_eq!(byte_len(&v), one_by_one(&v), "{len} {top} {low}");
+                    assert_eq!(byte_len(&v), top + 1);
                 }
             }
         }
