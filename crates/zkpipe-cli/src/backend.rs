@@ -21,7 +21,7 @@ pub struct DeviceOptions {
 /// The diagnostic switches of the environment that re-run an experiment's losing side:
 /// read in a build with the `lab` feature, refused in the product build.
 #[cfg_attr(feature = "lab", allow(dead_code))]
-const LAB_VARS: [&str; 11] = [
+const LAB_VARS: [&str; 12] = [
     "ZKPIPE_CUDA_LONE_MSM",
     "ZKPIPE_CUDA_CONSTANT",
     "ZKPIPE_CUDA_TABLES",
@@ -33,6 +33,7 @@ const LAB_VARS: [&str; 11] = [
     "ZKPIPE_CUDA_SERIAL_MSMS",
     "ZKPIPE_CUDA_WALK_BESIDE",
     "ZKPIPE_CUDA_WIDE_MATRICES",
+    "ZKPIPE_CUDA_BATCH",
 ];
 
 impl DeviceOptions {
@@ -152,6 +153,8 @@ fn lab_switches(
         serial_msms: flag("ZKPIPE_CUDA_SERIAL_MSMS")?,
         walk_beside: flag("ZKPIPE_CUDA_WALK_BESIDE")?,
         wide_matrices: flag("ZKPIPE_CUDA_WIDE_MATRICES")?,
+        batch: number("ZKPIPE_CUDA_BATCH", |b| (1..=256).contains(&b), "1..=256")?
+            .map(|b| b as usize),
     })
 }
 
@@ -329,8 +332,13 @@ mod tests {
         #[cfg(feature = "lab")]
         {
             let lab = o.unwrap().cuda.lab;
-            assert!(lab.host_reduce && lab.piece == Some(64));
+            assert!(lab.host_reduce && lab.piece == Some(64) && lab.batch.is_none());
             let bad = [("ZKPIPE_CUDA_RUN", "1")];
+            assert!(DeviceOptions::from_env(env(&bad), PinnedKind::Portable).is_err());
+            let batch = [("ZKPIPE_CUDA_BATCH", "64")];
+            let o = DeviceOptions::from_env(env(&batch), PinnedKind::Portable);
+            assert_eq!(o.unwrap().cuda.lab.batch, Some(64));
+            let bad = [("ZKPIPE_CUDA_BATCH", "0")];
             assert!(DeviceOptions::from_env(env(&bad), PinnedKind::Portable).is_err());
         }
     }

@@ -3,8 +3,8 @@
 //! Restrict the GPUs with `CUDA_VISIBLE_DEVICES`.
 
 use crate::shape::{
-    binds_tables, caps, device_bytes_for_shape, device_bytes_per_pass, gpu_key_sets, residency,
-    Tuning, BATCH_MAX_PROOFS,
+    batch_max_proofs, binds_tables, caps, device_bytes_for_shape, device_bytes_per_pass,
+    gpu_key_sets, residency, Tuning,
 };
 use crate::{
     device_count, device_info, set_host_wait, CudaBound, CudaError, CudaOptions, GpuCurve, GpuInfo,
@@ -112,7 +112,7 @@ impl Devices for CudaDevices {
     }
 
     fn max_batch(&self) -> usize {
-        BATCH_MAX_PROOFS
+        batch_max_proofs(&self.opts.lab())
     }
 
     fn passes_per_device(&self) -> usize {

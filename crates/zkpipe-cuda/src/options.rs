@@ -139,6 +139,10 @@ pub struct LabSwitches {
     /// A streamed key's matrices cross with a field element a value instead of narrow
     /// (lab/experiments/043h-walk-in-room.md).
     pub wide_matrices: bool,
+    /// The most proofs a batched pass of an in-core key takes, instead of
+    /// `shape::BATCH_MAX_PROOFS` (1..=256;
+    /// lab/experiments/042k-pass-size.md).
+    pub batch: Option<usize>,
 }
 
 /// How constant-work MSMs are kept constant on the GPU.

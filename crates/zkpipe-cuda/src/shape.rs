@@ -181,8 +181,18 @@ fn default_piece_len(k: usize, n: usize) -> u32 {
     len
 }
 
-/// The most proofs one batched device pass takes.
-pub(crate) const BATCH_MAX_PROOFS: usize = 32;
+/// The most proofs one batched device pass takes (unless [`LabSwitches::batch`]). A pass
+/// has a fixed cost (plans, launches, the host's sums) that a larger batch shares: on one
+/// H200 under 192–256 clients of a 2^14 key, passes of up to 64 proved 2,203–2,227
+/// proofs/s against 1,678–1,743 with 32 (two hosts, six pairs of six), and at 64 clients
+/// no slower (lab/experiments/042k-pass-size.md).
+pub(crate) const BATCH_MAX_PROOFS: usize = 64;
+
+/// The most proofs one batched pass of an in-core key takes: [`BATCH_MAX_PROOFS`], or the
+/// lab's own.
+pub(crate) fn batch_max_proofs(lab: &LabSwitches) -> usize {
+    lab.batch.unwrap_or(BATCH_MAX_PROOFS)
+}
 
 /// What a key of this shape bound to a GPU does in its pass: the reduce (unless
 /// [`reduces_on_gpu`] is off), always [B]₂, batches of up to [`BATCH_MAX_PROOFS`]
@@ -195,7 +205,7 @@ pub(crate) fn caps(lab: &LabSwitches, shape: &KeyShape, residency: &Residency) -
         reduces: reduces_on_gpu(lab),
         g2: true,
         batch_limit: if shape.domain_size <= BATCH_MAX_DOMAIN {
-            BATCH_MAX_PROOFS
+            batch_max_proofs(lab)
         } else {
             1
         },
@@ -491,6 +501,14 @@ mod tests {
         assert_eq!((small.batch_limit, small.g2), (BATCH_MAX_PROOFS, true));
         let large = shape(2 * BATCH_MAX_DOMAIN);
         assert_eq!(caps(&lab, &large, &in_core).batch_limit, 1);
+        // The lab's pass size moves small keys' batches only.
+        let wide = LabSwitches {
+            batch: Some(64),
+            ..lab
+        };
+        let small_key = shape(BATCH_MAX_DOMAIN);
+        assert_eq!(caps(&wide, &small_key, &in_core).batch_limit, 64);
+        assert_eq!(caps(&wide, &large, &in_core).batch_limit, 1);
         assert!(small.reduces && small.montgomery_w);
     }
 

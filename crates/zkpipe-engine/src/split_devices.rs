@@ -38,7 +38,7 @@ const STUB_CACHE: usize = 4096;
 /// The most proofs a stubbed pass takes, as a GPU's pass of a small in-core key does
 /// (`zkpipe_cuda`'s `BATCH_MAX_PROOFS`), whatever the inner device batches: the tail then
 /// gets a GPU host's batches.
-const STUB_BATCH: usize = 32;
+const STUB_BATCH: usize = 64;
 
 /// A stubbed binding's caps: the inner device's, with the reduce and [B]₂ in the pass and
 /// batches of up to [`STUB_BATCH`], as a GPU's.
