@@ -24,6 +24,8 @@
 
 mod commit;
 #[cfg(test)]
+mod group_tests;
+#[cfg(test)]
 mod packed_tests;
 mod retention;
 mod schema;
