@@ -173,26 +173,6 @@ mod tests {
         .to_bytes()
     }
 
-    /// The word-at-a-time scan gives what a byte-at-a-time one does: the highest non-zero
-    /// byte at every position, with lower bytes set or not, in values of 32 bytes and of
-    /// lengths that are not a multiple of 8.
-    #[test]
-    fn significant_bytes_are_counted_as_one_by_one() {
-        let one_by_one = |v: &[u8]| v.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
-        for len in [32, 48, 1, 7, 9, 33] {
-            assert_eq!(byte_len(&vec![0; len]), 0, "zero of {len}");
-            for top in 0..len {
-                for low in [0u8, 1, 0xff] {
-                    let mut v = vec![low; len];
-                    v[top..].fill(0);
-                    v[top] = 0x80 >> (top % 8);
-                    assert_eq!(byte_len(&v), one_by_one(&v), "{len} {top} {low}");
-                    assert_eq!(byte_len(&v), top + 1);
-                }
-            }
-        }
-    }
-
     #[test]
     fn a_witness_of_bits_packs_small_and_unpacks_to_the_same_bytes() {
         for curve in [CurveId::Bn254, CurveId::Bls12_381] {

@@ -250,6 +250,11 @@ pub(crate) fn lt_le(a: &[u8], b: &[u8]) -> bool {
         }
         return false;
     }
+    lt_le_bytewise(a, b)
+}
+
+/// [`lt_le`] a byte at a time: for lengths that are not whole words.
+fn lt_le_bytewise(a: &[u8], b: &[u8]) -> bool {
     for (x, y) in a.iter().rev().zip(b.iter().rev()) {
         if x != y {
             return x < y;
@@ -309,14 +314,6 @@ mod tests {
     /// lengths that are not whole words take the byte loop.
     #[test]
     fn below_the_modulus_is_decided_as_byte_by_byte() {
-        let bytewise = |a: &[u8], b: &[u8]| {
-            for (x, y) in a.iter().rev().zip(b.iter().rev()) {
-                if x != y {
-                    return x < y;
-                }
-            }
-            false
-        };
         for c in CurveId::ALL {
             let r = c.r_le();
             let mut values = vec![r.clone(), vec![0; r.len()], vec![1; 1]];
@@ -331,10 +328,33 @@ mod tests {
                 }
             }
             for v in &values {
-                assert_eq!(lt_le(v, &r), bytewise(v, &r), "{v:?}");
-                assert_eq!(lt_le(&v[..31], &r[..31]), bytewise(&v[..31], &r[..31]));
+                assert_eq!(lt_le(v, &r), lt_le_bytewise(v, &r), "{v:?}");
+                assert_eq!(
+                    lt_le(&v[..31], &r[..31]),
+                    lt_le_bytewise(&v[..31], &r[..31])
+                );
             }
             assert!(lt_le(&values[1], &r) && !lt_le(&r, &r));
+        }
+    }
+
+    /// The word-at-a-time scan gives what a byte-at-a-time one does: the highest non-zero
+    /// byte at every position, with lower bytes set or not, in values of 32 bytes and of
+    /// lengths that are not a multiple of 8.
+    #[test]
+    fn significant_bytes_are_counted_as_one_by_one() {
+        let one_by_one = |v: &[u8]| v.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        for len in [32, 48, 1, 7, 9, 33] {
+            assert_eq!(byte_len(&vec![0; len]), 0, "zero of {len}");
+            for top in 0..len {
+                for low in [0u8, 1, 0xff] {
+                    let mut v = vec![low; len];
+                    v[top..].fill(0);
+                    v[top] = 0x80 >> (top % 8);
+                    assert_eq!(byte_len(&v), one_by_one(&v), "{len} {top} {low}");
+                    assert_eq!(byte_len(&v), top + 1);
+                }
+            }
         }
     }
 }
