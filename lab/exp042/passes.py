@@ -11,13 +11,10 @@ import os
 import re
 import sys
 
+from accepts import pct  # this folder's: one percentile rule for the lab's log readers
+
 PASS = re.compile(r"pass trace: gpu=(\d+) k=(\d+) quotients=([\d.]+) msms=([\d.]+) ms")
 MSMS = re.compile(r"pass trace: k=(\d+) plan_w=([\d.]+) a=([\d.]+) b1=([\d.]+) b2=([\d.-]+) c=([\d.]+) h=([\d.]+)")
-
-
-def pct(values, p):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(p * len(values)))] if values else float("nan")
 
 
 def main(paths):

@@ -71,21 +71,27 @@ threads_cpu() {
 }
 summary=$out/summary.txt
 : > "$summary"
+# Cell $cell's line in summary.txt ($1: its clients): the load tool's first line, then
+# what the daemons (pids), the host's TLB and CPU (busy, steal) counted since the baselines
+# (cpu0, tlb0, host0, steal0), which then move to now for the next cell.
+cell_line() {
+  local cpu1 tlb1 host1 steal1
+  cpu1=$(cpu_seconds "${pids[@]/%//stat}") tlb1=$(tlb_shootdowns) host1=$(host_busy) steal1=$(host_steal)
+  echo "$cell c=$1: $(head -1 "$out/$cell.txt") daemon_cpu_s=$(awk -v a="$cpu1" -v b="$cpu0" 'BEGIN { printf "%.2f", a - b }') tlb_shootdowns=$((tlb1 - tlb0)) host_busy_cpu_s=$(awk -v a="$host1" -v b="$host0" 'BEGIN { printf "%.2f", a - b }') host_steal_s=$(awk -v a="$steal1" -v b="$steal0" 'BEGIN { printf "%.2f", a - b }') host_cores=$(nproc)" | tee -a "$summary"
+  cpu0=$cpu1 tlb0=$tlb1 host0=$host1 steal0=$steal1
+}
 for r in $(seq "$rounds"); do
   for g in "${gpus[@]}"; do
     for i in "${!bins[@]}"; do
       bin=${bins[$i]} label=${labels[$i]}
-      visible=$(seq -s, 0 $((g - 1)))
       # EXTRA_A / EXTRA_B: TOML appended to the config of the first / second binary's
       # daemons (the same binary twice with two configs is an A/B of a setting).
       if [ "$i" = 0 ]; then extra=${EXTRA_A:-} vars=${ENV_A:-} sets=${SET_A:-} state=${STATE_A:-} hook=${HOOK_A:-}; else extra=${EXTRA_B:-} vars=${ENV_B:-} sets=${SET_B:-} state=${STATE_B:-} hook=${HOOK_B:-}; fi
       state=${state:-$work/zkpipe-state}
-      rm -rf "$state"
-      set_args=(--set "server.state_dir=$state"); for kv in $sets; do set_args+=(--set "$kv"); done
       # One daemon on the first g GPUs, or with SPLIT=1 g daemons of one GPU each (their
       # own ports, state directories, logs and metrics; the load tool's clients spread
       # over them): what two GPUs share in one process against what they share on the host.
-      pids=() addrs=()
+      pids=() addrs=() tags=()
       if [ "${SPLIT:-0}" = 1 ]; then daemons=$(seq 0 $((g - 1))); else daemons=all; fi
       for d in $daemons; do
         if [ "$d" = all ]; then port=0 vis=$(seq -s, 0 $((g - 1))) tag="" dstate=$state
@@ -98,7 +104,7 @@ for r in $(seq "$rounds"); do
         # shellcheck disable=SC2086 # vars: words of NAME=VALUE
         (cd "$work" && CUDA_VISIBLE_DEVICES=$vis exec env $vars "$bin/zkpipe" serve --config "zkpipe$tag.toml" --backend "${BACKEND:-cuda}" "${set_args[@]}") \
           > "$log_file" 2>&1 &
-        pids+=($!) addrs+=("$ZKPIPE_SERVER")
+        pids+=($!) addrs+=("$ZKPIPE_SERVER") tags+=("$tag")
         for _ in $(seq 300); do grep -q serving "$log_file" && break; sleep 0.2; done
         for k in "${sizes[@]}"; do "$bin/zkpipe" preload "k$k" > /dev/null; done
         # shellcheck disable=SC2086 # hook: a command and its words
@@ -115,22 +121,17 @@ for r in $(seq "$rounds"); do
         timeout 300 "$bin/zkpipe-bench" loadtest k14 "$work/w14.wtns" --addr "$addr_list" -c "$c" -j "${SMALL_J:-40}" -p 1 \
           --json "$out/$cell.json" "${trace[@]}" > "$out/$cell.txt" 2>&1 || echo "$cell: FAILED" >> "$summary"
         [ -z "$probe" ] || wait "$probe"
-        cpu1=$(cpu_seconds "${pids[@]/%//stat}")
-        tlb1=$(tlb_shootdowns) host1=$(host_busy)
-        echo "$cell c=$c: $(head -1 "$out/$cell.txt") daemon_cpu_s=$(awk -v a="$cpu1" -v b="$cpu0" 'BEGIN { printf "%.2f", a - b }') tlb_shootdowns=$((tlb1 - tlb0)) host_busy_cpu_s=$(awk -v a="$host1" -v b="$host0" 'BEGIN { printf "%.2f", a - b }') host_steal_s=$(awk -v a="$(host_steal)" -v b="$steal0" 'BEGIN { printf "%.2f", a - b }') host_cores=$(nproc)" | tee -a "$summary"
-        cpu0=$cpu1 tlb0=$tlb1 host0=$host1 steal0=$(host_steal)
+        cell_line "$c"
       fi
       if [ "${BIG:-0}" = 1 ]; then
         cell=$label-g$g-big-r$r
         timeout 300 "$bin/zkpipe-bench" loadtest k22 "$work/w22.wtns" --addr "$addr_list" -c "${BIG_C:-16}" -j 2 -p 10 \
           --json "$out/$cell.json" > "$out/$cell.txt" 2>&1 || echo "$cell: FAILED" >> "$summary"
-        cpu1=$(cpu_seconds "${pids[@]/%//stat}") tlb1=$(tlb_shootdowns) host1=$(host_busy)
-        echo "$cell c=${BIG_C:-16}: $(head -1 "$out/$cell.txt") daemon_cpu_s=$(awk -v a="$cpu1" -v b="$cpu0" 'BEGIN { printf "%.2f", a - b }') tlb_shootdowns=$((tlb1 - tlb0)) host_busy_cpu_s=$(awk -v a="$host1" -v b="$host0" 'BEGIN { printf "%.2f", a - b }') host_steal_s=$(awk -v a="$(host_steal)" -v b="$steal0" 'BEGIN { printf "%.2f", a - b }') host_cores=$(nproc)" | tee -a "$summary"
+        cell_line "${BIG_C:-16}"
       fi
       for d in "${!pids[@]}"; do
-        tag=""; [ "${SPLIT:-0}" = 1 ] && tag=$d
-        threads_cpu "${pids[$d]}" > "$out/$label-g$g-r$r-threads$tag.txt"
-        curl -s "http://127.0.0.1:$((9864 + d))/metrics" > "$out/$label-g$g-r$r-metrics$tag.txt" || true
+        threads_cpu "${pids[$d]}" > "$out/$label-g$g-r$r-threads${tags[$d]}.txt"
+        curl -s "http://127.0.0.1:$((9864 + d))/metrics" > "$out/$label-g$g-r$r-metrics${tags[$d]}.txt" || true
       done
       kill "${pids[@]}"; wait "${pids[@]}" 2>/dev/null || true
     done
