@@ -4,7 +4,7 @@
 
 use crate::job::{JobId, JobSnapshot, JobState, PartitionProof, Priority};
 use crate::job_store::retention::{result_bytes, Ledger};
-use crate::job_store::{Claim, JobStore, StoreError, StoredJob, StoredPartition};
+use crate::job_store::{Claim, JobStore, ProvedPartition, StoreError, StoredJob, StoredPartition};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
@@ -205,12 +205,103 @@ impl Job {
         // Every change of `remaining` happens under the lock, so this is the last one.
         let last = self.remaining.load(Ordering::Acquire) == 1;
         self.store.partition_done(self.id, index, &proof, last)?;
+        self.proved(&mut i, index, proof, last);
+        Ok(last)
+    }
+
+    /// Publishes a partition's proof the store recorded (with the job's lock held).
+    fn proved(&self, i: &mut Inner, index: usize, proof: PartitionProof, last: bool) {
         i.proofs[index] = Some(proof);
         self.remaining.fetch_sub(1, Ordering::AcqRel);
         if last {
-            self.set(&mut i, JobState::Done);
+            self.set(i, JobState::Done);
         }
-        Ok(last)
+    }
+
+    /// Records proved partitions of one or more jobs with one store call, which commits
+    /// and syncs them together where the store can (a tail batch's results cost one
+    /// transaction, not one each): per partition, what [`Job::partition_done`] returns.
+    /// Partitions the store did not get to (after one failed) are recorded one by one.
+    pub fn partitions_done(
+        done: Vec<(Arc<Job>, usize, PartitionProof)>,
+    ) -> Vec<Result<bool, StoreError>> {
+        let Some(store) = done.first().map(|d| Arc::clone(&d.0.store)) else {
+            return Vec::new();
+        };
+        let same_store = done
+            .iter()
+            .all(|d| std::ptr::addr_eq(Arc::as_ptr(&d.0.store), Arc::as_ptr(&store)));
+        if done.len() == 1 || !same_store {
+            return done
+                .into_iter()
+                .map(|(job, index, proof)| job.partition_done(index, proof))
+                .collect();
+        }
+        let (owners, rest): (Vec<Arc<Job>>, Vec<_>) =
+            done.into_iter().map(|(j, i, p)| (j, (i, Some(p)))).unzip();
+        let (indexes, mut proofs): (Vec<usize>, Vec<Option<PartitionProof>>) =
+            rest.into_iter().unzip();
+        // Every job's lock, taken in one order (a fleet's claimed partitions of one job
+        // are jobs of their own, hence the address) so that two deliverers never wait
+        // for each other.
+        let mut jobs: Vec<&Job> = owners.iter().map(|j| &**j).collect();
+        jobs.sort_by_key(|j| (j.id, std::ptr::from_ref(*j) as usize));
+        jobs.dedup_by(|a, b| std::ptr::eq(*a, *b));
+        let slot = |job: &Job| jobs.iter().position(|j| std::ptr::eq(*j, job));
+        let mut guards: Vec<_> = jobs.iter().map(|j| j.lock()).collect();
+        // What to record, each `last` as if recorded one after another.
+        let mut out: Vec<Option<Result<bool, StoreError>>> = owners.iter().map(|_| None).collect();
+        let mut taken = vec![0usize; jobs.len()];
+        let mut chosen: Vec<(usize, usize)> = Vec::new(); // (position, job slot)
+        let mut records = Vec::new();
+        for (k, job) in owners.iter().enumerate() {
+            let (s, index) = (slot(job).unwrap_or(0), indexes[k]);
+            let i = &guards[s];
+            let twice = chosen.iter().any(|&(c, cs)| cs == s && indexes[c] == index);
+            if i.state.is_final() || i.proofs.get(index).is_none_or(|p| p.is_some()) || twice {
+                out[k] = Some(Ok(false));
+                continue;
+            }
+            let Some(proof) = proofs[k].as_ref() else {
+                continue;
+            };
+            // Every change of `remaining` happens under the locks held here.
+            let remaining = job.remaining.load(Ordering::Acquire) - taken[s];
+            taken[s] += 1;
+            chosen.push((k, s));
+            records.push(ProvedPartition {
+                job: job.id,
+                index,
+                proof,
+                last: remaining == 1,
+            });
+        }
+        let recorded = match store.partitions_done(&records) {
+            Ok(()) => records.len(),
+            Err((n, e)) => {
+                out[chosen[n].0] = Some(Err(e));
+                n
+            }
+        };
+        let lasts: Vec<bool> = records.iter().map(|r| r.last).collect();
+        drop(records);
+        for (&(k, s), last) in chosen.iter().zip(lasts).take(recorded) {
+            if let Some(proof) = proofs[k].take() {
+                owners[k].proved(&mut guards[s], indexes[k], proof, last);
+                out[k] = Some(Ok(last));
+            }
+        }
+        drop(guards);
+        // After a failure, the rest one by one: the failed partition still counts as
+        // remaining, so none of them ends its job by mistake.
+        out.into_iter()
+            .enumerate()
+            .map(|(k, o)| match (o, proofs[k].take()) {
+                (Some(o), _) => o,
+                (None, Some(proof)) => owners[k].partition_done(indexes[k], proof),
+                (None, None) => Ok(false),
+            })
+            .collect()
     }
 
     /// Ends the job as `state` in the store, then here. A store failure is logged: the
@@ -324,5 +415,166 @@ impl Job {
         )
         .await;
         self.snapshot()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job_store::{Accepted, Fingerprint, NewJob, Retention};
+
+    /// Keeps every record it is handed, call by call; fails one partition's.
+    #[derive(Default)]
+    struct Calls {
+        calls: Mutex<Vec<Vec<(JobId, usize, bool)>>>,
+        fail: Option<(JobId, usize)>,
+    }
+
+    impl Calls {
+        fn record(&self, d: &ProvedPartition<'_>) -> Result<(), StoreError> {
+            if self.fail == Some((d.job, d.index)) {
+                return Err(StoreError::Database {
+                    path: "test".into(),
+                    message: format!("job {} cannot be written", d.job),
+                });
+            }
+            let mut calls = self.calls.lock().unwrap();
+            calls.last_mut().unwrap().push((d.job, d.index, d.last));
+            Ok(())
+        }
+    }
+
+    impl JobStore for Calls {
+        fn durable(&self) -> bool {
+            true
+        }
+        fn accept(&self, _job: &NewJob<'_>) -> Result<Accepted, StoreError> {
+            unreachable!("the tests make their jobs")
+        }
+        fn find_request(&self, _r: &str) -> Result<Option<(JobId, Fingerprint)>, StoreError> {
+            Ok(None)
+        }
+        fn partition_done(
+            &self,
+            job: JobId,
+            index: usize,
+            proof: &PartitionProof,
+            last: bool,
+        ) -> Result<(), StoreError> {
+            self.calls.lock().unwrap().push(Vec::new());
+            self.record(&ProvedPartition {
+                job,
+                index,
+                proof,
+                last,
+            })
+        }
+        /// Records in order up to the failing one, as a store that cannot commit them
+        /// together would.
+        fn partitions_done(&self, done: &[ProvedPartition<'_>]) -> Result<(), (usize, StoreError)> {
+            self.calls.lock().unwrap().push(Vec::new());
+            for (n, d) in done.iter().enumerate() {
+                self.record(d).map_err(|e| (n, e))?;
+            }
+            Ok(())
+        }
+        fn finish(&self, _job: JobId, _s: JobState, _e: Option<&str>) -> Result<(), StoreError> {
+            Ok(())
+        }
+        fn recover(&self) -> Result<Vec<StoredJob>, StoreError> {
+            Ok(Vec::new())
+        }
+        fn forget_finished(&self, _r: &Retention) -> Result<usize, StoreError> {
+            Ok(0)
+        }
+    }
+
+    fn job(id: JobId, partitions: usize, store: &Arc<Calls>) -> Arc<Job> {
+        let store: Arc<dyn JobStore> = Arc::clone(store) as Arc<dyn JobStore>;
+        Arc::new(Job::new(
+            id,
+            "k".into(),
+            Priority::Normal,
+            String::new(),
+            partitions,
+            store,
+        ))
+    }
+
+    fn proved(job: &Arc<Job>, index: usize) -> (Arc<Job>, usize, PartitionProof) {
+        let proof = PartitionProof {
+            proof_json: format!("{} {index}", job.id),
+            public_json: "[]".into(),
+            timings: Default::default(),
+        };
+        (Arc::clone(job), index, proof)
+    }
+
+    fn outcomes(r: Vec<Result<bool, StoreError>>) -> Vec<Result<bool, String>> {
+        r.into_iter()
+            .map(|o| o.map_err(|e| e.to_string()))
+            .collect()
+    }
+
+    /// A batch of proofs of two jobs is one store call; each job's last partition in it
+    /// ends the job (as if recorded one after another), and a partition delivered twice
+    /// is recorded once.
+    #[test]
+    fn a_batch_is_one_store_call_that_ends_each_job_at_its_last_partition() {
+        let store = Arc::new(Calls::default());
+        let (a, b) = (job(1, 3, &store), job(2, 1, &store));
+        let batch = vec![
+            proved(&a, 0),
+            proved(&b, 0),
+            proved(&a, 2),
+            proved(&a, 0),
+            proved(&a, 1),
+        ];
+        let got = outcomes(Job::partitions_done(batch));
+        assert_eq!(got, [Ok(false), Ok(true), Ok(false), Ok(false), Ok(true)]);
+        let calls = store.calls.lock().unwrap().clone();
+        assert_eq!(
+            calls,
+            [vec![
+                (1, 0, false),
+                (2, 0, true),
+                (1, 2, false),
+                (1, 1, true)
+            ]]
+        );
+        for j in [&a, &b] {
+            let s = j.snapshot();
+            assert_eq!((s.state, s.partitions_done), (JobState::Done, s.partitions));
+        }
+    }
+
+    /// When the store fails a partition, those before it are recorded, it is the one
+    /// that fails, and those after it are recorded one by one; the failed job's later
+    /// partition does not end it (its failed partition still counts).
+    #[test]
+    fn after_a_failed_proof_the_rest_are_recorded_one_by_one() {
+        let store = Arc::new(Calls {
+            fail: Some((1, 0)),
+            ..Calls::default()
+        });
+        let (a, b, c) = (job(1, 2, &store), job(2, 1, &store), job(3, 1, &store));
+        let got = outcomes(Job::partitions_done(vec![
+            proved(&c, 0),
+            proved(&a, 0),
+            proved(&b, 0),
+            proved(&a, 1),
+        ]));
+        assert_eq!(got[0], Ok(true));
+        assert!(matches!(&got[1], Err(e) if e.contains("job 1 cannot be written")));
+        assert_eq!(got[2..], [Ok(true), Ok(false)]);
+        let calls = store.calls.lock().unwrap().clone();
+        assert_eq!(
+            calls,
+            [vec![(3, 0, true)], vec![(2, 0, true)], vec![(1, 1, false)]]
+        );
+        assert_eq!(b.snapshot().state, JobState::Done);
+        assert_eq!(c.snapshot().state, JobState::Done);
+        let s = a.snapshot();
+        assert_eq!((s.state, s.partitions_done), (JobState::Queued, 1));
     }
 }

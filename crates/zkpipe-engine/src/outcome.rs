@@ -4,6 +4,7 @@
 
 use crate::error::EngineError;
 use crate::job::PartitionProof;
+use crate::live_job::Job;
 use crate::messages::Ticket;
 use crate::metrics::Metrics;
 use crate::trace::{log_ms, Tracer};
@@ -46,45 +47,57 @@ impl Outcomes {
         );
     }
 
-    /// Delivers the partition's proof, finished at `end`.
-    pub fn deliver(
-        &self,
-        ticket: &mut Ticket,
-        proof_json: String,
-        public_json: String,
-        end: Instant,
-    ) {
-        ticket.settle();
-        let timings = ticket.trace.timings(end);
-        self.metrics.observe(&timings);
-        self.metrics.proofs_completed.inc();
-        let total = timings.total;
-        let proof = PartitionProof {
-            proof_json,
-            public_json,
-            timings,
-        };
-        let recorded = ticket.job.partition_done(ticket.index, proof);
-        // The proof's store write and its sync, after the tail: part of the job's latency.
-        ticket.trace.span(Stage::Record, end, Instant::now());
-        self.tracer.record(ticket.trace.clone());
-        let job = &ticket.job;
-        match recorded {
-            // A fleet's claimed partition: the shared store logs its job's end.
-            Ok(true) if job.claimed => {}
-            Ok(true) => {
-                // Once per job; the snapshot's copy of its proofs is small beside proving them.
-                let partitions = job.snapshot().partitions;
-                tracing::info!(job = job.id, key = %job.key_id, partitions, total_ms = log_ms(total), "job done");
-            }
-            Ok(false) => {}
-            Err(e) => {
-                let msg = format!("partition {}: recording its proof: {e}", ticket.index);
-                tracing::error!(job = job.id, "{msg}");
-                job.fail(msg);
+    /// Delivers the partitions' proofs, recorded in their jobs with one store call (one
+    /// transaction and sync for all where the store can, [`Job::partitions_done`]).
+    pub fn deliver(&self, deliveries: Vec<Delivery<'_>>) {
+        let mut proved = Vec::with_capacity(deliveries.len());
+        let mut tickets = Vec::with_capacity(deliveries.len());
+        for d in deliveries {
+            d.ticket.settle();
+            let timings = d.ticket.trace.timings(d.end);
+            self.metrics.observe(&timings);
+            self.metrics.proofs_completed.inc();
+            let total = timings.total;
+            let proof = PartitionProof {
+                proof_json: d.proof_json,
+                public_json: d.public_json,
+                timings,
+            };
+            proved.push((Arc::clone(&d.ticket.job), d.ticket.index, proof));
+            tickets.push((d.ticket, d.end, total));
+        }
+        let recorded = Job::partitions_done(proved);
+        let at = Instant::now();
+        for ((ticket, end, total), recorded) in tickets.into_iter().zip(recorded) {
+            // The proof's store write and its sync, after the tail: part of the job's latency.
+            ticket.trace.span(Stage::Record, end, at);
+            self.tracer.record(ticket.trace.clone());
+            let job = &ticket.job;
+            match recorded {
+                // A fleet's claimed partition: the shared store logs its job's end.
+                Ok(true) if job.claimed => {}
+                Ok(true) => {
+                    // Once per job; the snapshot's copy of its proofs is small beside proving them.
+                    let partitions = job.snapshot().partitions;
+                    tracing::info!(job = job.id, key = %job.key_id, partitions, total_ms = log_ms(total), "job done");
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    let msg = format!("partition {}: recording its proof: {e}", ticket.index);
+                    tracing::error!(job = job.id, "{msg}");
+                    job.fail(msg);
+                }
             }
         }
     }
+}
+
+/// A partition's proof to deliver, finished at `end`.
+pub(crate) struct Delivery<'a> {
+    pub ticket: &'a mut Ticket,
+    pub proof_json: String,
+    pub public_json: String,
+    pub end: Instant,
 }
 
 /// Runs `f`, turning a panic into an error so that a bug fails one job instead of killing

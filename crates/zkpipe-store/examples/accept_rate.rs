@@ -17,12 +17,14 @@
 //! `--wtns FILE` submits that witness instead of `--witness` bytes of a pattern (a real
 //! `.wtns` is stored packed where that halves it, as the daemon stores it), and
 //! `--checkpoint-pages N` sets the store's WAL checkpoint interval
-//! (`SqliteOptions::checkpoint_pages`).
+//! (`SqliteOptions::checkpoint_pages`). `--result-batch N` has each submitter accept N
+//! jobs, then record their N proofs with one `partitions_done` call, as the daemon's
+//! deliver stage records a tail batch's (1: one `partition_done` each).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use zkpipe_engine::job_store::{fingerprint, Accepted, NewJob};
+use zkpipe_engine::job_store::{fingerprint, Accepted, NewJob, ProvedPartition};
 use zkpipe_engine::{JobStore, PartitionProof, Priority};
 use zkpipe_store::{SqliteOptions, SqliteStore};
 
@@ -33,6 +35,7 @@ struct Args {
     witness: usize,
     wtns: Option<Vec<u8>>,
     checkpoint_pages: Option<u32>,
+    result_batch: usize,
     rounds: usize,
 }
 
@@ -44,6 +47,7 @@ fn args() -> Args {
         witness: 512 << 10,
         wtns: None,
         checkpoint_pages: None,
+        result_batch: 1,
         rounds: 3,
     };
     let mut it = std::env::args().skip(1);
@@ -58,6 +62,7 @@ fn args() -> Args {
             "--rounds" => a.rounds = n(),
             "--wtns" => a.wtns = Some(std::fs::read(&v).expect("reading --wtns")),
             "--checkpoint-pages" => a.checkpoint_pages = Some(n() as u32),
+            "--result-batch" => a.result_batch = n().max(1),
             _ => panic!("unknown flag {flag}"),
         }
     }
@@ -66,17 +71,43 @@ fn args() -> Args {
 
 fn main() {
     let a = args();
-    println!("round\tdir\tthreads\tjobs\twitness\tjobs_per_s\taccept_p50_ms\taccept_p99_ms");
+    println!(
+        "round\tdir\tthreads\tjobs\twitness\tresult_batch\tjobs_per_s\taccept_p50_ms\taccept_p99_ms"
+    );
     for round in 1..=a.rounds {
         for dir in &a.dirs {
             let (rate, p50, p99) = cell(&a, dir);
             println!(
-                "{round}\t{}\t{}\t{}\t{}\t{rate:.0}\t{p50:.2}\t{p99:.2}",
+                "{round}\t{}\t{}\t{}\t{}\t{}\t{rate:.0}\t{p50:.2}\t{p99:.2}",
                 dir.display(),
                 a.threads,
                 a.jobs,
-                a.wtns.as_ref().map_or(a.witness, Vec::len)
+                a.wtns.as_ref().map_or(a.witness, Vec::len),
+                a.result_batch
             );
+        }
+    }
+}
+
+/// Records each job's one proof, ending it: one call for all, or `partition_done` for one.
+fn record(store: &SqliteStore, ids: &[u64], proof: &PartitionProof) {
+    match ids {
+        [] => {}
+        [id] => store.partition_done(*id, 0, proof, true).expect("result"),
+        _ => {
+            let done: Vec<ProvedPartition<'_>> = ids
+                .iter()
+                .map(|&job| ProvedPartition {
+                    job,
+                    index: 0,
+                    proof,
+                    last: true,
+                })
+                .collect();
+            store
+                .partitions_done(&done)
+                .map_err(|(_, e)| e)
+                .expect("results");
         }
     }
 }
@@ -109,6 +140,7 @@ fn cell(a: &Args, dir: &Path) -> (f64, f64, f64) {
                     // Once per submitter: hashing 512 KiB per job would be most of this
                     // program's CPU, and the daemon hashes only requests with an id.
                     let fingerprint = fingerprint("k", &[&witness]);
+                    let mut ids = Vec::with_capacity(a.result_batch);
                     while next.fetch_add(1, Ordering::Relaxed) < a.jobs {
                         let job = NewJob {
                             key_shape: String::new(),
@@ -124,8 +156,13 @@ fn cell(a: &Args, dir: &Path) -> (f64, f64, f64) {
                             panic!("no request id, no existing job")
                         };
                         mine.push(t0.elapsed());
-                        store.partition_done(id, 0, proof, true).expect("result");
+                        ids.push(id);
+                        if ids.len() == a.result_batch {
+                            record(store, &ids, proof);
+                            ids.clear();
+                        }
                     }
+                    record(store, &ids, proof);
                     mine
                 })
             })

@@ -73,6 +73,19 @@ impl NewJob<'_> {
     }
 }
 
+/// A partition's proof to record with [`JobStore::partitions_done`].
+#[derive(Debug, Clone, Copy)]
+pub struct ProvedPartition<'a> {
+    /// Its job.
+    pub job: JobId,
+    /// Its index in the job.
+    pub index: usize,
+    /// The proof.
+    pub proof: &'a PartitionProof,
+    /// Whether it is the job's last: recording it also ends the job as done.
+    pub last: bool,
+}
+
 /// A key's shape as the shared store records it: curve and sizes. Two daemons holding
 /// files of one key id with different shapes do not run each other's jobs.
 pub fn shape_tag(shape: &zkpipe_core::KeyShape) -> String {
@@ -215,6 +228,18 @@ pub trait JobStore: Send + Sync {
         proof: &PartitionProof,
         last: bool,
     ) -> Result<(), StoreError>;
+
+    /// Records several partitions' proofs in order, as [`Self::partition_done`] would one
+    /// after another; a store that can commit them together (one transaction, one sync)
+    /// does. `Err((n, e))`: the first `n` are recorded, the next failed with `e`, and the
+    /// rest were not tried.
+    fn partitions_done(&self, done: &[ProvedPartition<'_>]) -> Result<(), (usize, StoreError)> {
+        for (n, d) in done.iter().enumerate() {
+            self.partition_done(d.job, d.index, d.proof, d.last)
+                .map_err(|e| (n, e))?;
+        }
+        Ok(())
+    }
 
     /// Ends the job as failed or cancelled (its witnesses are dropped).
     fn finish(&self, job: JobId, state: JobState, error: Option<&str>) -> Result<(), StoreError>;

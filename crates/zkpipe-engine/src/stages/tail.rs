@@ -103,7 +103,7 @@ impl Tail {
                 end,
             };
             if let Err(c) = send(&self.deliver.input, checked) {
-                self.deliver.finish(c);
+                self.deliver.finish(vec![c]);
             }
         }
     }

@@ -1,12 +1,14 @@
 //! The SQLite store's group commit (`commit.rs`): accepts queued behind a group are
-//! recorded and synced together, nothing is acknowledged before its sync, a leader that
-//! stops acknowledges nothing, and witness files that cannot be synced leave no record.
+//! recorded and synced together, a job whose record fails leaves the rest of its group,
+//! nothing is acknowledged before its sync, a leader that stops acknowledges nothing,
+//! witness files that cannot be synced leave no record, and a batch of proofs is one
+//! commit and one sync (or, failing, recorded up to the one that failed).
 
-use super::tests::{new_job, spilled_files};
+use super::tests::{new_job, proof, spilled_files};
 use super::*;
 use std::sync::atomic::{AtomicU64, Ordering};
-use zkpipe_engine::job_store::{Accepted, JobStore, StoredPartition};
-use zkpipe_engine::StoreError;
+use zkpipe_engine::job_store::{Accepted, JobStore, ProvedPartition, StoredPartition};
+use zkpipe_engine::{JobState, StoreError};
 
 /// Accepts that queue while a group is being recorded are the next group: eight accepts
 /// of spilled witnesses made while the test holds the group lock (as a leader recording
@@ -220,4 +222,122 @@ fn witness_files_that_cannot_be_synced_leave_no_record() {
         s.accept(&new_job("r", vec![&[5u8; 100]])).unwrap(),
         Accepted::New(1)
     );
+}
+
+/// A group is recorded without a savepoint each; when one job's record fails part-way,
+/// the group is recorded again with them, so the failed job leaves no row and the others
+/// are accepted, all in one group.
+#[test]
+fn a_job_whose_record_fails_leaves_the_rest_of_its_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = SqliteStore::open(dir.path()).unwrap();
+    *s.fail_accept_of.lock().unwrap() = Some("bad".into());
+    let groups = s.groups.load(Ordering::SeqCst);
+    let names = ["g0", "bad", "g2"];
+    let results: Vec<(&str, Result<Accepted, StoreError>)> = std::thread::scope(|scope| {
+        let held = s.grouping.lock().unwrap();
+        let store = &s;
+        let writers: Vec<_> = names
+            .iter()
+            .map(|&n| scope.spawn(move || (n, store.accept(&new_job(n, vec![&[1u8; 4]])))))
+            .collect();
+        while s.intake.lock().unwrap().len() < names.len() {
+            std::thread::yield_now();
+        }
+        drop(held);
+        writers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    assert_eq!(s.groups.load(Ordering::SeqCst), groups + 1, "one group");
+    for (name, r) in &results {
+        match (*name, r) {
+            ("bad", Err(e)) => assert!(e.to_string().contains("injected"), "{e}"),
+            ("bad", Ok(a)) => panic!("the failed job was accepted: {a:?}"),
+            (_, r) => assert!(matches!(r, Ok(Accepted::New(_))), "{name}: {r:?}"),
+        }
+    }
+    drop(s);
+    let s = SqliteStore::open(dir.path()).unwrap();
+    let mut kept: Vec<String> = s
+        .recover()
+        .unwrap()
+        .into_iter()
+        .map(|j| j.request_id)
+        .collect();
+    kept.sort();
+    assert_eq!(kept, ["g0", "g2"]);
+}
+
+/// Five jobs' proofs recorded with one call are one commit covered by one WAL sync, and
+/// every job is done after reopening, its witness file gone.
+#[test]
+fn a_batch_of_proofs_is_one_commit_and_one_sync() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = SqliteStore::open(dir.path()).unwrap().with_inline_max(8);
+    let ids: Vec<u64> = (0..5u8)
+        .map(|i| match s.accept(&new_job("", vec![&[i; 100]])).unwrap() {
+            Accepted::New(id) => id,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(spilled_files(dir.path()).len(), 5);
+    let proofs: Vec<_> = ids.iter().map(|id| proof(&id.to_string())).collect();
+    let done: Vec<ProvedPartition<'_>> = ids
+        .iter()
+        .zip(&proofs)
+        .map(|(&job, proof)| ProvedPartition {
+            job,
+            index: 0,
+            proof,
+            last: true,
+        })
+        .collect();
+    let syncs = s.syncs.load(Ordering::SeqCst);
+    s.partitions_done(&done).map_err(|(_, e)| e).unwrap();
+    assert_eq!(
+        s.syncs.load(Ordering::SeqCst),
+        syncs + 1,
+        "one sync for five"
+    );
+    assert!(spilled_files(dir.path()).is_empty(), "the witnesses went");
+    drop(s);
+    let s = SqliteStore::open(dir.path()).unwrap();
+    for j in s.recover().unwrap() {
+        assert_eq!(j.state, JobState::Done, "job {}", j.id);
+        assert!(
+            matches!(&j.partitions[0], StoredPartition::Proved(p) if p.proof_json == format!("proof {}", j.id)),
+            "job {} has its own proof",
+            j.id
+        );
+    }
+}
+
+/// When the batch's transaction fails, the proofs are recorded one by one up to the one
+/// that fails: `Err((n, e))` says how many were, and those after it were not tried.
+#[test]
+fn a_failed_proof_in_a_batch_records_those_before_it_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = SqliteStore::open(dir.path()).unwrap();
+    let ids: Vec<u64> = (0..5u8)
+        .map(|i| match s.accept(&new_job("", vec![&[i; 4]])).unwrap() {
+            Accepted::New(id) => id,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    s.fail_proof_of.store(ids[2], Ordering::SeqCst);
+    let p = proof("p");
+    let done: Vec<ProvedPartition<'_>> = ids
+        .iter()
+        .map(|&job| ProvedPartition {
+            job,
+            index: 0,
+            proof: &p,
+            last: true,
+        })
+        .collect();
+    let (n, e) = s.partitions_done(&done).unwrap_err();
+    assert_eq!(n, 2);
+    assert!(e.to_string().contains("injected"), "{e}");
+    let states: Vec<JobState> = s.recover().unwrap().iter().map(|j| j.state).collect();
+    use JobState::{Done, Queued};
+    assert_eq!(states, [Done, Done, Queued, Queued, Queued]);
 }

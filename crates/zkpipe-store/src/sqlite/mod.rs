@@ -126,6 +126,12 @@ pub struct SqliteStore {
     /// Tests: a group's leader stops (panics) between its commit and the outcomes.
     #[cfg(test)]
     abort_group: std::sync::atomic::AtomicBool,
+    /// Tests: the record of the job under this request id fails after its job row.
+    #[cfg(test)]
+    fail_accept_of: Mutex<Option<String>>,
+    /// Tests: recording a proof of this job fails after its partition's row.
+    #[cfg(test)]
+    fail_proof_of: AtomicU64,
     /// How many of them are known to be on disk; held while the WAL is synced.
     synced: Mutex<u64>,
     /// Syncs of the WAL so far (for tests).
@@ -205,6 +211,10 @@ impl SqliteStore {
             fail_wal_sync: Default::default(),
             #[cfg(test)]
             abort_group: Default::default(),
+            #[cfg(test)]
+            fail_accept_of: Default::default(),
+            #[cfg(test)]
+            fail_proof_of: Default::default(),
             synced: Mutex::new(0),
             syncs: AtomicU64::new(0),
             finished: Mutex::new(finished),

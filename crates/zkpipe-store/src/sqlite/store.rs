@@ -12,14 +12,14 @@ use std::sync::Arc;
 use std::time::SystemTime;
 use zkpipe_engine::job::PartitionProof;
 use zkpipe_engine::job_store::{
-    Accepted, Fingerprint, JobStore, NewJob, Retention, StagingWitness, StoredJob, StoredPartition,
+    Accepted, Fingerprint, JobStore, NewJob, ProvedPartition, Retention, StagingWitness, StoredJob,
+    StoredPartition,
 };
 use zkpipe_engine::{JobId, JobState, StoreError};
 use zkpipe_formats::packed_wtns;
 
 impl SqliteStore {
-    /// Records a group's jobs in one transaction, each in a savepoint of its own (one
-    /// job's failure leaves the others' records), commits it (not yet synced), and sets
+    /// Records a group's jobs in one transaction, commits it (not yet synced), and sets
     /// every job's outcome: its record with the commit's number for
     /// [`Self::sync_commits`], or why it failed.
     pub(super) fn record_group(&self, group: &[Arc<Pending>]) {
@@ -27,24 +27,28 @@ impl SqliteStore {
             return;
         }
         let mut conn = self.lock();
-        let mut outcomes = Vec::with_capacity(group.len());
-        let committed = (|| {
+        let committed = (|| -> Result<_, StoreError> {
+            let begin = TransactionBehavior::Immediate;
             let mut tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .transaction_with_behavior(begin)
                 .map_err(|e| self.err(e))?;
-            for job in group {
-                let sp = tx.savepoint().map_err(|e| self.err(e))?;
-                let out = self.record(&sp, job);
-                if out.is_ok() {
-                    sp.commit().map_err(|e| self.err(e))?;
+            let outcomes = match self.record_jobs(&mut tx, group, false)? {
+                Some(outcomes) => outcomes,
+                None => {
+                    // A job's record failed part-way: the group again, each job in a
+                    // savepoint of its own, so that its failure leaves the others'.
+                    drop(tx);
+                    tx = conn
+                        .transaction_with_behavior(begin)
+                        .map_err(|e| self.err(e))?;
+                    self.record_jobs(&mut tx, group, true)?.unwrap_or_default()
                 }
-                outcomes.push(out);
-            }
+            };
             let new = outcomes
                 .iter()
                 .filter(|o| matches!(o, Ok(Accepted::New(_))))
                 .count() as u64;
-            self.commit(tx, new)
+            Ok((self.commit(tx, new)?, outcomes))
         })();
         drop(conn);
         self.groups.fetch_add(1, Ordering::Relaxed);
@@ -53,7 +57,7 @@ impl SqliteStore {
             panic!("injected: the leader stops before answering its group");
         }
         match committed {
-            Ok(seq) => {
+            Ok((seq, outcomes)) => {
                 for (job, out) in group.iter().zip(outcomes) {
                     job.set(out.map(|a| (a, seq)));
                 }
@@ -65,6 +69,37 @@ impl SqliteStore {
                 }
             }
         }
+    }
+
+    /// Records `group`'s jobs in `tx`: each in a savepoint of its own when `savepoints`,
+    /// else none (a savepoint each cost the one writer time it is short of, and most
+    /// groups fail nowhere): then `None` at the first job whose record failed part-way
+    /// (a taken request id writes nothing), the transaction to be dropped.
+    fn record_jobs(
+        &self,
+        tx: &mut rusqlite::Transaction<'_>,
+        group: &[Arc<Pending>],
+        savepoints: bool,
+    ) -> Result<Option<Vec<Result<Accepted, StoreError>>>, StoreError> {
+        let mut outcomes = Vec::with_capacity(group.len());
+        for job in group {
+            let out = if savepoints {
+                let sp = tx.savepoint().map_err(|e| self.err(e))?;
+                let out = self.record(&sp, job);
+                if out.is_ok() {
+                    sp.commit().map_err(|e| self.err(e))?;
+                }
+                out
+            } else {
+                let out = self.record(tx, job);
+                if matches!(&out, Err(e) if !matches!(e, StoreError::RequestIdTaken { .. })) {
+                    return Ok(None);
+                }
+                out
+            };
+            outcomes.push(out);
+        }
+        Ok(Some(outcomes))
     }
 
     /// Records one job of a group (its row and its partitions'), or finds the job its
@@ -98,6 +133,10 @@ impl SqliteStore {
         })
         .map_err(|e| self.err(e))?;
         let id = tx.last_insert_rowid();
+        #[cfg(test)]
+        if self.fail_accept_of.lock().unwrap().as_deref() == Some(job.request_id.as_str()) {
+            return Err(self.err("injected: the job's record fails after its row"));
+        }
         let mut insert = tx
             .prepare_cached(
                 "INSERT INTO partitions (job_id, idx, witness, witness_file)
@@ -217,39 +256,43 @@ impl JobStore for SqliteStore {
         proof: &PartitionProof,
         last: bool,
     ) -> Result<(), StoreError> {
-        let (files, ended) = self.write(|tx| {
-            let mut files = spilled(
-                tx,
-                "job_id = ?1 AND idx = ?2",
-                params![job as i64, index as i64],
-            )
-            .map_err(|e| self.err(e))?;
-            tx.prepare_cached(
-                "UPDATE partitions SET witness = NULL, witness_file = NULL, proof_json = ?3,
-                     public_json = ?4, timings = ?5
-                 WHERE job_id = ?1 AND idx = ?2",
-            )
-            .and_then(|mut q| {
-                q.execute(params![
-                    job as i64,
-                    index as i64,
-                    proof.proof_json,
-                    proof.public_json,
-                    timings_text(&proof.timings),
-                ])
-            })
-            .map_err(|e| self.err(e))?;
-            let mut ended = None;
-            if last {
-                let (f, e) = end(tx, job, JobState::Done, None).map_err(|e| self.err(e))?;
-                files.extend(f);
-                ended = e;
-            }
-            Ok((files, ended))
-        })?;
+        let record = ProvedPartition {
+            job,
+            index,
+            proof,
+            last,
+        };
+        let (files, ended) = self.write(|tx| self.record_proof(tx, &record))?;
         // Only once the commit no longer names them.
         self.remove_files(&files);
         self.entered(ended);
+        Ok(())
+    }
+
+    /// All in one transaction, one commit and one sync: a transaction each kept two
+    /// GPUs' small proofs at ~3,200 a second (lab/experiments/042l-result-batches.md).
+    /// If it fails (nothing of it is recorded), one by one, to tell which failed.
+    fn partitions_done(&self, done: &[ProvedPartition<'_>]) -> Result<(), (usize, StoreError)> {
+        if done.len() > 1 {
+            let together = self.write(|tx| {
+                let mut all = Vec::with_capacity(done.len());
+                for d in done {
+                    all.push(self.record_proof(tx, d)?);
+                }
+                Ok(all)
+            });
+            if let Ok(all) = together {
+                for (files, ended) in all {
+                    self.remove_files(&files);
+                    self.entered(ended);
+                }
+                return Ok(());
+            }
+        }
+        for (n, d) in done.iter().enumerate() {
+            self.partition_done(d.job, d.index, d.proof, d.last)
+                .map_err(|e| (n, e))?;
+        }
         Ok(())
     }
 
@@ -425,6 +468,47 @@ impl SqliteStore {
             Ok(raw) => Ok(StoredPartition::Pending(raw.into_owned())),
             Err(e) => Err(self.err(format!("job {id}: packed witness in {at}: {e}"))),
         }
+    }
+}
+
+impl SqliteStore {
+    /// Records a partition's proof (and ends its job when it is the last), dropping its
+    /// witness; returns the spilled files to remove once the transaction commits, and
+    /// the job's end for the ledger.
+    fn record_proof(
+        &self,
+        tx: &rusqlite::Transaction<'_>,
+        d: &ProvedPartition<'_>,
+    ) -> Result<(Vec<String>, Option<Ended>), StoreError> {
+        let (job, index) = (d.job as i64, d.index as i64);
+        let mut files = spilled(tx, "job_id = ?1 AND idx = ?2", params![job, index])
+            .map_err(|e| self.err(e))?;
+        tx.prepare_cached(
+            "UPDATE partitions SET witness = NULL, witness_file = NULL, proof_json = ?3,
+                 public_json = ?4, timings = ?5
+             WHERE job_id = ?1 AND idx = ?2",
+        )
+        .and_then(|mut q| {
+            q.execute(params![
+                job,
+                index,
+                d.proof.proof_json,
+                d.proof.public_json,
+                timings_text(&d.proof.timings),
+            ])
+        })
+        .map_err(|e| self.err(e))?;
+        #[cfg(test)]
+        if self.fail_proof_of.load(Ordering::SeqCst) == d.job {
+            return Err(self.err("injected: the proof's record fails after its row"));
+        }
+        let mut ended = None;
+        if d.last {
+            let (f, e) = end(tx, d.job, JobState::Done, None).map_err(|e| self.err(e))?;
+            files.extend(f);
+            ended = e;
+        }
+        Ok((files, ended))
     }
 }
 

@@ -25,7 +25,7 @@ pub(super) fn new_job<'a>(request_id: &'a str, witnesses: Vec<&'a [u8]>) -> NewJ
     }
 }
 
-fn proof(s: &str) -> PartitionProof {
+pub(super) fn proof(s: &str) -> PartitionProof {
     PartitionProof {
         proof_json: format!("proof {s}"),
         public_json: format!("public {s}"),
