@@ -10,7 +10,7 @@
 # `zkpipe serve --backend cuda` (BACKEND overrides; default config, trusted keys: the self-check stays on),
 # the keys preloaded, then `zkpipe-bench loadtest`:
 #   small: 2^14, 1 partition, C clients (SMALL_C, default 64 per GPU) x SMALL_J jobs (default 40)
-#   big:   2^22, 10 partitions, BIG_C clients (default 16) x 2 jobs   (BIG=1 only)
+#   big:   2^22, 10 partitions, BIG_C clients (default 16) x BIG_J jobs (default 2; BIG=1 only)
 # Writes OUT_DIR/<label>-g<G>-<cell>-r<R>.{txt,json}, serve logs, and summary.txt (one
 # line per cell: proofs/s and the loadtest's first line). SMALL=0 skips the small cells;
 # TRACE=1 keeps each small cell's waterfall (<cell>.trace.json, lab/exp042/waterfall.py);
@@ -125,7 +125,7 @@ for r in $(seq "$rounds"); do
       fi
       if [ "${BIG:-0}" = 1 ]; then
         cell=$label-g$g-big-r$r
-        timeout 300 "$bin/zkpipe-bench" loadtest k22 "$work/w22.wtns" --addr "$addr_list" -c "${BIG_C:-16}" -j 2 -p 10 \
+        timeout 300 "$bin/zkpipe-bench" loadtest k22 "$work/w22.wtns" --addr "$addr_list" -c "${BIG_C:-16}" -j "${BIG_J:-2}" -p 10 \
           --json "$out/$cell.json" > "$out/$cell.txt" 2>&1 || echo "$cell: FAILED" >> "$summary"
         cell_line "${BIG_C:-16}"
       fi

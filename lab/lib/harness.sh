@@ -27,14 +27,16 @@ machine_info() { # FILE: the GPUs (when there are any), the CPU and the disk
 
 dev_keys() { # ZKPIPE K...: BN254 dev keys of 2^K constraints, $work/keys/kK.zkey, with
   # their circuits $work/cK.r1cs and witnesses $work/wK.wtns (synth + setup --dev, seed 1;
-  # VALUES=sha256 makes a circom SHA-256 circuit's values, 0s and 1s, instead of random ones)
+  # VALUES=sha256 makes a circom SHA-256 circuit's values, 0s and 1s, instead of random ones;
+  # SETUP_ARGS adds to setup's, e.g. "--backend cuda": the same key, made on the GPU)
   local zkpipe=$1 k; shift
   mkdir -p "$work/keys"
   for k in "$@"; do
     # Kept from an earlier call in the same work folder (WORK=...): the same seed.
     [ -e "$work/keys/k$k.zkey" ] && [ -e "$work/w$k.wtns" ] && continue
     "$zkpipe" synth --domain "2^$k" --public 4 --seed 1 ${VALUES:+--values "$VALUES"} "$work/c$k.r1cs" "$work/w$k.wtns" 2>/dev/null
-    "$zkpipe" setup --dev --seed 1 "$work/c$k.r1cs" "$work/keys/k$k.zkey" 2>/dev/null
+    # shellcheck disable=SC2086 # SETUP_ARGS is words
+    "$zkpipe" setup --dev --seed 1 ${SETUP_ARGS:-} "$work/c$k.r1cs" "$work/keys/k$k.zkey" 2>/dev/null
   done
 }
 
