@@ -279,7 +279,12 @@ impl Job {
         let recorded = match store.partitions_done(&records) {
             Ok(()) => records.len(),
             Err((n, e)) => {
-                out[chosen[n].0] = Some(Err(e));
+                // The store names one of the partitions it was given (past the end: the
+                // last), so that no error is lost.
+                let n = n.min(chosen.len().saturating_sub(1));
+                if let Some(&(k, _)) = chosen.get(n) {
+                    out[k] = Some(Err(e));
+                }
                 n
             }
         };
