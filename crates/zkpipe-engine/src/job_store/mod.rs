@@ -73,6 +73,21 @@ impl NewJob<'_> {
     }
 }
 
+/// Records `done` with [`JobStore::partition_done`], one after another, as
+/// [`JobStore::partitions_done`] does by default (and a store's own does where its batch
+/// fails): `Err((n, e))` after the first `n`.
+pub fn one_by_one<S: JobStore + ?Sized>(
+    store: &S,
+    done: &[ProvedPartition<'_>],
+) -> Result<(), (usize, StoreError)> {
+    for (n, d) in done.iter().enumerate() {
+        store
+            .partition_done(d.job, d.index, d.proof, d.last)
+            .map_err(|e| (n, e))?;
+    }
+    Ok(())
+}
+
 /// A partition's proof to record with [`JobStore::partitions_done`].
 #[derive(Debug, Clone, Copy)]
 pub struct ProvedPartition<'a> {
@@ -234,11 +249,7 @@ pub trait JobStore: Send + Sync {
     /// does. `Err((n, e))`: the first `n` are recorded, the next failed with `e`, and the
     /// rest were not tried.
     fn partitions_done(&self, done: &[ProvedPartition<'_>]) -> Result<(), (usize, StoreError)> {
-        for (n, d) in done.iter().enumerate() {
-            self.partition_done(d.job, d.index, d.proof, d.last)
-                .map_err(|e| (n, e))?;
-        }
-        Ok(())
+        one_by_one(self, done)
     }
 
     /// Ends the job as failed or cancelled (its witnesses are dropped).

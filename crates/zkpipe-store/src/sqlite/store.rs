@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::SystemTime;
 use zkpipe_engine::job::PartitionProof;
 use zkpipe_engine::job_store::{
-    Accepted, Fingerprint, JobStore, NewJob, ProvedPartition, Retention, StagingWitness, StoredJob,
-    StoredPartition,
+    self, Accepted, Fingerprint, JobStore, NewJob, ProvedPartition, Retention, StagingWitness,
+    StoredJob, StoredPartition,
 };
 use zkpipe_engine::{JobId, JobState, StoreError};
 use zkpipe_formats::packed_wtns;
@@ -289,11 +289,7 @@ impl JobStore for SqliteStore {
                 return Ok(());
             }
         }
-        for (n, d) in done.iter().enumerate() {
-            self.partition_done(d.job, d.index, d.proof, d.last)
-                .map_err(|e| (n, e))?;
-        }
-        Ok(())
+        job_store::one_by_one(self, done)
     }
 
     fn finish(&self, job: JobId, state: JobState, error: Option<&str>) -> Result<(), StoreError> {
