@@ -4,9 +4,10 @@
 # which no device step reads (tests/fixtures stays: `run.sh fixtures` reads it). `aside`
 # moves lab/results out of the checkout (to a sibling folder) before a device call;
 # `back` returns it afterwards. Neither overwrites anything: each refuses if its
-# destination is there already.
+# destination is there already. `aside --fixtures` also moves tests/fixtures (~20 MiB),
+# for calls that do not prove the fixtures, to leave room for what they carry.
 #
-#   scripts/device-tree.sh aside|back|size
+#   scripts/device-tree.sh aside [--fixtures]|back|size
 set -euo pipefail
 cd "$(dirname "$0")/.."
 aside="../.$(basename "$PWD")-aside"
@@ -14,10 +15,12 @@ paths=(lab/results)
 case ${1:-} in
   aside)
     [ -e "$aside" ] && { echo "device-tree: $aside exists; run 'back' first" >&2; exit 1; }
+    [ "${2:-}" = --fixtures ] && paths+=(tests/fixtures)
     for p in "${paths[@]}"; do mkdir -p "$aside/$(dirname "$p")"; mv "$p" "$aside/$p"; done
     echo "moved ${paths[*]} to $aside" ;;
   back)
     [ -d "$aside" ] || { echo "device-tree: nothing aside at $aside" >&2; exit 1; }
+    [ -e "$aside/tests/fixtures" ] && paths+=(tests/fixtures)
     for p in "${paths[@]}"; do
       [ -e "$p" ] && { echo "device-tree: $p exists; not overwriting it" >&2; exit 1; }
     done

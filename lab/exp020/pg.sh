@@ -3,7 +3,21 @@
 # loopback port, with durable commits (fsync on, the default: the embedded store it is
 # compared with syncs every commit too), and sets PG_URL; pg_stop stops it. The binaries
 # come from $PG_BIN, else the newest /usr/lib/postgresql/*/bin. As root, the server runs
-# as the postgres user (or as $PG_USER).
+# as the postgres user (or as $PG_USER). pg_carried unpacks .carry/pg.tar.xz
+# (lab/exp020/pg-pack.sh) where a machine has no PostgreSQL of its own (the GPU machines).
+
+# .carry/pg.tar.xz unpacked under $PG_HOME (default /tmp/zkpipe-pg), where the postgres
+# user can reach it, and PG_BIN and LD_LIBRARY_PATH set to use it; nothing when PG_BIN is
+# set already or nothing was carried.
+pg_carried() {
+    local home=${PG_HOME:-/tmp/zkpipe-pg}
+    [ -z "${PG_BIN:-}" ] && [ -e .carry/pg.tar.xz ] || return 0
+    [ -x "$home/usr/lib/postgresql/15/bin/postgres" ] || { mkdir -p "$home"; tar -xJf .carry/pg.tar.xz -C "$home"; }
+    export PG_BIN=$home/usr/lib/postgresql/15/bin LD_LIBRARY_PATH=$home/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    # The server must not run as root; the GPU machine may have no postgres user.
+    id "${PG_USER:-postgres}" >/dev/null 2>&1 || useradd --system --no-create-home "${PG_USER:-postgres}" 2>/dev/null || true
+    chmod -R a+rX "$home"
+}
 
 pg_bin() {
     if [ -n "${PG_BIN:-}" ]; then echo "$PG_BIN"; return; fi

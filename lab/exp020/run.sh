@@ -27,16 +27,6 @@ work=$(cd "$work" && pwd); out=$(cd "$out" && pwd)
 log() { echo "[$(date +%T)] $*" | tee -a "$out/steps.log"; }
 trap 'echo "run.sh: line $LINENO failed: $BASH_COMMAND" >&2' ERR
 
-# .carry/pg.tar.xz: Debian's PostgreSQL 15 tree with the libraries it links (the GPU
-# machine has none), unpacked under /tmp, where the postgres user can reach it.
-pg_home=${PG_HOME:-/tmp/zkpipe-pg}
-if [ -z "${PG_BIN:-}" ] && [ -e .carry/pg.tar.xz ]; then
-  [ -x "$pg_home/usr/lib/postgresql/15/bin/postgres" ] || { mkdir -p "$pg_home"; tar -xJf .carry/pg.tar.xz -C "$pg_home"; }
-  export PG_BIN=$pg_home/usr/lib/postgresql/15/bin LD_LIBRARY_PATH=$pg_home/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  # The server must not run as root; the GPU machine may have no postgres user.
-  id postgres >/dev/null 2>&1 || useradd --system --no-create-home postgres 2>/dev/null || true
-  chmod -R a+rX "$pg_home"
-fi
 bin=${ZKPIPE:-target/release/zkpipe}
 if [ ! -x "$bin" ] && [ -e .carry/zkpipe.xz ]; then xz -dc .carry/zkpipe.xz > "$work/bin/zkpipe"; chmod +x "$work/bin/zkpipe"; bin=$work/bin/zkpipe; fi
 # The lab's binary, beside zkpipe (cargo and scripts/build-cuda.sh build both there).
@@ -46,6 +36,7 @@ claims_bin=${FLEET_CLAIMS:-target/release/examples/fleet_claims}
 if [ ! -x "$claims_bin" ] && [ -e .carry/fleet_claims.xz ]; then xz -dc .carry/fleet_claims.xz > "$work/bin/fleet_claims"; chmod +x "$work/bin/fleet_claims"; claims_bin=$work/bin/fleet_claims; fi
 # shellcheck source=pg.sh
 . "$here/pg.sh"
+pg_carried
 # shellcheck source=../lib/harness.sh
 . "$here/../lib/harness.sh"
 pg_start "/tmp/zkpipe-pg-run-$$"

@@ -6,12 +6,14 @@ use super::events::notify;
 use super::{db, job_id, priority_of, secs, PgStore};
 use crate::columns::from_unix_ms;
 use sqlx::{PgPool, Row};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::sync::broadcast;
 use zkpipe_engine::job_store::{CancelOutcome, Claim, QueueDepth, ServedKey, SharedQueue};
 use zkpipe_engine::{JobId, JobSnapshot, StoreError};
+use zkpipe_formats::packed_wtns;
 
 impl SharedQueue for PgStore {
     fn daemon(&self) -> &str {
@@ -130,33 +132,17 @@ impl SharedQueue for PgStore {
     }
 
     fn witness(&self, claim: &Claim) -> Result<Vec<u8>, StoreError> {
-        if let Some(name) = &claim.witness_object {
-            let Some(o) = self.objects.clone() else {
-                return Err(StoreError::Config(format!(
-                    "the witness is in an object store ({name}) and this daemon has no store.objects"
-                )));
-            };
-            let name = name.clone();
-            return self.run(async move { o.get(&name).await });
+        let stored = self.stored_witness(claim)?;
+        // Packed at accept where that halved it (`requests.rs`); an older daemon's
+        // witnesses were stored as they came, and pass through.
+        match packed_wtns::unpack(&stored) {
+            Ok(Cow::Borrowed(_)) => Ok(stored),
+            Ok(Cow::Owned(raw)) => Ok(raw),
+            Err(e) => Err(db(format!(
+                "job {} partition {}: packed witness: {e}",
+                claim.job, claim.index
+            ))),
         }
-        let Some(held) = self.held().get(&(claim.job, claim.index)).copied() else {
-            return Err(db("the partition is no longer held here"));
-        };
-        let pool = self.pool.clone();
-        let (job, index) = (job_id(claim.job), claim.index as i32);
-        self.run(async move {
-            sqlx::query_scalar::<_, Option<Vec<u8>>>(
-                "SELECT witness FROM zkpipe_partitions WHERE job_id = $1 AND idx = $2 AND claim = $3",
-            )
-            .bind(job)
-            .bind(index)
-            .bind(held)
-            .fetch_optional(&pool)
-            .await
-            .map_err(db)?
-            .flatten()
-            .ok_or_else(|| db("the partition is no longer held here"))
-        })
     }
 
     fn renew(&self, lease: Duration) -> Result<Vec<(JobId, usize)>, StoreError> {
@@ -168,10 +154,26 @@ impl SharedQueue for PgStore {
         let kept: Vec<i64> = self.run(async move {
             let mut tx = pool.begin().await.map_err(db)?;
             lazy_commit(&mut tx).await?;
+            // Rows locked in (job, index) order, as the result writer locks them: two
+            // unordered updates of the same rows deadlocked, and Postgres failed the
+            // result write (lab/experiments/042m-fleet-accepts.md). A partition whose
+            // result the writer recorded meanwhile (done under this claim, not yet out of
+            // `held`) is kept, not lost.
             let kept = sqlx::query_scalar(
-                "UPDATE zkpipe_partitions SET lease_until = now() + make_interval(secs => $2)
-                  WHERE claim = ANY($1) AND state = 'claimed'
-              RETURNING claim",
+                "WITH held AS (
+                     SELECT job_id, idx, claim, state FROM zkpipe_partitions
+                      WHERE claim = ANY($1) AND state IN ('claimed', 'done')
+                      ORDER BY job_id, idx
+                        FOR UPDATE
+                 ), renewed AS (
+                     UPDATE zkpipe_partitions p SET lease_until = now() + make_interval(secs => $2)
+                       FROM held h
+                      WHERE p.job_id = h.job_id AND p.idx = h.idx AND h.state = 'claimed'
+                  RETURNING p.claim
+                 )
+                 SELECT claim FROM renewed
+                 UNION ALL
+                 SELECT claim FROM held WHERE state = 'done'",
             )
             .bind(&claims)
             .bind(secs(lease))
@@ -298,4 +300,37 @@ async fn lazy_commit(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>) -> Result<(
         .await
         .map(drop)
         .map_err(db)
+}
+
+impl PgStore {
+    /// A claimed partition's witness as stored: from the object store, or its row.
+    fn stored_witness(&self, claim: &Claim) -> Result<Vec<u8>, StoreError> {
+        if let Some(name) = &claim.witness_object {
+            let Some(o) = self.objects.clone() else {
+                return Err(StoreError::Config(format!(
+                    "the witness is in an object store ({name}) and this daemon has no store.objects"
+                )));
+            };
+            let name = name.clone();
+            return self.run(async move { o.get(&name).await });
+        }
+        let Some(held) = self.held().get(&(claim.job, claim.index)).copied() else {
+            return Err(db("the partition is no longer held here"));
+        };
+        let pool = self.pool.clone();
+        let (job, index) = (job_id(claim.job), claim.index as i32);
+        self.run(async move {
+            sqlx::query_scalar::<_, Option<Vec<u8>>>(
+                "SELECT witness FROM zkpipe_partitions WHERE job_id = $1 AND idx = $2 AND claim = $3",
+            )
+            .bind(job)
+            .bind(index)
+            .bind(held)
+            .fetch_optional(&pool)
+            .await
+            .map_err(db)?
+            .flatten()
+            .ok_or_else(|| db("the partition is no longer held here"))
+        })
+    }
 }

@@ -14,6 +14,7 @@ use zkpipe_engine::job_store::{
     Accepted, Fingerprint, JobStore, NewJob, Retention, SharedQueue, StoredJob,
 };
 use zkpipe_engine::{JobId, JobState, PartitionProof, StoreError};
+use zkpipe_formats::packed_wtns;
 
 impl JobStore for PgStore {
     fn durable(&self) -> bool {
@@ -29,94 +30,35 @@ impl JobStore for PgStore {
         let priority = i16::from(job.priority.rank());
         let request = (!job.request_id.is_empty()).then(|| job.request_id.to_string());
         let fingerprint = job.fingerprint.to_vec();
-        let witnesses: Vec<Vec<u8>> = job.witnesses.iter().map(|w| w.to_vec()).collect();
+        // Each witness as stored: packed where that halves it (a circom witness's 0s and
+        // 1s), so more of them fit inline and fewer bytes reach the object store; the
+        // reader unpacks them (`claims.rs`). A SHA-256 circuit's 2^14 witness packs from
+        // 512 KiB to ~23 KiB (lab/experiments/042m-fleet-accepts.md).
+        let witnesses: Vec<Vec<u8>> = job
+            .witnesses
+            .iter()
+            .map(|w| packed_wtns::pack(w).unwrap_or_else(|| w.to_vec()))
+            .collect();
         let daemon = self.daemon.clone();
         self.run(async move {
-            let mut tx = pool.begin().await.map_err(db)?;
-            let row = sqlx::query(
-                "INSERT INTO zkpipe_jobs
-                     (key_id, key_shape, priority, request_id, fingerprint, state, partitions, submitted_by)
-                 VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7)
-                 ON CONFLICT (request_id) WHERE request_id IS NOT NULL DO NOTHING
-                 RETURNING id",
-            )
-            .bind(&key_id)
-            .bind(&shape)
-            .bind(priority)
-            .bind(&request)
-            .bind(&fingerprint)
-            .bind(witnesses.len() as i32)
-            .bind(&daemon)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db)?;
-            let Some(row) = row else {
-                // The request id is taken (by this request or another).
-                drop(tx);
-                let request = request.unwrap_or_default();
-                let r = find_request(&pool, &request).await?;
-                return match r {
-                    Some((id, fp)) if fp[..] == fingerprint[..] => Ok(Accepted::Existing(id)),
-                    Some((id, _)) => Err(StoreError::RequestIdTaken {
-                        request_id: request,
-                        job: id,
-                    }),
-                    None => Err(db("request id vanished while accepting")),
-                };
+            let (rows, written) = place(&pool, objects.as_ref(), inline_max, witnesses).await?;
+            let job = JobRow {
+                key_id: &key_id,
+                shape: &shape,
+                priority,
+                request: request.as_deref(),
+                fingerprint: &fingerprint,
+                daemon: &daemon,
             };
-            let id: i64 = row.get(0);
-            let mut idx = Vec::with_capacity(witnesses.len());
-            let mut inline = Vec::with_capacity(witnesses.len());
-            let mut object = Vec::with_capacity(witnesses.len());
-            let mut written = Vec::new();
-            for (i, w) in witnesses.into_iter().enumerate() {
-                idx.push(i as i32);
-                match &objects {
-                    Some(o) if w.len() as u64 > inline_max => {
-                        let name = o.name(id, i);
-                        // Written before the row that names it commits.
-                        if let Err(e) = o.put(&name, w).await {
-                            o.delete(&written).await;
-                            return Err(e);
-                        }
-                        written.push(name.clone());
-                        inline.push(None);
-                        object.push(Some(name));
-                    }
-                    _ => {
-                        inline.push(Some(w));
-                        object.push(None);
-                    }
-                }
-            }
-            let insert = sqlx::query(
-                "INSERT INTO zkpipe_partitions (job_id, idx, key_id, key_shape, priority, state, witness, witness_object)
-                 SELECT $1, t.i, $2, $3, $4, 'queued', t.w, t.o
-                   FROM UNNEST($5::int4[], $6::bytea[], $7::text[]) AS t(i, w, o)",
-            )
-            .bind(id)
-            .bind(&key_id)
-            .bind(&shape)
-            .bind(priority)
-            .bind(&idx)
-            .bind(&inline)
-            .bind(&object)
-            .execute(&mut *tx)
-            .await;
-            let committed = match insert {
-                Ok(_) => match notify(&mut tx, "work").await {
-                    Ok(()) => tx.commit().await.map_err(db),
-                    Err(e) => Err(e),
-                },
-                Err(e) => Err(db(e)),
-            };
-            if let Err(e) = committed {
+            let accepted = insert(&pool, &job, &rows).await;
+            // Objects written for a job that was not recorded (an error, or a request id
+            // already taken) are named by no row: removed here.
+            if !matches!(accepted, Ok(Accepted::New(_))) {
                 if let Some(o) = &objects {
                     o.delete(&written).await;
                 }
-                return Err(e);
             }
-            Ok(Accepted::New(id as JobId))
+            accepted
         })
     }
 
@@ -255,6 +197,148 @@ const FORGET_BEYOND: &str = "DELETE FROM zkpipe_jobs WHERE id IN (
         WINDOW w AS (ORDER BY j.finished_at DESC, j.id DESC)
     ) ranked
     WHERE n > $1 OR total > $2)";
+
+/// A new job's partitions as their rows will hold them: the job id when witnesses went to
+/// the object store under it (else the row takes the sequence's next), and each
+/// witness inline or by its object's name.
+struct PartitionRows {
+    reserved: Option<i64>,
+    idx: Vec<i32>,
+    inline: Vec<Option<Vec<u8>>>,
+    object: Vec<Option<String>>,
+}
+
+/// What a new job's row holds besides its partitions.
+struct JobRow<'a> {
+    key_id: &'a str,
+    shape: &'a str,
+    priority: i16,
+    request: Option<&'a str>,
+    fingerprint: &'a [u8],
+    daemon: &'a str,
+}
+
+/// Puts each witness over `inline_max` in the object store (written and synced, all at
+/// once), named under a job id taken from the sequence first, before any transaction
+/// opens: a pooled connection is then held for the rows and the commit only, not for the
+/// object store's writes and syncs, which held it for most of an accept
+/// (lab/experiments/042m-fleet-accepts.md). Returns the rows and the objects written
+/// (none are left behind when a write fails).
+async fn place(
+    pool: &PgPool,
+    objects: Option<&Objects>,
+    inline_max: u64,
+    witnesses: Vec<Vec<u8>>,
+) -> Result<(PartitionRows, Vec<String>), StoreError> {
+    let large = |w: &Vec<u8>| objects.is_some() && w.len() as u64 > inline_max;
+    let reserved: Option<i64> = match witnesses.iter().any(large) {
+        true => Some(
+            sqlx::query_scalar("SELECT nextval(pg_get_serial_sequence('zkpipe_jobs', 'id'))")
+                .fetch_one(pool)
+                .await
+                .map_err(db)?,
+        ),
+        false => None,
+    };
+    let mut rows = PartitionRows {
+        reserved,
+        idx: (0..witnesses.len() as i32).collect(),
+        inline: Vec::with_capacity(witnesses.len()),
+        object: Vec::with_capacity(witnesses.len()),
+    };
+    let mut puts = tokio::task::JoinSet::new();
+    for (i, w) in witnesses.into_iter().enumerate() {
+        match (objects, reserved) {
+            (Some(o), Some(id)) if large(&w) => {
+                let (o, name) = (o.clone(), o.name(id, i));
+                rows.object.push(Some(name.clone()));
+                rows.inline.push(None);
+                puts.spawn(async move { o.put(&name, w).await });
+            }
+            _ => {
+                rows.inline.push(Some(w));
+                rows.object.push(None);
+            }
+        }
+    }
+    let written: Vec<String> = rows.object.iter().flatten().cloned().collect();
+    let mut failed = None;
+    while let Some(put) = puts.join_next().await {
+        let put = put.unwrap_or_else(|e| Err(db(format!("writing a witness object: {e}"))));
+        if let Err(e) = put {
+            failed.get_or_insert(e);
+        }
+    }
+    match (failed, objects) {
+        (Some(e), Some(o)) => {
+            o.delete(&written).await;
+            Err(e)
+        }
+        (Some(e), None) => Err(e),
+        (None, _) => Ok((rows, written)),
+    }
+}
+
+/// Records a new job and its partitions in one durable transaction, and wakes the
+/// fleet's claimers; an existing job when its request id is taken by the same request.
+async fn insert(
+    pool: &PgPool,
+    job: &JobRow<'_>,
+    rows: &PartitionRows,
+) -> Result<Accepted, StoreError> {
+    let mut tx = pool.begin().await.map_err(db)?;
+    let row = sqlx::query(
+        "INSERT INTO zkpipe_jobs
+             (id, key_id, key_shape, priority, request_id, fingerprint, state, partitions, submitted_by)
+         VALUES (COALESCE($8, nextval(pg_get_serial_sequence('zkpipe_jobs', 'id'))),
+                 $1, $2, $3, $4, $5, 'queued', $6, $7)
+         ON CONFLICT (request_id) WHERE request_id IS NOT NULL DO NOTHING
+         RETURNING id",
+    )
+    .bind(job.key_id)
+    .bind(job.shape)
+    .bind(job.priority)
+    .bind(job.request)
+    .bind(job.fingerprint)
+    .bind(rows.idx.len() as i32)
+    .bind(job.daemon)
+    .bind(rows.reserved)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(db)?;
+    let Some(row) = row else {
+        // The request id is taken (by this request or another).
+        drop(tx);
+        let request = job.request.unwrap_or_default();
+        return match find_request(pool, request).await? {
+            Some((id, fp)) if fp[..] == job.fingerprint[..] => Ok(Accepted::Existing(id)),
+            Some((id, _)) => Err(StoreError::RequestIdTaken {
+                request_id: request.to_string(),
+                job: id,
+            }),
+            None => Err(db("request id vanished while accepting")),
+        };
+    };
+    let id: i64 = row.get(0);
+    sqlx::query(
+        "INSERT INTO zkpipe_partitions (job_id, idx, key_id, key_shape, priority, state, witness, witness_object)
+         SELECT $1, t.i, $2, $3, $4, 'queued', t.w, t.o
+           FROM UNNEST($5::int4[], $6::bytea[], $7::text[]) AS t(i, w, o)",
+    )
+    .bind(id)
+    .bind(job.key_id)
+    .bind(job.shape)
+    .bind(job.priority)
+    .bind(&rows.idx)
+    .bind(&rows.inline)
+    .bind(&rows.object)
+    .execute(&mut *tx)
+    .await
+    .map_err(db)?;
+    notify(&mut tx, "work").await?;
+    tx.commit().await.map_err(db)?;
+    Ok(Accepted::New(id as JobId))
+}
 
 async fn find_request(
     pool: &PgPool,

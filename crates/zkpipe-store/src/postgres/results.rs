@@ -8,7 +8,7 @@ use sqlx::{PgPool, Row};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use zkpipe_engine::{JobId, StoreError};
+use zkpipe_engine::JobId;
 
 /// A proved partition for the result writer.
 pub(super) struct Record {
@@ -51,7 +51,16 @@ pub(super) async fn record_results(
         }
         // Job rows are locked in id order: two writers never wait on each other in a cycle.
         batch.sort_by_key(|r| (r.job, r.index));
-        match write_results(&w, &batch).await {
+        let mut written = write_results(&w, &batch).await;
+        // A deadlock's victim is rolled back whole: write it again rather than let its
+        // leases lapse (the rows are locked in one order, so this is a guard).
+        for _ in 1..WRITE_ATTEMPTS {
+            match &written {
+                Err(e) if is_deadlock(e) => written = write_results(&w, &batch).await,
+                _ => break,
+            }
+        }
+        match written.map_err(db) {
             Ok((outcomes, objects)) => {
                 for (r, outcome) in batch.iter().zip(outcomes) {
                     match outcome {
@@ -101,6 +110,16 @@ pub(super) async fn record_results(
     }
 }
 
+/// Times a batch is written when Postgres picks its transaction as a deadlock's victim.
+const WRITE_ATTEMPTS: usize = 3;
+
+/// Whether `e` is Postgres's `deadlock_detected` (SQLSTATE 40P01).
+fn is_deadlock(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .and_then(|d| d.code())
+        .is_some_and(|c| c == "40P01")
+}
+
 /// Writes a batch of results in one transaction; returns, per result, whether it ended
 /// its job (`None`: refused, its claim no longer holds the partition), and the witness
 /// objects to delete. A fixed number of statements whatever the batch's size (one per
@@ -108,15 +127,26 @@ pub(super) async fn record_results(
 async fn write_results(
     w: &ResultWriter,
     batch: &[Record],
-) -> Result<(Vec<Option<bool>>, Vec<String>), StoreError> {
+) -> Result<(Vec<Option<bool>>, Vec<String>), sqlx::Error> {
     let jobs: Vec<i64> = batch.iter().map(|r| job_id(r.job)).collect();
-    let mut tx = w.pool.begin().await.map_err(db)?;
-    // The job rows first, in id order (see the module doc on lock order).
+    let indices: Vec<i32> = batch.iter().map(|r| r.index as i32).collect();
+    let mut tx = w.pool.begin().await?;
+    // The job rows first, in id order, then the partitions' in (job, index) order, as
+    // the lease renewal locks them: no two writers wait on each other in a cycle.
     sqlx::query("SELECT 1 FROM zkpipe_jobs WHERE id = ANY($1) ORDER BY id FOR UPDATE")
         .bind(&jobs)
         .execute(&mut *tx)
-        .await
-        .map_err(db)?;
+        .await?;
+    sqlx::query(
+        "SELECT 1 FROM zkpipe_partitions
+          WHERE (job_id, idx) IN (SELECT * FROM UNNEST($1::int8[], $2::int4[]))
+          ORDER BY job_id, idx
+            FOR UPDATE",
+    )
+    .bind(&jobs)
+    .bind(&indices)
+    .execute(&mut *tx)
+    .await?;
     // Each result lands only where its claim still holds its partition; each job counts
     // the partitions that landed, and ends with its last.
     let rows = sqlx::query(
@@ -146,15 +176,14 @@ async fn write_results(
            FROM landed JOIN jobs ON jobs.id = landed.job_id",
     )
     .bind(&jobs)
-    .bind(batch.iter().map(|r| r.index as i32).collect::<Vec<_>>())
+    .bind(&indices)
     .bind(batch.iter().map(|r| r.claim).collect::<Vec<_>>())
     .bind(batch.iter().map(|r| r.proof_json.as_str()).collect::<Vec<_>>())
     .bind(batch.iter().map(|r| r.public_json.as_str()).collect::<Vec<_>>())
     .bind(batch.iter().map(|r| r.timings.as_str()).collect::<Vec<_>>())
     .bind(&w.daemon)
     .fetch_all(&mut *tx)
-    .await
-    .map_err(db)?;
+    .await?;
     let mut landed: HashMap<(i64, i32), bool> = HashMap::with_capacity(rows.len());
     let mut objects = Vec::new();
     let mut ended = Vec::new();
@@ -172,10 +201,9 @@ async fn write_results(
             .bind(CHANNEL)
             .bind(&ended)
             .execute(&mut *tx)
-            .await
-            .map_err(db)?;
+            .await?;
     }
-    tx.commit().await.map_err(db)?;
+    tx.commit().await?;
     // A job that ended is reported once, at its last result in the batch.
     let mut outcomes: Vec<Option<bool>> = batch
         .iter()

@@ -13,6 +13,9 @@ use zkpipe_engine::job_store::{
     Accepted, CancelOutcome, NewJob, Retention, ServedKey, SharedQueue, StoreError,
 };
 use zkpipe_engine::{JobState, JobStore, PartitionProof, Priority};
+use zkpipe_formats::packed_wtns::MAGIC;
+use zkpipe_formats::wtns::Wtns;
+use zkpipe_formats::CurveId;
 use zkpipe_store::{PgOptions, PgStore};
 
 const LEASE: Duration = Duration::from_secs(30);
@@ -120,6 +123,51 @@ fn racing_daemons_never_claim_one_partition_twice() {
     );
     let depth = daemons[0].depths().unwrap();
     assert_eq!((depth[0].queued, depth[0].claimed), (0, 200));
+}
+
+/// The lease renewal and the result writer lock a daemon's partitions in one order: a
+/// renewal running all the while results are written fails none of them. (Unordered, the
+/// two deadlocked under load, and Postgres rolled the result write back: its partitions
+/// waited out their leases.)
+#[test]
+fn renewing_leases_while_results_are_written_loses_no_result() {
+    let pg = TempPostgres::start();
+    let a = store(&pg, "a");
+    let witnesses: [&[u8]; 16] = [b"w"; 16];
+    let jobs: Vec<u64> = (0..40)
+        .map(|_| new_id(accept(&a, "k", Priority::Normal, "", &witnesses).unwrap()))
+        .collect();
+    let mut claimed = Vec::new();
+    loop {
+        let got = a.claim(&[key("k", false)], 64, LEASE).unwrap();
+        if got.is_empty() {
+            break;
+        }
+        claimed.extend(got);
+    }
+    assert_eq!(claimed.len(), 640);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let renewals = s.spawn(|| {
+            let mut n = 0;
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                assert_eq!(a.renew(LEASE).unwrap(), [], "no claim lost");
+                n += 1;
+            }
+            n
+        });
+        // Last claimed first: the other way round from the renewal's scan.
+        for c in claimed.iter().rev() {
+            a.partition_done(c.job, c.index, &proof("p"), false)
+                .unwrap();
+        }
+        assert!(a.flush_results(Duration::from_secs(60)));
+        done.store(true, std::sync::atomic::Ordering::Release);
+        assert!(renewals.join().unwrap() > 0);
+    });
+    for j in jobs {
+        assert_eq!(a.job(j).unwrap().unwrap().state, JobState::Done, "job {j}");
+    }
 }
 
 #[test]
@@ -302,6 +350,85 @@ fn large_witnesses_go_to_the_object_store_and_leave_with_their_job() {
         connections: 2,
     });
     assert!(matches!(bad, Err(StoreError::Config(m)) if m.contains("not a file:// or s3:// URL")));
+}
+
+/// A BN254 `.wtns` of `n` values, each 0 or 1 (`bits`, as a circom witness's mostly
+/// are) or the same full-size one.
+fn wtns(n: usize, bits: bool) -> Vec<u8> {
+    let values = (0..n)
+        .flat_map(|i| {
+            let mut v = [0u8; 32];
+            if bits {
+                v[0] = (i % 2) as u8;
+            } else {
+                v[..31].fill(0x5a);
+            }
+            v
+        })
+        .collect();
+    Wtns {
+        curve: CurveId::Bn254,
+        n_witness: n as u32,
+        values,
+    }
+    .to_bytes()
+}
+
+/// Every file's bytes under `dir`.
+fn contents(dir: &std::path::Path) -> Vec<Vec<u8>> {
+    let mut all = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            all.extend(contents(&p));
+        } else {
+            all.push(std::fs::read(p).unwrap());
+        }
+    }
+    all
+}
+
+#[test]
+fn witnesses_of_bits_are_stored_packed_and_read_back_as_they_came() {
+    let pg = TempPostgres::start();
+    let objects = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", objects.path().display());
+    let (a, b) = (
+        store_with(&pg, "a", Some(url.clone()), 64 << 10),
+        store_with(&pg, "b", Some(url), 64 << 10),
+    );
+    // 625 KiB of bits packs to ~30 KiB and goes inline; 94 KiB of full-size values does
+    // not pack and goes to the object store as it came; 6 MiB of bits goes there packed.
+    let (bits, full, many_bits) = (wtns(20_000, true), wtns(3_000, false), wtns(200_000, true));
+    let job = new_id(accept(&a, "k", Priority::Normal, "", &[&bits, &full, &many_bits]).unwrap());
+    let rows = pg.query(&format!(
+        "SELECT idx, coalesce(length(witness), 0) < {}, witness_object IS NULL,
+                coalesce(substring(witness from 1 for 4) = 'zkpw'::bytea, false)
+           FROM zkpipe_partitions WHERE job_id = {job} ORDER BY idx",
+        bits.len() / 10
+    ));
+    assert_eq!(rows, ["0|t|t|t", "1|t|f|f", "2|t|f|f"]);
+    let mut stored = contents(objects.path());
+    stored.sort_by_key(Vec::len);
+    assert_eq!(stored.len(), 2);
+    assert_eq!(stored[0], full, "a witness that does not pack, as it came");
+    assert!(stored[1].starts_with(MAGIC) && stored[1].len() * 10 < many_bits.len());
+    let got = b.claim(&[key("k", false)], 5, LEASE).unwrap();
+    let read: Vec<Vec<u8>> = got.iter().map(|c| b.witness(c).unwrap()).collect();
+    assert_eq!(
+        read,
+        [bits, full, many_bits],
+        "each as it came, by another daemon"
+    );
+    // A packed witness that does not unpack is an error naming its partition.
+    pg.query(
+        "UPDATE zkpipe_partitions SET witness = 'zkpw'::bytea || '\\x01ff'::bytea WHERE idx = 0",
+    );
+    let e = b.witness(&got[0]).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!("job {job} partition 0: packed witness")),
+        "{e}"
+    );
 }
 
 #[test]
