@@ -18,6 +18,8 @@ mod objects;
 pub mod postgres;
 mod private;
 pub mod sqlite;
+#[doc(hidden)]
+pub mod testing;
 
 pub use postgres::{PgOptions, PgStore};
 pub use sqlite::{SqliteOptions, SqliteStore, DEFAULT_CHECKPOINT_PAGES, DEFAULT_INLINE_MAX};

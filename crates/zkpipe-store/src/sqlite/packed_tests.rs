@@ -2,33 +2,11 @@
 //! bytes when a reopened store hands their jobs back.
 
 use super::*;
+use crate::testing::wtns;
 use std::path::Path;
 use zkpipe_engine::job_store::{fingerprint, JobStore, NewJob, StoredPartition};
 use zkpipe_engine::Priority;
 use zkpipe_formats::packed_wtns::MAGIC;
-use zkpipe_formats::wtns::Wtns;
-use zkpipe_formats::CurveId;
-
-/// A BN254 `.wtns` of `n` values, each 0 or 1 (`bits`) or the same full-size one.
-fn wtns(n: usize, bits: bool) -> Vec<u8> {
-    let values = (0..n)
-        .flat_map(|i| {
-            let mut v = [0u8; 32];
-            if bits {
-                v[0] = (i % 2) as u8;
-            } else {
-                v[..31].fill(0x5a);
-            }
-            v
-        })
-        .collect();
-    Wtns {
-        curve: CurveId::Bn254,
-        n_witness: n as u32,
-        values,
-    }
-    .to_bytes()
-}
 
 fn accept(s: &SqliteStore, witnesses: Vec<&[u8]>) {
     s.accept(&NewJob {

@@ -14,8 +14,7 @@ use zkpipe_engine::job_store::{
 };
 use zkpipe_engine::{JobState, JobStore, PartitionProof, Priority};
 use zkpipe_formats::packed_wtns::MAGIC;
-use zkpipe_formats::wtns::Wtns;
-use zkpipe_formats::CurveId;
+use zkpipe_store::testing::wtns;
 use zkpipe_store::{PgOptions, PgStore};
 
 const LEASE: Duration = Duration::from_secs(30);
@@ -350,28 +349,6 @@ fn large_witnesses_go_to_the_object_store_and_leave_with_their_job() {
         connections: 2,
     });
     assert!(matches!(bad, Err(StoreError::Config(m)) if m.contains("not a file:// or s3:// URL")));
-}
-
-/// A BN254 `.wtns` of `n` values, each 0 or 1 (`bits`, as a circom witness's mostly
-/// are) or the same full-size one.
-fn wtns(n: usize, bits: bool) -> Vec<u8> {
-    let values = (0..n)
-        .flat_map(|i| {
-            let mut v = [0u8; 32];
-            if bits {
-                v[0] = (i % 2) as u8;
-            } else {
-                v[..31].fill(0x5a);
-            }
-            v
-        })
-        .collect();
-    Wtns {
-        curve: CurveId::Bn254,
-        n_witness: n as u32,
-        values,
-    }
-    .to_bytes()
 }
 
 /// Every file's bytes under `dir`.
