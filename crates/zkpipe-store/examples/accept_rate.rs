@@ -11,8 +11,9 @@
 //! A cell opens a fresh store in one `--dir` (removed before and after) and starts
 //! `--threads` submitters that share `--jobs` one-partition jobs of `--witness` bytes: each
 //! accepts its job, then records the job's proof (which ends it and drops its witness), as
-//! the daemon does. Rounds interleave the directories. Prints TSV: jobs/s and accept
-//! latency p50/p99.
+//! the daemon does. Rounds interleave the directories. Prints TSV: jobs/s (until the
+//! store is closed, its witness files removed), accept latency p50/p99 and the record
+//! call's p50/p99 (the time a daemon's deliver stage waits for it).
 //!
 //! `--wtns FILE` submits that witness instead of `--witness` bytes of a pattern (a real
 //! `.wtns` is stored packed where that halves it, as the daemon stores it), and
@@ -72,18 +73,22 @@ fn args() -> Args {
 fn main() {
     let a = args();
     println!(
-        "round\tdir\tthreads\tjobs\twitness\tresult_batch\tjobs_per_s\taccept_p50_ms\taccept_p99_ms"
+        "round\tdir\tthreads\tjobs\twitness\tresult_batch\tjobs_per_s\taccept_p50_ms\taccept_p99_ms\trecord_p50_ms\trecord_p99_ms"
     );
     for round in 1..=a.rounds {
         for dir in &a.dirs {
-            let (rate, p50, p99) = cell(&a, dir);
+            let (rate, accept, record) = cell(&a, dir);
             println!(
-                "{round}\t{}\t{}\t{}\t{}\t{}\t{rate:.0}\t{p50:.2}\t{p99:.2}",
+                "{round}\t{}\t{}\t{}\t{}\t{}\t{rate:.2}\t{:.2}\t{:.2}\t{:.2}\t{:.2}",
                 dir.display(),
                 a.threads,
                 a.jobs,
                 a.wtns.as_ref().map_or(a.witness, Vec::len),
-                a.result_batch
+                a.result_batch,
+                accept.0,
+                accept.1,
+                record.0,
+                record.1
             );
         }
     }
@@ -112,8 +117,8 @@ fn record(store: &SqliteStore, ids: &[u64], proof: &PartitionProof) {
     }
 }
 
-/// One cell in `dir`: jobs/s and accept latency p50/p99 (ms).
-fn cell(a: &Args, dir: &Path) -> (f64, f64, f64) {
+/// One cell in `dir`: jobs/s, and the accept's and the record's latency p50/p99 (ms).
+fn cell(a: &Args, dir: &Path) -> (f64, (f64, f64), (f64, f64)) {
     let _ = std::fs::remove_dir_all(dir);
     let mut options = SqliteOptions::default();
     if let Some(pages) = a.checkpoint_pages {
@@ -127,12 +132,12 @@ fn cell(a: &Args, dir: &Path) -> (f64, f64, f64) {
         timings: Default::default(),
     };
     let start = Instant::now();
-    let mut latencies: Vec<Duration> = std::thread::scope(|s| {
+    let (mut accepts, mut records): (Vec<Duration>, Vec<Duration>) = std::thread::scope(|s| {
         let workers: Vec<_> = (0..a.threads)
             .map(|t| {
                 let (store, next, proof) = (&store, &next, &proof);
                 s.spawn(move || {
-                    let mut mine = Vec::new();
+                    let (mut mine, mut recorded) = (Vec::new(), Vec::new());
                     let witness: Vec<u8> = match &a.wtns {
                         Some(w) => w.clone(),
                         None => (0..a.witness).map(|i| (i + t) as u8).collect(),
@@ -158,28 +163,38 @@ fn cell(a: &Args, dir: &Path) -> (f64, f64, f64) {
                         mine.push(t0.elapsed());
                         ids.push(id);
                         if ids.len() == a.result_batch {
+                            let t0 = Instant::now();
                             record(store, &ids, proof);
+                            recorded.push(t0.elapsed());
                             ids.clear();
                         }
                     }
                     record(store, &ids, proof);
-                    mine
+                    (mine, recorded)
                 })
             })
             .collect();
         workers
             .into_iter()
-            .flat_map(|w| w.join().expect("a submitter panicked"))
-            .collect()
+            .map(|w| w.join().expect("a submitter panicked"))
+            .fold((Vec::new(), Vec::new()), |(mut a, mut r), (a1, r1)| {
+                a.extend(a1);
+                r.extend(r1);
+                (a, r)
+            })
     });
-    let rate = a.jobs as f64 / start.elapsed().as_secs_f64();
     drop(store);
+    let rate = a.jobs as f64 / start.elapsed().as_secs_f64();
     let _ = std::fs::remove_dir_all(dir);
-    latencies.sort();
+    (rate, quantiles(&mut accepts), quantiles(&mut records))
+}
+
+/// p50 and p99 of `d`, in ms.
+fn quantiles(d: &mut [Duration]) -> (f64, f64) {
+    d.sort();
     let at = |q: f64| {
-        latencies
-            .get(((latencies.len() as f64 * q) as usize).min(latencies.len().saturating_sub(1)))
+        d.get(((d.len() as f64 * q) as usize).min(d.len().saturating_sub(1)))
             .map_or(0.0, |d| d.as_secs_f64() * 1e3)
     };
-    (rate, at(0.5), at(0.99))
+    (at(0.5), at(0.99))
 }
