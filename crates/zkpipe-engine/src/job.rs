@@ -200,7 +200,7 @@ impl ProofTimings {
 }
 
 /// One proved partition.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct PartitionProof {
     /// snarkjs's `proof.json`.
     pub proof_json: String,

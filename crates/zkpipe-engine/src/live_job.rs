@@ -237,74 +237,82 @@ impl Job {
                 .map(|(job, index, proof)| job.partition_done(index, proof))
                 .collect();
         }
-        let (owners, rest): (Vec<Arc<Job>>, Vec<_>) =
-            done.into_iter().map(|(j, i, p)| (j, (i, Some(p)))).unzip();
-        let (indexes, mut proofs): (Vec<usize>, Vec<Option<PartitionProof>>) =
-            rest.into_iter().unzip();
+        let n = done.len();
+        let mut owners = Vec::with_capacity(n);
+        let mut indexes = Vec::with_capacity(n);
+        let mut proofs = Vec::with_capacity(n);
+        for (job, index, proof) in done {
+            owners.push(job);
+            indexes.push(index);
+            proofs.push(proof);
+        }
         // Every job's lock, taken in one order (a fleet's claimed partitions of one job
         // are jobs of their own, hence the address) so that two deliverers never wait
-        // for each other.
-        let mut jobs: Vec<&Job> = owners.iter().map(|j| &**j).collect();
-        jobs.sort_by_key(|j| (j.id, std::ptr::from_ref(*j) as usize));
-        jobs.dedup_by(|a, b| std::ptr::eq(*a, *b));
-        let slot = |job: &Job| jobs.iter().position(|j| std::ptr::eq(*j, job));
+        // for each other; `slots[k]`: partition k's job among them.
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&k| (owners[k].id, Arc::as_ptr(&owners[k]) as usize));
+        let mut jobs: Vec<&Job> = Vec::new();
+        let mut slots = vec![0; n];
+        for k in order {
+            if jobs.last().is_none_or(|j| !std::ptr::eq(*j, &*owners[k])) {
+                jobs.push(&owners[k]);
+            }
+            slots[k] = jobs.len() - 1;
+        }
         let mut guards: Vec<_> = jobs.iter().map(|j| j.lock()).collect();
-        // What to record, each `last` as if recorded one after another.
-        let mut out: Vec<Option<Result<bool, StoreError>>> = owners.iter().map(|_| None).collect();
+        // What to record, each `last` as if recorded one after another; a partition
+        // already proved (or twice in the batch), or of an ended job, is not.
+        let mut out: Vec<Option<Result<bool, StoreError>>> = (0..n).map(|_| None).collect();
         let mut taken = vec![0usize; jobs.len()];
-        let mut chosen: Vec<(usize, usize)> = Vec::new(); // (position, job slot)
+        let mut chosen: Vec<usize> = Vec::new();
         let mut records = Vec::new();
-        for (k, job) in owners.iter().enumerate() {
-            let (s, index) = (slot(job).unwrap_or(0), indexes[k]);
+        for k in 0..n {
+            let (s, index) = (slots[k], indexes[k]);
             let i = &guards[s];
-            let twice = chosen.iter().any(|&(c, cs)| cs == s && indexes[c] == index);
+            let twice = chosen.iter().any(|&c| slots[c] == s && indexes[c] == index);
             if i.state.is_final() || i.proofs.get(index).is_none_or(|p| p.is_some()) || twice {
                 out[k] = Some(Ok(false));
                 continue;
             }
-            let Some(proof) = proofs[k].as_ref() else {
-                continue;
-            };
             // Every change of `remaining` happens under the locks held here.
-            let remaining = job.remaining.load(Ordering::Acquire) - taken[s];
+            let remaining = owners[k].remaining.load(Ordering::Acquire) - taken[s];
             taken[s] += 1;
-            chosen.push((k, s));
+            chosen.push(k);
             records.push(ProvedPartition {
-                job: job.id,
+                job: owners[k].id,
                 index,
-                proof,
+                proof: &proofs[k],
                 last: remaining == 1,
             });
         }
         let recorded = match store.partitions_done(&records) {
             Ok(()) => records.len(),
-            Err((n, e)) => {
+            Err((failed, e)) => {
                 // The store names one of the partitions it was given (past the end: the
                 // last), so that no error is lost.
-                let n = n.min(chosen.len().saturating_sub(1));
-                if let Some(&(k, _)) = chosen.get(n) {
+                let failed = failed.min(chosen.len().saturating_sub(1));
+                if let Some(&k) = chosen.get(failed) {
                     out[k] = Some(Err(e));
                 }
-                n
+                failed
             }
         };
         let lasts: Vec<bool> = records.iter().map(|r| r.last).collect();
         drop(records);
-        for (&(k, s), last) in chosen.iter().zip(lasts).take(recorded) {
-            if let Some(proof) = proofs[k].take() {
-                owners[k].proved(&mut guards[s], indexes[k], proof, last);
-                out[k] = Some(Ok(last));
-            }
+        for (&k, last) in chosen.iter().zip(lasts).take(recorded) {
+            let proof = std::mem::take(&mut proofs[k]);
+            owners[k].proved(&mut guards[slots[k]], indexes[k], proof, last);
+            out[k] = Some(Ok(last));
         }
         drop(guards);
         // After a failure, the rest one by one: the failed partition still counts as
         // remaining, so none of them ends its job by mistake.
         out.into_iter()
+            .zip(proofs)
             .enumerate()
-            .map(|(k, o)| match (o, proofs[k].take()) {
-                (Some(o), _) => o,
-                (None, Some(proof)) => owners[k].partition_done(indexes[k], proof),
-                (None, None) => Ok(false),
+            .map(|(k, (o, proof))| match o {
+                Some(o) => o,
+                None => owners[k].partition_done(indexes[k], proof),
             })
             .collect()
     }
