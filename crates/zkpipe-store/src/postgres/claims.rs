@@ -6,7 +6,6 @@ use super::events::notify;
 use super::{db, job_id, priority_of, secs, PgStore};
 use crate::columns::from_unix_ms;
 use sqlx::{PgPool, Row};
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -132,17 +131,14 @@ impl SharedQueue for PgStore {
     }
 
     fn witness(&self, claim: &Claim) -> Result<Vec<u8>, StoreError> {
-        let stored = self.stored_witness(claim)?;
         // Packed at accept where that halved it (`requests.rs`); an older daemon's
         // witnesses were stored as they came, and pass through.
-        match packed_wtns::unpack(&stored) {
-            Ok(Cow::Borrowed(_)) => Ok(stored),
-            Ok(Cow::Owned(raw)) => Ok(raw),
-            Err(e) => Err(db(format!(
+        packed_wtns::unpack_owned(self.stored_witness(claim)?).map_err(|e| {
+            db(format!(
                 "job {} partition {}: packed witness: {e}",
                 claim.job, claim.index
-            ))),
-        }
+            ))
+        })
     }
 
     fn renew(&self, lease: Duration) -> Result<Vec<(JobId, usize)>, StoreError> {

@@ -269,14 +269,14 @@ async fn place(
             failed.get_or_insert(e);
         }
     }
-    match (failed, objects) {
-        (Some(e), Some(o)) => {
+    if let Some(e) = failed {
+        // A write failed, so there is an object store to remove the others from.
+        if let Some(o) = objects {
             o.delete(&written).await;
-            Err(e)
         }
-        (Some(e), None) => Err(e),
-        (None, _) => Ok((rows, written)),
+        return Err(e);
     }
+    Ok((rows, written))
 }
 
 /// Records a new job and its partitions in one durable transaction, and wakes the

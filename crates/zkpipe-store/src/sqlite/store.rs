@@ -457,13 +457,9 @@ impl SqliteStore {
     /// Job `id`'s partition to prove from its witness as stored (`at`: where it was
     /// read from): unpacked where [`SqliteStore::accept`] packed it.
     fn unpacked(&self, id: i64, at: &str, w: Vec<u8>) -> Result<StoredPartition, StoreError> {
-        if !w.starts_with(packed_wtns::MAGIC) {
-            return Ok(StoredPartition::Pending(w));
-        }
-        match packed_wtns::unpack(&w) {
-            Ok(raw) => Ok(StoredPartition::Pending(raw.into_owned())),
-            Err(e) => Err(self.err(format!("job {id}: packed witness in {at}: {e}"))),
-        }
+        packed_wtns::unpack_owned(w)
+            .map(StoredPartition::Pending)
+            .map_err(|e| self.err(format!("job {id}: packed witness in {at}: {e}")))
     }
 }
 
