@@ -158,8 +158,10 @@ impl Devices for CpuDevices {
     }
 
     /// The MSMs' copies of their bases in the adder's form (all five MSMs of a proof may
-    /// run at once): none where the adder reads arkworks' points in place.
-    fn partition_host_bytes(&self, shape: &KeyShape) -> u64 {
+    /// run at once): none where the adder reads arkworks' points in place. A masked pass
+    /// (constant work) also makes the witness's masked scalars itself ([`Caps::montgomery_w`]:
+    /// the reduce stage then makes none), 32 bytes a signal.
+    fn partition_host_bytes(&self, shape: &KeyShape, opts: &BindOptions) -> u64 {
         fn copies<E: Curve>(ifma: bool) -> (usize, usize) {
             (
                 E::G1Affine::msm_copy_bytes(ifma),
@@ -170,7 +172,12 @@ impl Devices for CpuDevices {
             CurveId::Bn254 => copies::<Bn254>(self.opts.ifma),
             CurveId::Bls12_381 => copies::<Bls12_381>(self.opts.ifma),
         };
-        ((3 * shape.n_vars + shape.domain_size) * g1 + shape.n_vars * g2) as u64
+        let masked_w = if opts.constant_work {
+            shape.n_vars * 32
+        } else {
+            0
+        };
+        ((3 * shape.n_vars + shape.domain_size) * g1 + shape.n_vars * g2 + masked_w) as u64
     }
 
     fn bind_bn254(

@@ -353,9 +353,11 @@ pub trait Devices: Send + Sync {
         0
     }
 
-    /// Host memory the device holds for one proof of this key during its pass, beyond
-    /// the caller's own buffers.
-    fn partition_host_bytes(&self, _shape: &KeyShape) -> u64 {
+    /// Host memory the device holds for one proof of this key, bound with `opts`, during
+    /// its pass, beyond the caller's own buffers. It takes the options because what the
+    /// pass does with them ([`Self::caps`]) decides what crosses through the host: a GPU
+    /// that reduces stages w alone, one that does not a, b and c.
+    fn partition_host_bytes(&self, _shape: &KeyShape, _opts: &BindOptions) -> u64 {
         0
     }
 

@@ -142,12 +142,17 @@ impl Devices for CudaDevices {
         device_bytes_per_pass(&Tuning::new(&self.opts, opts), shape)
     }
 
-    /// The pinned staging buffer of a proof in flight: a, b, c (or w alone, where the GPU
-    /// reduces) cross through it, 32 bytes a value. A bound key keeps one such buffer
-    /// per proof it has had in flight at once, so counting it per partition in the device
-    /// stage is what admission needs.
-    fn partition_host_bytes(&self, shape: &KeyShape) -> u64 {
-        ((3 * shape.domain_size).max(shape.n_vars) * 32) as u64
+    /// The pinned staging buffer of a proof in flight, 32 bytes a value: w alone where the
+    /// GPU reduces ([`Caps::reduces`], the default), else a, b, c (or w, if longer). A
+    /// bound key keeps one such buffer per proof it has had in flight at once, so counting
+    /// it per partition in the device stage is what admission needs.
+    fn partition_host_bytes(&self, shape: &KeyShape, opts: &BindOptions) -> u64 {
+        let values = if self.caps(shape, opts).reduces {
+            shape.n_vars
+        } else {
+            (3 * shape.domain_size).max(shape.n_vars)
+        };
+        (values * 32) as u64
     }
 
     /// Uploads the key's points and matrices to GPU `device`, after checking that they

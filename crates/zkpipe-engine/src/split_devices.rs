@@ -127,8 +127,17 @@ impl Devices for SplitDevices {
     fn partition_device_bytes(&self, shape: &KeyShape, opts: &BindOptions) -> u64 {
         self.inner.partition_device_bytes(shape, opts)
     }
-    fn partition_host_bytes(&self, shape: &KeyShape) -> u64 {
-        self.inner.partition_host_bytes(shape)
+    /// The inner device's; a stub over a device that does not reduce also makes the real
+    /// pass's a, b, c (and the field elements of w they are made from) itself, where the
+    /// engine, seeing a device that reduces, counts none.
+    fn partition_host_bytes(&self, shape: &KeyShape, opts: &BindOptions) -> u64 {
+        let inner = self.inner.partition_host_bytes(shape, opts);
+        match self.stub {
+            Some(_) if !self.inner.caps(shape, opts).reduces => {
+                inner + (32 * (3 * shape.domain_size + shape.n_vars)) as u64
+            }
+            _ => inner,
+        }
     }
     fn bind_bn254(
         &self,

@@ -107,8 +107,10 @@ impl KeyStore {
         }
         let z = ZkeyFile::open(&real).map_err(|e| EngineError::key_load(id, e))?;
         let shape = zkpipe_core::KeyShape::of_zkey(&z);
-        let host = self.devices.partition_host_bytes(&shape);
-        let meta = KeyMeta::from_zkey(id, &real, &z, host, (self.ctx.options)(id));
+        let bind = (self.ctx.options)(id);
+        let caps = self.devices.caps(&shape, &bind);
+        let host = self.devices.partition_host_bytes(&shape, &bind);
+        let meta = KeyMeta::from_zkey(id, &real, &z, &caps, host, bind);
         drop(z);
         let entry = Arc::new(KeyEntry::new(meta));
         Ok(Arc::clone(

@@ -543,8 +543,8 @@ impl Devices for TestDevices {
         test_device_bytes(shape).1
     }
     /// Its passes run the CPU's MSMs, so they hold what the CPU's do.
-    fn partition_host_bytes(&self, shape: &KeyShape) -> u64 {
-        CpuDevices::default().partition_host_bytes(shape) + self.hunger
+    fn partition_host_bytes(&self, shape: &KeyShape, opts: &BindOptions) -> u64 {
+        CpuDevices::default().partition_host_bytes(shape, opts) + self.hunger
     }
     fn bind_bn254(
         &self,
@@ -1294,6 +1294,25 @@ fn devices_host_memory_counts_in_each_partition() {
         Err(EngineError::TooLarge { .. })
     ));
     tight.shutdown();
+}
+
+/// A device that reduces in its pass and reads the witness's field elements (as a GPU
+/// does) is charged per partition without a, b, c, the quotient's headroom and w's
+/// scalars: the engine's host stages never make them for it.
+#[test]
+fn a_device_that_reduces_is_charged_no_domain_vectors() {
+    let dir = key_dir();
+    let meta = key_meta(dir.path(), "bn254-poseidon");
+    let reducing = TestDevices {
+        reduces: true,
+        ..TestDevices::default()
+    };
+    let seen = key_meta_on(dir.path(), "bn254-poseidon", Arc::new(reducing));
+    let (n, n_vars) = (meta.shape.domain_size as u64, meta.shape.n_vars as u64);
+    assert_eq!(
+        seen.partition_bytes,
+        meta.partition_bytes - 32 * (4 * n + n_vars)
+    );
 }
 
 /// `path` with the first point of zkey section 5 (A) overwritten by coordinates that are
