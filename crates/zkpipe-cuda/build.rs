@@ -5,7 +5,7 @@
 //! curve-independent runtime calls (devices, memory, pinned buffers).
 
 /// Every file the shims are built from (`cuda/coop_probe.cu` is a standalone probe).
-const SOURCES: [&str; 10] = [
+const SOURCES: [&str; 12] = [
     "cuda/bn254.cu",
     "cuda/bls12_381.cu",
     "cuda/host.cu",
@@ -13,8 +13,10 @@ const SOURCES: [&str; 10] = [
     "cuda/msm.cuh",
     "cuda/batch_msm.cuh",
     "cuda/batch_msm_kernels.cuh",
+    "cuda/bits.cuh",
     "cuda/quotient.cuh",
     "cuda/reduce.cuh",
+    "cuda/setup.cuh",
     "build.rs",
 ];
 

@@ -15,8 +15,9 @@
 #                               in-core, or e.g. 16GiB, pinned): the stages
 #   sweep NAME CURVE LOG CLIENTS JOBS VARIANT...
 #                               `zkpipe-bench sweep` of CLIENTS ("1,2,4,8"), JOBS a client,
-#                               10 partitions, one daemon a VARIANT ('NAME: k=v; ...', as
-#                               sweep takes it), nvidia-smi sampled every 200 ms meanwhile
+#                               10 partitions, for each VARIANT ('NAME: k=v; ...', as sweep
+#                               takes it) in turn, one daemon at a time (T seconds in all),
+#                               nvidia-smi sampled every 200 ms meanwhile
 #
 # The daemons' config (WORK/regime.toml): trusted keys, device_limit LIMIT (default 16GiB),
 # at most PENDING (default 20) partitions accepted and unfinished, so the job store's
@@ -96,15 +97,22 @@ case $step in
       done
     done ;;
   sweep)
+    # One sweep (one daemon) a variant, in turn: a sweep starts all its variants' daemons
+    # at once, and two daemons holding a 2^25 BLS12-381 key (32.5 GB, and a 22 GiB pinned
+    # copy each) do not fit a 128 GB machine (lab 043k: the kernel killed one).
     label=$1; curve=$2; log=$3; clients=$4; jobs=$5; shift 5; n=$(name "$curve" "$log")
     config
-    variants=(); for v in "$@"; do variants+=(--variant "$v"); done
-    f=$out/sweep-$label.txt
-    p=$(smi "$out/sweep-$label.csv")
-    TMPDIR=$work/state timeout "${T:-560}" "$bin/zkpipe-bench" sweep --config "$work/regime.toml" \
-      --backend "$backend" --out "$out/sweep-$label" -c "$clients" -j "$jobs" -p 10 --timeout 20m \
-      "${variants[@]}" "$n" "$(wtns "$curve" "$log")" > "$f" 2>&1 || echo "FAILED rc=$?" >> "$f"
-    kill "$p"; smi_summary "$out/sweep-$label.csv" >> "$f"
-    df -h "$work" >> "$f" ;;
+    started=$(date +%s)
+    for v in "$@"; do
+      vname=${v%%:*}; f=$out/sweep-$label-$vname.txt
+      left=$(( ${T:-560} - ($(date +%s) - started) )); [ "$left" -gt 30 ] || break
+      p=$(smi "$out/sweep-$label-$vname.csv")
+      TMPDIR=$work/state timeout "$left" "$bin/zkpipe-bench" sweep --config "$work/regime.toml" \
+        --backend "$backend" --out "$out/sweep-$label-$vname" -c "$clients" -j "$jobs" -p 10 \
+        --timeout 20m --variant "$v" "$n" "$(wtns "$curve" "$log")" > "$f" 2>&1 ||
+        echo "FAILED rc=$?" >> "$f"
+      kill "$p"; smi_summary "$out/sweep-$label-$vname.csv" >> "$f"
+      df -h "$work" >> "$f"
+    done ;;
   *) echo "regime.sh: key, bench or sweep" >&2; exit 2 ;;
 esac

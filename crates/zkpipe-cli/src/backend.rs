@@ -21,7 +21,7 @@ pub struct DeviceOptions {
 /// The diagnostic switches of the environment that re-run an experiment's losing side:
 /// read in a build with the `lab` feature, refused in the product build.
 #[cfg_attr(feature = "lab", allow(dead_code))]
-const LAB_VARS: [&str; 12] = [
+const LAB_VARS: [&str; 13] = [
     "ZKPIPE_CUDA_LONE_MSM",
     "ZKPIPE_CUDA_CONSTANT",
     "ZKPIPE_CUDA_TABLES",
@@ -34,6 +34,7 @@ const LAB_VARS: [&str; 12] = [
     "ZKPIPE_CUDA_WALK_BESIDE",
     "ZKPIPE_CUDA_WIDE_MATRICES",
     "ZKPIPE_CUDA_BATCH",
+    "ZKPIPE_CUDA_BITS",
 ];
 
 impl DeviceOptions {
@@ -155,6 +156,7 @@ fn lab_switches(
         wide_matrices: flag("ZKPIPE_CUDA_WIDE_MATRICES")?,
         batch: number("ZKPIPE_CUDA_BATCH", |b| (1..=256).contains(&b), "1..=256")?
             .map(|b| b as usize),
+        no_bits: word("ZKPIPE_CUDA_BITS", &["on", "off"])?.is_some_and(|v| v == "off"),
     })
 }
 

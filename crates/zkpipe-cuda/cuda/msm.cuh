@@ -166,6 +166,8 @@ static RustError zkp_set_batch(const zkp_set_t<M, A>* set, const zkp_bm_plan_t* 
     return zkp_bm_run<B>(plan, set->points, out);
 }
 
+#include "bits.cuh"
+
 #define ZKP_MSM_ENTRIES(G, M, P, A, B)                                                     \
 typedef zkp_set_t<M, A> ZKP_FN(zkp_##G##_set_t_, CURVE);                                    \
 extern "C" RustError ZKP_FN(zkp_##G##_points_new_, CURVE)(                                  \
@@ -185,7 +187,11 @@ extern "C" RustError ZKP_FN(zkp_##G##_msm_, CURVE)(ZKP_FN(zkp_##G##_set_t_, CURV
 extern "C" RustError ZKP_FN(zkp_##G##_batch_msm_, CURVE)(                                   \
     const ZKP_FN(zkp_##G##_set_t_, CURVE)* set, const zkp_bm_plan_t* plan,                  \
     typename B::mem_t* out)                                                                 \
-{   return zkp_set_batch<B, M, A>(set, plan, out);   }
+{   return zkp_set_batch<B, M, A>(set, plan, out);   }                                       \
+extern "C" RustError ZKP_FN(zkp_##G##_bits_sum_, CURVE)(                                    \
+    const ZKP_FN(zkp_##G##_set_t_, CURVE)* set, size_t first, size_t npoints,               \
+    const uint32_t* ones, size_t bit0, typename B::mem_t* out)                              \
+{   return zkp_bits_sum_run<B, M, A>(set, first, npoints, ones, bit0, out);   }
 
 ZKP_MSM_ENTRIES(g1, zkp_g1_msm_t, point_t, affine_t, bucket_t)
 ZKP_MSM_ENTRIES(g2, zkp_g2_msm_t, point_fp2_t, affine_fp2_t, bucket_fp2_t)
@@ -207,6 +213,16 @@ extern "C" RustError ZKP_FN(zkp_bm_plan_new_, CURVE)(zkp_bm_plan_t** out,
 
 extern "C" void ZKP_FN(zkp_bm_plan_drop_, CURVE)(zkp_bm_plan_t* plan)
 {   delete plan;   }
+
+// The bit path's split of a witness on the device (bits.cuh).
+extern "C" RustError ZKP_FN(zkp_bits_split_, CURVE)(const scalar_t* w, size_t n, bool mont,
+                                                   const uint64_t* one, uint32_t* ones,
+                                                   size_t words, uint32_t cap, uint32_t* count,
+                                                   uint32_t* idx, scalar_t* vals, int dev)
+{
+    return zkp_bits_split_run<scalar_t>(w, n, mont, one, ones, words, cap, count, idx, vals,
+                                        dev);
+}
 
 // One-shot G1 MSM (points uploaded with the scalars, sppark's own entry point): the
 // reference the resident path is checked against.

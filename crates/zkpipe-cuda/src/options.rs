@@ -139,6 +139,9 @@ pub struct LabSwitches {
     /// A streamed key's matrices cross with a field element a value instead of narrow
     /// (lab/experiments/043h-walk-in-room.md).
     pub wide_matrices: bool,
+    /// A witness of 0s and 1s takes sppark's MSMs like any other instead of the bit path
+    /// (`shape::takes_bits`; lab/experiments/043k-bit-path.md).
+    pub no_bits: bool,
     /// The most proofs a batched pass of an in-core key takes, instead of
     /// `shape::BATCH_MAX_PROOFS` (1..=256;
     /// lab/experiments/042k-pass-size.md).

@@ -78,6 +78,28 @@ pub(crate) fn constant_work(t: &Tuning) -> Option<ConstantWork> {
     t.constant_work.then_some(ConstantWork { mask, full_width })
 }
 
+/// Whether a key's w MSMs take the bit path where its sppark MSMs would run (a large
+/// key's lone proof, a streamed key's walk): a witness of 0s and 1s summed as a bitmap,
+/// its few other values on the host (`crate::enabled::bits`). Not for constant-work keys,
+/// whose MSMs must not depend on the values; off with [`LabSwitches::no_bits`].
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn takes_bits(t: &Tuning) -> bool {
+    !t.lab.no_bits && !t.constant_work
+}
+
+/// Device bytes of one proof's bitmap of w's 1s (a word per 32 values and two zero words
+/// past the end, which a sum may read) and the bit path's stream-ordered scratch (the
+/// split's other values, a sum's block sums: under 1 MiB).
+pub(crate) fn bits_bytes(n_vars: usize) -> usize {
+    bitmap_bytes(n_vars) + (1 << 20)
+}
+
+/// Device bytes of one proof's bitmap of w's 1s ([`bits_bytes`]).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn bitmap_bytes(n_vars: usize) -> usize {
+    (n_vars.div_ceil(32) + 2) * 4
+}
+
 /// Whether a key binds with window tables (fixed-base precomputation: [`table_wbits`]):
 /// `resident` ones (`CompiledKey::is_resident`) that prove on the batched kernels. On
 /// unless [`LabSwitches::no_tables`].
@@ -253,7 +275,7 @@ pub(crate) fn gpu_key_sets(lab: &LabSwitches, shape: &KeyShape) -> KeySets {
         CurveId::Bn254 => 32,
         CurveId::Bls12_381 => 48,
     };
-    let quotient = 4 * shape.domain_size as u64 * 32;
+    let quotient = (4 * shape.domain_size * 32 + bits_bytes(shape.n_vars)) as u64;
     let room = match lab.walk_beside {
         true => 0,
         false => 3 * shape.domain_size as u64 * 32,
@@ -388,15 +410,19 @@ fn bytes_for<E: Curve>(
 }
 
 /// Device memory of one proof in flight: the quotient's buffers (a, b, c, scratch, coset
-/// powers), the witness uploaded once for its MSMs, and the scalars and digits of its five
-/// MSMs, which run at once.
+/// powers), the witness uploaded once for its MSMs with its bitmap ([`bits_bytes`]), and
+/// the scalars and digits of its five MSMs, which run at once.
 fn pass_bytes(t: &Tuning, n_vars: usize, n: usize, largest: usize) -> usize {
     let batched = if on_batch_kernels(t, n) {
         batch_bytes(&t.lab, n_vars, n)
     } else {
         0
     };
-    5 * n * 32 + n_vars * 32 + 5 * largest * (32 + 4 * windows(largest).0) + batched
+    5 * n * 32
+        + n_vars * 32
+        + bits_bytes(n_vars)
+        + 5 * largest * (32 + 4 * windows(largest).0)
+        + batched
 }
 
 /// One proof's share of a batched pass's scratch (an upper estimate): its bucket digits
@@ -490,6 +516,37 @@ mod tests {
             device_bytes_for_shape(&constant, &s, false)
                 > device_bytes_for_shape(&plain, &s, false)
         );
+    }
+
+    /// The bit path is every key's but a constant-work one's (whose MSMs must not depend
+    /// on the values), and its bitmap and scratch are counted with each proof, in core
+    /// and streamed: a word per 32 signals, two past the end, 1 MiB of scratch.
+    #[test]
+    fn the_bit_path_is_counted_per_proof_and_never_constant_work() {
+        let plain = Tuning::default();
+        assert!(takes_bits(&plain));
+        let constant = Tuning {
+            constant_work: true,
+            ..plain
+        };
+        assert!(!takes_bits(&constant));
+        let off = Tuning {
+            lab: LabSwitches {
+                no_bits: true,
+                ..plain.lab
+            },
+            ..plain
+        };
+        assert!(!takes_bits(&off));
+        assert_eq!(bitmap_bytes(64), (2 + 2) * 4);
+        assert_eq!(bitmap_bytes(65), (3 + 2) * 4);
+        let s = shape(1 << 25);
+        let bits = bits_bytes(s.n_vars);
+        assert_eq!(bits, (s.n_vars.div_ceil(32) + 2) * 4 + (1 << 20));
+        let without_bits = 5 * s.domain_size * 32 + s.n_vars * 32;
+        assert!(device_bytes_per_pass(&plain, &s) as usize >= without_bits + bits);
+        let sets = gpu_key_sets(&plain.lab, &s);
+        assert!(sets.proof_bytes >= (4 * s.domain_size * 32 + bits) as u64);
     }
 
     /// Small keys batch, large ones prove alone; G2 is always on the GPU.

@@ -191,7 +191,7 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
                 // An idle buffer set's quotient, for a streamed walk's chunks.
                 let bufs = bound.pool.lend()?;
                 bound
-                    .batch_msms(&[w], &[h], true, bufs.quotient.idle_room())?
+                    .batch_msms(&[w], &[h], None, true, bufs.quotient.idle_room())?
                     .pop()
                     .ok_or_else(|| CudaError::Length("the mask's MSMs returned nothing".into()))
             })?;

@@ -17,11 +17,13 @@ use zkpipe_core::timings::{Stage, Timings};
 use zkpipe_core::{Curve, PassWitness};
 
 /// What one proof in flight needs of its own: the quotient's device buffers (h stays
-/// there for the H MSM), a pinned staging buffer, and the device copy of its witness.
+/// there for the H MSM), a pinned staging buffer, the device copy of its witness, and
+/// the bitmap of its 1s where its MSMs take the bit path (`crate::enabled::bits`).
 pub(crate) struct PassBuffers<E: GpuCurve> {
     pub(crate) quotient: GpuQuotient<E>,
     pub(crate) staging: PinnedBuf,
     pub(crate) w: DeviceBuf,
+    pub(crate) ones: DeviceBuf,
 }
 
 impl<E: GpuCurve + Curve> PassBuffers<E> {
@@ -143,6 +145,7 @@ impl<E: GpuCurve> PassShape<E> {
             quotient: GpuQuotient::new(self.lg_n, self.omega, self.shift, self.gpu)?,
             staging: PinnedBuf::with_kind((3 * n).max(self.n_vars) * elem, self.staging)?,
             w: DeviceBuf::new(self.gpu, self.n_vars * elem)?,
+            ones: DeviceBuf::new(self.gpu, crate::shape::bitmap_bytes(self.n_vars))?,
         })
     }
 }

@@ -91,8 +91,8 @@ gpu_curve_impl!(ark_bls12_381::Bls12_381, ark_bls12_381, 6, BLS12_381);
 pub trait GpuGroup<E: GpuCurve>: 'static {
     /// arkworks affine points (the upload format).
     type Affine: Copy + Send + Sync;
-    /// The result type.
-    type Point: CurveGroup;
+    /// The result type (whose affine points are [`Self::Affine`]).
+    type Point: CurveGroup<Affine = Self::Affine, ScalarField = E::ScalarField>;
     /// Words of one base-field coordinate (LIMBS, or 2·LIMBS in the extension).
     fn coord_words() -> usize;
     #[doc(hidden)]

@@ -120,6 +120,17 @@ curve_ffi! {
         ) -> sppark::Error;
         /// A plan's k MSMs as bit sums: k·groups·wbits xyzz points into `out`.
         batch = "batch_msm" fn(set: SetHandle, plan: PlanHandle, out: *mut c_void) -> sppark::Error;
+        /// The bit path's sum (`bits.cuh`): Σ of the set's points `first..first + n`
+        /// whose bit `bit0 + (i − first)` of the device bitmap `ones` is set, as
+        /// `ZKP_BITS_OUT` xyzz partial sums into host `out`.
+        bits_sum = "bits_sum" fn(
+            set: SetHandle,
+            first: usize,
+            n: usize,
+            ones: *const u32,
+            bit0: usize,
+            out: *mut c_void,
+        ) -> sppark::Error;
         /// out[i] = scalars[i]·G (xyzz) for i < n from a window table of G
         /// (`setup.cuh`), all in device memory on `dev`; returns when they are there.
         fixed_base = "fixed_base" fn(
@@ -159,6 +170,23 @@ curve_ffi! {
         ) -> sppark::Error;
         /// Frees a plan.
         plan_drop = "bm_plan_drop" fn(plan: PlanHandle);
+        /// The bit path's split (`bits.cuh`) of n device scalars (`one`: 1 in their
+        /// form, 4 words): the bitmap of 1s into device `ones` (`words` words), into host
+        /// memory the count of the other non-zero values and, if at most `cap`, their
+        /// indices and standard-form values.
+        bits_split = "bits_split" fn(
+            w: *const c_void,
+            n: usize,
+            mont: bool,
+            one: *const u64,
+            ones: *mut u32,
+            words: usize,
+            cap: u32,
+            count: *mut u32,
+            idx: *mut u32,
+            vals: *mut c_void,
+            dev: c_int,
+        ) -> sppark::Error;
         /// The NTT buffers of one domain size, with the coset's powers.
         quotient_new = "quotient_new" fn(
             out: *mut QuotientHandle,

@@ -48,6 +48,16 @@ impl DeviceBuf {
         unsafe { upload_to(self.device as usize, self.ptr as usize, src, bytes) }
     }
 
+    /// Its size in bytes.
+    pub fn len(&self) -> usize {
+        self.bytes
+    }
+
+    /// True for a buffer of no bytes (one byte is allocated all the same).
+    pub fn is_empty(&self) -> bool {
+        self.bytes == 0
+    }
+
     /// The device address at byte `offset` (for kernels reading the buffer).
     pub fn device_ptr(&self, offset: usize) -> *const u8 {
         assert!(offset <= self.bytes);

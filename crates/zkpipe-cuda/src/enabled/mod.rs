@@ -7,6 +7,7 @@
 //!  memory     pinned host buffers, device buffers
 //!  curve      GpuCurve / GpuGroup: each curve's entry points, points back from the GPU
 //!  msm        resident point sets; single and batched MSMs against them
+//!  bits       the w MSMs' bit path: a witness of 0s and 1s split once, its 1s' points summed
 //!  quotient   GpuQuotient: the quotient NTTs
 //!  reduce     GpuMatrices: A and B resident, a, b, c computed on the GPU
 //!  buffers    one proof's buffers in flight, lent from a key's pool
@@ -19,6 +20,7 @@
 //!  setup      GpuFixedBase: a dev key's fixed-base multiplications (`setup --dev`)
 //! ```
 
+mod bits;
 mod bound;
 mod buffers;
 mod curve;

@@ -323,6 +323,50 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
             .collect())
     }
 
+    /// Σ of the points `first..first + n` (past the padding; a chunk set's as the walk
+    /// filled it) whose bit `bit0 + (i − first)` of the device bitmap at `ones` is set:
+    /// the bit path's GPU share of a w MSM (the split and the host's share are
+    /// `crate::enabled::bits`'s).
+    ///
+    /// # Safety
+    /// `ones` must be a bitmap on this set's GPU with bits up to `bit0 + n` and two
+    /// words past them, not written while this runs; a chunk set must hold its points
+    /// ([`Self::filled`]).
+    pub unsafe fn bits_sum(
+        &self,
+        ones: usize,
+        first: usize,
+        n: usize,
+        bit0: usize,
+    ) -> Result<G::Point, CudaError> {
+        if first + n > self.len {
+            return Err(CudaError::Length(format!(
+                "a bit sum of points {first}..{} of {}",
+                first + n,
+                self.len
+            )));
+        }
+        let words = 4 * G::coord_words();
+        let mut out = vec![0u64; BITS_SUMS_OUT * words];
+        // SAFETY: `out` has room for the partial xyzz sums; the set is live, `ones` as the
+        // caller says; the call only reads the points.
+        check(unsafe {
+            (G::fns().bits_sum)(
+                self.handle,
+                first,
+                n,
+                ones as *const u32,
+                bit0,
+                out.as_mut_ptr() as *mut c_void,
+            )
+        })?;
+        let mut sum = G::Point::ZERO;
+        for t in out.chunks(words) {
+            sum += G::from_xyzz(t);
+        }
+        Ok(sum)
+    }
+
     /// Σ scalarsᵢ·pointsᵢ (standard-form scalars, at most as many as points). A scalar
     /// ≥ r is refused ([`CudaError::ScalarOutOfRange`]).
     pub fn msm(
@@ -333,6 +377,9 @@ impl<E: GpuCurve, G: GpuGroup<E>> Resident<E, G> {
         self.msm_raw(scalars.as_ptr() as *const [u64; 4], scalars.len(), false)
     }
 }
+
+/// Partial sums one bit sum hands back (`ZKP_BITS_OUT` in `cuda/bits.cuh`).
+const BITS_SUMS_OUT: usize = 32;
 
 /// Bits of the curve's scalar field: what the window count is reckoned from.
 fn scalar_bits<E: GpuCurve>() -> u32 {

@@ -3,10 +3,11 @@
 //! proof's reduce and quotient on its own stream, then one batched MSM per point set for
 //! all of them). Either way w crosses once and h never leaves the GPU.
 
+use crate::enabled::bits::{resident_sum, WitnessBits};
 use crate::enabled::bound::{CudaBound, KeyPoints};
 use crate::enabled::curve::GpuCurve;
 use crate::enabled::msm::{BatchPlan, ResidentG1};
-use crate::shape::constant_work;
+use crate::shape::{constant_work, takes_bits};
 use crate::CudaError;
 use ark_ec::pairing::Pairing;
 use std::time::Instant;
@@ -72,7 +73,23 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             .map(|b| b.quotient.h_on_device() as usize)
             .collect();
         let room = lent.first().map_or((0, 0), |b| b.quotient.idle_room());
-        let sums = self.batch_msms(&ws, &hs, mont_w, room);
+        // A streamed key's w sets take the bit path where every proof's w splits (its
+        // walk's sums are sppark's otherwise; an in-core batch's plans skip 0 digits).
+        let n_vars = self.key.points.a.len();
+        let streamed = matches!(self.points, KeyPoints::Streamed(_));
+        let bits = match streamed && takes_bits(&self.tuning) {
+            true => {
+                let split = lent.iter_mut().zip(&ws).map(|(b, &w)| {
+                    // SAFETY: `w` holds the proof's n_vars scalars, which nothing writes
+                    // until the pass ends; the bitmap is the proof's own.
+                    unsafe { WitnessBits::split(w, n_vars, mont_w, &mut b.ones, self.gpu) }
+                });
+                split.collect::<Result<Option<Vec<_>>, _>>()?
+            }
+            false => None,
+        };
+        let sums = self.batch_msms(&ws, &hs, bits.as_deref(), mont_w, room);
+        drop(bits);
         drop(lent);
         let mut sums = sums?;
         let end = Instant::now();
@@ -103,17 +120,19 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
     /// Montgomery), which must stay as they are until this returns. One plan of bucket
     /// digits for all the w's and one for all the h's, one kernel sequence per point set;
     /// for a streamed key, one walk over each set's chunks instead, which may put its
-    /// chunks in `room` (the first proof's idle quotient vectors, `GpuQuotient::idle_room`).
+    /// chunks in `room` (the first proof's idle quotient vectors, `GpuQuotient::idle_room`),
+    /// and whose w sets take the bit path where `bits` gives each proof's split.
     pub(super) fn batch_msms(
         &self,
         ws: &[usize],
         hs: &[usize],
+        bits: Option<&[WitnessBits<'_, E>]>,
         mont_w: bool,
         room: (usize, usize),
     ) -> Result<Vec<DeviceSums<E>>, CudaError> {
         let sets = match &self.points {
             KeyPoints::Resident(sets) => sets,
-            KeyPoints::Streamed(s) => return self.streamed_msms(s, ws, hs, mont_w, room),
+            KeyPoints::Streamed(s) => return self.streamed_msms(s, ws, hs, bits, mont_w, room),
         };
         let g2 = self.caps.g2;
         let n = self.pool.domain_size();
@@ -197,23 +216,41 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         // w crosses once, in the form the pass got it.
         bufs.quotient_and_w(evals, w, self.matrices.as_ref(), self.mask.as_ref(), t)?;
         let mont_w = w.is_montgomery();
-        let (quotient, w_dev) = (&bufs.quotient, &bufs.w);
+        let nw = w.len();
+        let bufs = &mut *bufs;
         // Device addresses as integers, to hand to the MSM threads.
-        let wd = w_dev.device_ptr(0) as usize;
+        let wd = bufs.w.device_ptr(0) as usize;
+        let bits = match takes_bits(&self.tuning) {
+            // SAFETY: `wd` holds the witness's nw scalars, which nothing writes until the
+            // pass ends; the bitmap is this proof's own.
+            true => unsafe { WitnessBits::split(wd, nw, mont_w, &mut bufs.ones, self.gpu)? },
+            false => None,
+        };
+        let (quotient, w_dev) = (&bufs.quotient, &bufs.w);
         let private = w_dev.device_ptr((n_public + 1) * 32) as usize;
         let hd = quotient.h_on_device() as usize;
-        let (nw, n_private) = (w.len(), w.len() - n_public - 1);
+        let n_private = nw - n_public - 1;
+        let host = &self.key.points;
         let msm = |set: &ResidentG1<E>, at: usize, len: usize, mont: bool, stage| {
             let start = Instant::now();
-            // SAFETY: `at` is device memory on this GPU holding `len` scalars (w, its
-            // private part, or the quotient's h), lent to this call alone.
-            let r = unsafe { set.msm_device(at as *const [u64; 4], len, mont) };
+            // A w set by the bit path where w splits (H's scalars are h's: full-size).
+            let r = match (&bits, stage) {
+                (Some(bits), Stage::MsmA) => resident_sum(set, &host.a, bits, 0),
+                (Some(bits), Stage::MsmB1) => resident_sum(set, &host.b1, bits, 0),
+                (Some(bits), Stage::MsmC) => resident_sum(set, &host.c, bits, n_public + 1),
+                // SAFETY: `at` is device memory on this GPU holding `len` scalars (w, its
+                // private part, or the quotient's h), lent to this call alone.
+                _ => unsafe { set.msm_device(at as *const [u64; 4], len, mont) },
+            };
             (r, span(stage, start))
         };
         let g2_msm = || {
             let start = Instant::now();
-            // SAFETY: as above, for w.
-            let r = unsafe { sets.b2.msm_device(wd as *const [u64; 4], nw, mont_w) };
+            let r = match &bits {
+                Some(bits) => resident_sum(&sets.b2, &host.b2, bits, 0),
+                // SAFETY: as above, for w.
+                None => unsafe { sets.b2.msm_device(wd as *const [u64; 4], nw, mont_w) },
+            };
             (r, span(Stage::MsmB2, start))
         };
         type G1R<E> = (Result<<E as Pairing>::G1, CudaError>, Span);

@@ -2,7 +2,8 @@
 //! stay in host memory (the compiled key's) and stream through the GPU in chunks, as its
 //! [`StreamPlan`] cuts them. One walk over a set's chunks serves a whole pass: while a
 //! chunk is on the device, every proof of the batch runs sppark's MSM of its scalars'
-//! slice against it and adds the result to its sum, and the next chunk is copied in
+//! slice against it (or, on the bit path, sums the chunk's points its witness's bitmap
+//! picks: `crate::enabled::bits`) and adds the result to its sum, and the next chunk is copied in
 //! meanwhile (double buffering: two chunks, one being added against, one filling, each
 //! through its own pinned staging buffer, kept with the key). The four G1 sets and then
 //! [B]₂ are walked as one stream, so each set's first chunk crosses during the previous
@@ -196,6 +197,16 @@ pub(super) struct Leg<'a, A> {
     pub(super) chunks: Vec<Range<usize>>,
     pub(super) vectors: Vec<usize>,
     pub(super) mont: bool,
+    /// Where the vectors' sums take the bit path (`crate::enabled::bits`): each vector's
+    /// bitmap of 1s, and the bit of the set's first point.
+    pub(super) bits: Option<LegBits>,
+}
+
+/// A leg's bitmaps ([`Leg::bits`]): device addresses on the walk's GPU, one a vector, not
+/// written while the walk runs; the set's point i is bit `offset + i`.
+pub(super) struct LegBits {
+    pub(super) ones: Vec<usize>,
+    pub(super) offset: usize,
 }
 
 impl<'a, A> Leg<'a, A> {
@@ -214,7 +225,13 @@ impl<'a, A> Leg<'a, A> {
             chunks: plan.chunks(set),
             vectors: vectors.to_vec(),
             mont,
+            bits: None,
         }
+    }
+
+    /// The leg with its sums on the bit path ([`LegBits`]).
+    pub(super) fn with_bits(self, bits: Option<LegBits>) -> Self {
+        Self { bits, ..self }
     }
 
     /// The chunks cover the points, in order.
@@ -493,6 +510,17 @@ unsafe fn add<E: GpuCurve, G: GpuGroup<E>>(
 ) -> Result<(), CudaError> {
     // SAFETY: as the caller says.
     unsafe { set.filled(chunk.len())? };
+    if let Some(bits) = &leg.bits {
+        return sums
+            .iter_mut()
+            .zip(&bits.ones)
+            .try_for_each(|(sum, &ones)| {
+                // SAFETY: the bitmap covers the set's points' bits (the leg's contract), and
+                // `set` holds the chunk's points.
+                *sum += unsafe { set.bits_sum(ones, 0, chunk.len(), bits.offset + chunk.start)? };
+                Ok(())
+            });
+    }
     sums.iter_mut().zip(&leg.vectors).try_for_each(|(sum, &v)| {
         let at = (v + chunk.start * SCALAR_BYTES) as *const [u64; 4];
         // SAFETY: `at` is this GPU's memory holding the vector's scalars from

@@ -2,13 +2,14 @@
 //! ([`crate::enabled::streamed`]): each walks the key's chunks (of points, or of its
 //! matrices' rows: `crate::enabled::streamed_reduce`) once for all its scalar vectors.
 
+use crate::enabled::bits::WitnessBits;
 use crate::enabled::bound::CudaBound;
 use crate::enabled::buffers::Lent;
 use crate::enabled::curve::{GpuCurve, GpuGroup, G1, G2};
 use crate::enabled::memory::DeviceBuf;
 use crate::enabled::pass::per_proof;
 use crate::enabled::quotient::GpuQuotient;
-use crate::enabled::streamed::{walk, ChunkHalves, Leg, Streamed, SCALAR_BYTES};
+use crate::enabled::streamed::{walk, ChunkHalves, Leg, LegBits, Streamed, SCALAR_BYTES};
 use crate::enabled::streamed_reduce::StreamedMatrices;
 use crate::CudaError;
 use std::time::Instant;
@@ -20,12 +21,14 @@ use zkpipe_core::{Curve, PassInput};
 impl<E: Curve + GpuCurve> CudaBound<E> {
     /// The five MSMs of k proofs of a streamed key, each set's chunks walked once for
     /// all of them: `ws` and `hs` as for the in-core batched MSMs (`batch_msms`), `room`
-    /// the first proof's idle quotient vectors, where the walks may put their chunks.
+    /// the first proof's idle quotient vectors, where the walks may put their chunks;
+    /// the w sets on the bit path where `bits` gives each proof's split.
     pub(super) fn streamed_msms(
         &self,
         streamed: &Streamed,
         ws: &[usize],
         hs: &[usize],
+        bits: Option<&[WitnessBits<'_, E>]>,
         mont_w: bool,
         room: (usize, usize),
     ) -> Result<Vec<DeviceSums<E>>, CudaError> {
@@ -34,16 +37,26 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         let pinned = pinned.as_deref();
         // The G1 sets, then [B]₂ (its points are another type), as one stream.
         // C's points multiply w's private part, past the public inputs.
-        let private = (self.key.n_public + 1) * SCALAR_BYTES;
+        let first_private = self.key.n_public + 1;
+        let private = first_private * SCALAR_BYTES;
         let cs: Vec<usize> = ws.iter().map(|&w| w + private).collect();
+        // The w sets' sums on the bit path, where each proof's w split.
+        let on_bits = |offset: usize| {
+            bits.map(|b| LegBits {
+                ones: b.iter().map(WitnessBits::ones).collect(),
+                offset,
+            })
+        };
         let g1 = [
-            Leg::of(plan, &p.a, KeySet::A, pinned, ws, mont_w),
-            Leg::of(plan, &p.b1, KeySet::B1, pinned, ws, mont_w),
-            Leg::of(plan, &p.c, KeySet::C, pinned, &cs, mont_w),
+            Leg::of(plan, &p.a, KeySet::A, pinned, ws, mont_w).with_bits(on_bits(0)),
+            Leg::of(plan, &p.b1, KeySet::B1, pinned, ws, mont_w).with_bits(on_bits(0)),
+            Leg::of(plan, &p.c, KeySet::C, pinned, &cs, mont_w).with_bits(on_bits(first_private)),
             Leg::of(plan, &p.h, KeySet::H, pinned, hs, true),
         ];
         let b2 = match self.caps.g2 {
-            true => vec![Leg::of(plan, &p.b2, KeySet::B2, pinned, ws, mont_w)],
+            true => {
+                vec![Leg::of(plan, &p.b2, KeySet::B2, pinned, ws, mont_w).with_bits(on_bits(0))]
+            }
             false => Vec::new(),
         };
         let halves = ChunkHalves::new(plan, room, gpu)?;
@@ -53,14 +66,23 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             g1.next()
                 .ok_or_else(|| CudaError::Length("a streamed walk returned too few sums".into()))
         };
-        let (a, b1, c, h) = (next()?, next()?, next()?, next()?);
-        let b2 = b2.pop();
+        let (mut a, mut b1, mut c, h) = (next()?, next()?, next()?, next()?);
+        let mut b2 = b2.pop();
         let counts = [a.len(), b1.len(), c.len(), h.len()];
         if counts.iter().any(|&n| n != ws.len()) || b2.as_ref().is_some_and(|v| v.len() != ws.len())
         {
             return Err(CudaError::Length(
                 "a streamed MSM returned the wrong count".into(),
             ));
+        }
+        // The bit path's host share: the few values neither 0 nor 1.
+        for (j, bits) in bits.into_iter().flatten().enumerate() {
+            a[j] += bits.rest_sum::<G1>(&p.a, 0);
+            b1[j] += bits.rest_sum::<G1>(&p.b1, 0);
+            c[j] += bits.rest_sum::<G1>(&p.c, first_private);
+            if let Some(b2) = b2.as_mut() {
+                b2[j] += bits.rest_sum::<G2>(&p.b2, 0);
+            }
         }
         Ok(per_proof(ws.len(), &a, &b1, b2.as_deref(), &c, &h))
     }

@@ -15,7 +15,9 @@
 //!   ([`checks::batch`]);
 //! - the seam: dev keys of 2^12 and 2^16 bound through `CudaDevices` against the same
 //!   keys on the CPU (`CpuBound`): every verb, passes of one and of several proofs,
-//!   wrong lengths refused, whole proofs self-checked ([`checks::seam`]);
+//!   wrong lengths refused, whole proofs self-checked; and the w MSMs' bit path, a 2^16
+//!   key with a SHA-256 circuit's values streamed (and in a `lab` build in-core on
+//!   sppark's lone path) ([`checks::seam`]);
 //! - constant-work MSMs: every witness distribution through a resident key's pass with
 //!   constant work off and on, against the CPU, timed, and the spread of those times
 //!   ([`checks::constant`]);

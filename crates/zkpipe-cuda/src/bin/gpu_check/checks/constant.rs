@@ -16,6 +16,7 @@ use std::sync::Arc;
 use zkpipe_core::device::bind;
 use zkpipe_core::reduce::DEFAULT_SCHEDULE;
 use zkpipe_core::stages::ReduceOn;
+use zkpipe_core::synth::Values;
 use zkpipe_core::{
     prove, BindCurve, BindOptions, BoundKey, CpuBound, CpuOptions, ProveOptions, Timings, Witness,
 };
@@ -49,7 +50,7 @@ fn at<E: BindCurve>(
         "constant work off".into()
     };
     let name = format!("{name} 2^{log} {mode}");
-    let (key, witness) = dev_key::<E>(log)?;
+    let (key, witness) = dev_key::<E>(log, Values::Products)?;
     key.prepare_resident();
     let opts = BindOptions {
         constant_work: constant,

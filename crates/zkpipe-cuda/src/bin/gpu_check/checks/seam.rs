@@ -6,7 +6,7 @@
 //! verified by their self-check, and a witness that does not satisfy the circuit refused.
 
 use crate::common::{once, random_scalars, summarize, verdict, Cfg};
-use ark_ff::{Field, PrimeField};
+use ark_ff::{Field, One, PrimeField, Zero};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use std::cell::Cell;
@@ -17,7 +17,7 @@ use zkpipe_core::msm::{DeviceSums, ScalarInt};
 use zkpipe_core::reduce::{QapEvals, DEFAULT_SCHEDULE};
 use zkpipe_core::setup::dev_setup;
 use zkpipe_core::stages::{device_stage, reduce_stage, ReduceOn};
-use zkpipe_core::synth::{synth, SynthSpec, Values};
+use zkpipe_core::synth::{synth, SynthSpec, ValueProfile, Values};
 use zkpipe_core::{prove, BindCurve, BoundKey, CompiledKey, CpuBound, Devices, Error, G1Set};
 use zkpipe_core::{KeyShape, PassInput, PassWitness, ProveOptions, Timings, Witness};
 use zkpipe_cuda::{CudaDevices, CudaError};
@@ -54,6 +54,40 @@ pub fn check_seam<E: BindCurve>(name: &str, devices: &CudaDevices, cfg: &Cfg) ->
                 false
             });
         }
+    }
+    ok & check_bit_path::<E>(name, devices, cfg)
+}
+
+/// The bit path (`crate::enabled::bits`): a dev key whose witness holds a SHA-256
+/// circuit's values (0s and 1s, a few others; the perturbed witnesses add a 2),
+/// streamed in 8+ chunks, and in a `lab` build also in-core with a lone proof on sppark's
+/// path (which a domain over 2^20 takes by default), against the CPU.
+fn check_bit_path<E: BindCurve>(name: &str, devices: &CudaDevices, cfg: &Cfg) -> bool {
+    let values = Values::Profile(ValueProfile::SHA256);
+    let log = 16u32.min(cfg.max_log);
+    let mut runs: Vec<(String, Res<CudaDevices>, Option<Walk>)> = vec![(
+        format!("{name} (SHA-256 values, streamed, 8+ chunks)"),
+        Ok(devices.clone()),
+        Some(Walk::InRoom),
+    )];
+    #[cfg(feature = "lab")]
+    {
+        let mut opts = *devices.options();
+        opts.lab.lone_msm = Some(false);
+        runs.push((
+            format!("{name} (SHA-256 values, in-core, sppark's lone path)"),
+            CudaDevices::new(opts).map_err(Into::into),
+            None,
+        ));
+    }
+    let mut ok = true;
+    for (name, on, walk) in runs {
+        ok &= on
+            .and_then(|on| seam_with::<E>(&name, &on, log, true, walk, values))
+            .unwrap_or_else(|e| {
+                println!("{name} seam 2^{log}: {e}");
+                false
+            });
     }
     ok
 }
@@ -118,7 +152,26 @@ fn seam_at<E: BindCurve>(
     resident: bool,
     streamed: Option<Walk>,
 ) -> Res<bool> {
-    let (key, witness) = dev_key::<E>(log)?;
+    seam_with::<E>(name, devices, log, resident, streamed, Values::Products)
+}
+
+/// The seam of a dev key of 2^log whose witness holds `values`, on `devices` (which
+/// stream it where `streamed` says how).
+fn seam_with<E: BindCurve>(
+    name: &str,
+    devices: &CudaDevices,
+    log: u32,
+    resident: bool,
+    streamed: Option<Walk>,
+    values: Values,
+) -> Res<bool> {
+    let (key, witness) = dev_key::<E>(log, values)?;
+    let others = witness
+        .values
+        .iter()
+        .filter(|v| !v.is_zero() && !v.is_one())
+        .count();
+    println!("{name} seam 2^{log}: {others} values neither 0 nor 1");
     if resident {
         key.prepare_resident();
     }
@@ -326,14 +379,14 @@ pub(crate) type DevKey<E> = (
     Witness<<E as ark_ec::pairing::Pairing>::ScalarField>,
 );
 
-/// A dev key of domain 2^log (4 public inputs) and a witness that satisfies it.
-pub(crate) fn dev_key<E: BindCurve>(log: u32) -> Res<DevKey<E>> {
+/// A dev key of domain 2^log (4 public inputs) and a witness of `values` that satisfies it.
+pub(crate) fn dev_key<E: BindCurve>(log: u32, values: Values) -> Res<DevKey<E>> {
     let public = 4;
     let spec = SynthSpec {
         constraints: (1 << log) - public - 1,
         public,
         seed: 1,
-        values: Values::Products,
+        values,
     };
     let (r1cs, wtns) = synth::<E>(&spec);
     let zkey = dev_setup::<E>(&r1cs, &mut StdRng::seed_from_u64(1), &|_, _| {})?;

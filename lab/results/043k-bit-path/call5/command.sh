@@ -1,0 +1,2 @@
+# memory sampled every 2 s (free -m, the three largest RSS); PENDING=8 was refused (must be >= partitions a job)
+mkdir -p $OUT/r; ( while true; do { date +%T; free -m | sed -n 2p; ps -eo rss,comm --sort=-rss | head -4 | tr '\n' ' '; echo; } >> $OUT/r/mem.txt; sleep 2; done ) & mp=$!; HOST_LIMIT=80GiB PENDING=8 T=500 CLIENTS=4 JOBS=1 VARIANTS='bits:|sppark: env.ZKPIPE_CUDA_BITS=off' bash .carry/k3.sh; kill $mp

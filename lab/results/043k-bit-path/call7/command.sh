@@ -1,0 +1,1 @@
+set -u; R=$OUT/r; mkdir -p $R; S=lab/exp043/regime.sh; for bits in on off; do ZKPIPE_CUDA_HOST_REDUCE=1 ZKPIPE_CUDA_BITS=$bits BATCHES=10 RUNS=3 timeout 200 $S $R/host-$bits /tmp/b bench bls12-381 25 16GiB; done
