@@ -20,15 +20,16 @@
 #define ZKP_BITS_FOLD 32
 #define ZKP_BITS_OUT (ZKP_BITS_BLOCKS / ZKP_BITS_FOLD)
 
-// A warp handles 32 consecutive scalars: each lane classifies one, the ballot of the
-// lanes that hold a 1 is the bitmap's word, and a lane holding another non-zero value
-// appends it (unordered, standard form) while there is room; `count` counts them all.
-// A scalar's 32-bit limbs, by value: 1 in the witness's form, which the host knows (sppark's
-// is_one() reads its constant through inline assembly that nvcc 13 cannot compile here).
+// A scalar's 32-bit limbs, by value: 1 in the witness's form, which the host knows
+// (sppark's is_one() reads its constant through inline assembly that nvcc 13 cannot
+// compile here).
 struct zkp_limbs8_t {
     uint32_t l[8];
 };
 
+// A warp handles 32 consecutive scalars: each lane classifies one, the ballot of the
+// lanes that hold a 1 is the bitmap's word, and a lane holding another non-zero value
+// appends it (unordered, standard form) while there is room; `count` counts them all.
 template<class scalar_t>
 __global__ void zkp_bits_split(uint32_t* ones, uint32_t* idx, scalar_t* vals, uint32_t* count,
                                uint32_t cap, const scalar_t* w, size_t n, bool mont,
@@ -100,9 +101,9 @@ __global__ void zkp_bits_sum(typename bucket_t::mem_t* out, const affine_h* poin
 }
 
 // Splits the n scalars at device address w (standard form, or Montgomery with `mont`;
-// `one`: 1 in that form, 4 words): the bitmap of 1s into `ones` (device, `words` words: ⌈n/32⌉ + 2); into host memory the
-// count of other non-zero values and, if at most `cap`, their indices and values in
-// standard form.
+// `one`: 1 in that form, 4 words): the bitmap of 1s into `ones` (device, `words` words:
+// ⌈n/32⌉ + 2, crate::shape::bitmap_bytes); into host memory the count of the other
+// non-zero values and, if at most `cap`, their indices and values in standard form.
 template<class scalar_t>
 static RustError zkp_bits_split_run(const scalar_t* w, size_t n, bool mont,
                                     const uint64_t* one, uint32_t* ones, size_t words,

@@ -75,7 +75,7 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
         let room = lent.first().map_or((0, 0), |b| b.quotient.idle_room());
         // A streamed key's w sets take the bit path where every proof's w splits (its
         // walk's sums are sppark's otherwise; an in-core batch's plans skip 0 digits).
-        let n_vars = self.key.points.a.len();
+        let n_vars = self.key.n_vars;
         let streamed = matches!(self.points, KeyPoints::Streamed(_));
         let bits = match streamed && takes_bits(&self.tuning) {
             true => {
