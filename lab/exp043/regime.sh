@@ -17,7 +17,8 @@
 #                               `zkpipe-bench sweep` of CLIENTS ("1,2,4,8"), JOBS a client,
 #                               10 partitions, for each VARIANT ('NAME: k=v; ...', as sweep
 #                               takes it) in turn, one daemon at a time (T seconds in all),
-#                               nvidia-smi sampled every 200 ms meanwhile
+#                               nvidia-smi sampled every 200 ms meanwhile; SWEEP_FLAGS are
+#                               added to every sweep (e.g. --no-pack: witnesses as they are)
 #
 # The daemons' config (WORK/regime.toml): trusted keys, device_limit LIMIT (default 16GiB),
 # at most PENDING (default 20) partitions accepted and unfinished, so the job store's
@@ -109,7 +110,7 @@ case $step in
       p=$(smi "$out/sweep-$label-$vname.csv")
       TMPDIR=$work/state timeout "$left" "$bin/zkpipe-bench" sweep --config "$work/regime.toml" \
         --backend "$backend" --out "$out/sweep-$label-$vname" -c "$clients" -j "$jobs" -p 10 \
-        --timeout 20m --variant "$v" "$n" "$(wtns "$curve" "$log")" > "$f" 2>&1 ||
+        --timeout 20m ${SWEEP_FLAGS:-} --variant "$v" "$n" "$(wtns "$curve" "$log")" > "$f" 2>&1 ||
         echo "FAILED rc=$?" >> "$f"
       kill "$p"; smi_summary "$out/sweep-$label-$vname.csv" >> "$f"
       df -h "$work" >> "$f"

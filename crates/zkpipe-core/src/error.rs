@@ -27,6 +27,9 @@ pub enum Error {
     /// A file could not be read or parsed.
     #[error(transparent)]
     Format(#[from] zkpipe_formats::Error),
+    /// A witness held in memory (a packed one from the wire) could not be read.
+    #[error("{0}")]
+    Witness(zkpipe_formats::ErrorKind),
     /// A point in a key or proof was rejected.
     #[error("{what} {index} is {problem}")]
     InvalidPoint {

@@ -5,6 +5,7 @@ use crate::error::Error;
 use crate::key::CompiledKey;
 use ark_ff::PrimeField;
 use rayon::prelude::*;
+use zkpipe_formats::packed_wtns::PackedView;
 use zkpipe_formats::wtns::{Wtns, WtnsView};
 
 /// Witnesses from this size on raise the bandwidth throttle while they are converted.
@@ -66,6 +67,17 @@ impl<F: PrimeField> Witness<F> {
         check_curve::<E>(wtns)?;
         check_len(wtns.n_witness as usize, key)?;
         Self::convert(wtns.as_view(), ONE_SHOT_VALUES_PER_TASK)
+    }
+
+    /// Converts a packed witness ([`PackedView`], as a client may send it) without
+    /// unpacking it first: each value from its low bytes, in order on the calling thread
+    /// (the values' lengths vary, so no task can start mid-stream; a job's partitions
+    /// convert side by side). Its curve and count are the caller's to check against the key.
+    pub fn from_packed(wtns: &PackedView<'_>) -> Result<Self, Error> {
+        let bytes = wtns.n_witness as usize * wtns.curve.n8r();
+        let _burst = (bytes >= LARGE_WITNESS_BYTES).then(crate::throttle::burst);
+        let values = wtns.decode(field_from_le::<F>).map_err(Error::Witness)?;
+        Ok(Self { values })
     }
 
     /// The values of `wtns`, in tasks of `per_task` values (on the calling thread when
@@ -149,6 +161,32 @@ mod tests {
             let expected: Vec<Fr> = raw.iter().map(|&v| Fr::from(v)).collect();
             assert_eq!(w.values, expected, "{n} values");
         }
+    }
+
+    #[test]
+    fn a_packed_witness_converts_as_its_wtns_does_and_refuses_what_it_refuses() {
+        let raw: Vec<u64> = (0..3000u64)
+            .map(|i| (i % 5) & 1)
+            .chain([0, 1, 1 << 50])
+            .collect();
+        let wtns = wtns_of(&raw);
+        let packed = zkpipe_formats::packed_wtns::pack(&wtns.to_bytes()).expect("0s and 1s pack");
+        let view = PackedView::parse(&packed).unwrap();
+        assert_eq!(
+            Witness::<Fr>::from_packed(&view).unwrap(),
+            Witness::<Fr>::from_wtns(&wtns).unwrap()
+        );
+        // The last value set to the modulus: out of range, by index.
+        let mut big = wtns.clone();
+        let last = big.values.len() - 32;
+        big.values[last..].copy_from_slice(&CurveId::Bn254.r_le());
+        let bytes = big.to_bytes();
+        let packed = zkpipe_formats::packed_wtns::pack(&bytes).expect("still mostly bits");
+        let e = Witness::<Fr>::from_packed(&PackedView::parse(&packed).unwrap()).unwrap_err();
+        assert!(
+            e.to_string().contains(&format!("index {}", raw.len() - 1)),
+            "{e}"
+        );
     }
 
     #[test]

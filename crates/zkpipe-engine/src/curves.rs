@@ -12,6 +12,7 @@ use zkpipe_core::device::{bind, BindCurve, BindOptions, BoundKey, Caps, Devices}
 use zkpipe_core::key_cache::{compile_checked, CheckedKeys};
 use zkpipe_core::stages::ReduceOn;
 use zkpipe_core::{Bls12_381, Bn254, CompiledKey, Error as CoreError, PointChecks, Witness};
+use zkpipe_formats::packed_wtns::PackedView;
 use zkpipe_formats::wtns::WtnsView;
 use zkpipe_formats::zkey::ZkeyFile;
 use zkpipe_formats::CurveId;
@@ -185,6 +186,13 @@ pub(crate) trait CurveKind: Send + Sync {
         buffers: &PartitionBuffers,
     ) -> Result<Partition<AtReduce>, CoreError>;
 
+    /// A partition of a witness packed on the wire, converted without unpacking it.
+    fn packed_partition(
+        &self,
+        wtns: &PackedView<'_>,
+        buffers: &PartitionBuffers,
+    ) -> Result<Partition<AtReduce>, CoreError>;
+
     /// Bytes of an affine G1 and an affine G2 point in memory.
     fn point_bytes(&self) -> (usize, usize);
 }
@@ -221,6 +229,16 @@ impl<E: EngineCurve> CurveKind for Kind<E> {
         buffers: &PartitionBuffers,
     ) -> Result<Partition<AtReduce>, CoreError> {
         let witness = Witness::from_view(wtns)?;
+        let buffers = Arc::clone(E::buffers(buffers));
+        Ok(E::wrap::<AtReduce>(WitnessPart::new(witness, buffers)))
+    }
+
+    fn packed_partition(
+        &self,
+        wtns: &PackedView<'_>,
+        buffers: &PartitionBuffers,
+    ) -> Result<Partition<AtReduce>, CoreError> {
+        let witness = Witness::from_packed(wtns)?;
         let buffers = Arc::clone(E::buffers(buffers));
         Ok(E::wrap::<AtReduce>(WitnessPart::new(witness, buffers)))
     }

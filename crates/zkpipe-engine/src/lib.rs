@@ -24,6 +24,7 @@ mod live_job;
 
 mod control;
 pub mod engine;
+mod stream_plan;
 pub mod submit;
 
 mod messages;

@@ -37,8 +37,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use zkpipe_core::Devices;
+use zkpipe_formats::packed_wtns::{self, PackedView};
 use zkpipe_formats::wtns::{Wtns, WtnsView};
 use zkpipe_formats::CurveId;
+
+pub use crate::stream_plan::StreamPlan;
 
 /// A request to prove one or more witnesses (partitions) with one key. `W` holds one
 /// witness file's bytes: `Vec<u8>`, or whatever the caller received them in (the daemon's
@@ -360,10 +363,10 @@ impl Submission {
         i: usize,
         bytes: &[u8],
     ) -> Result<Partition<AtReduce>, EngineError> {
-        let wtns = Wtns::view(bytes).map_err(|e| EngineError::MalformedWitness {
-            partition: i,
-            message: e.to_string(),
-        })?;
+        if bytes.starts_with(packed_wtns::MAGIC) {
+            return packed_partition(&entry.meta, i, bytes, &self.buffers);
+        }
+        let wtns = Wtns::view(bytes).map_err(|e| malformed(i, e))?;
         witness_partition(&entry.meta, i, wtns, &self.buffers)
     }
 
@@ -473,92 +476,6 @@ impl Submission {
     }
 }
 
-/// A streamed job whose header passed [`crate::Engine::plan_stream`]: its key's curve and
-/// witness length, to check each witness by its first bytes, and its partitions' places
-/// under `max_pending_partitions`, held until the job is submitted with it
-/// ([`crate::Engine::submit_streamed`]) and given back if it is dropped instead.
-#[derive(Debug)]
-pub struct StreamPlan {
-    key: String,
-    curve: CurveId,
-    n_vars: usize,
-    sizes: Vec<u64>,
-    reserved: Reservation,
-}
-
-/// A `.wtns` file's fixed opening: magic, version, section count (4 bytes each), then the
-/// first section's id (4) and length (8).
-const WTNS_OPENING: usize = 24;
-
-impl StreamPlan {
-    /// Bytes of a witness's start that [`check_start`](Self::check_start) reads (fewer
-    /// when the witness is shorter): a `.wtns` header with its 32-byte prime.
-    pub const HEAD_BYTES: usize = WTNS_OPENING + 4 + 32 + 4;
-
-    /// The declared size of each partition, in order.
-    pub fn sizes(&self) -> &[u64] {
-        &self.sizes
-    }
-
-    /// Checks partition `i`'s first bytes (up to [`Self::HEAD_BYTES`]) against the key: a
-    /// `.wtns` of another curve or signal count, or whose declared size is not the size
-    /// such a file has, is refused now. Anything else (circuit inputs, an unusual but
-    /// valid layout, a witness too short to tell) is left to the full check at submit.
-    pub fn check_start(&self, i: usize, head: &[u8]) -> Result<(), EngineError> {
-        let u32_at = |at: usize| {
-            head.get(at..at + 4)
-                .and_then(|b| b.try_into().ok())
-                .map(u32::from_le_bytes)
-        };
-        if head.len() < WTNS_OPENING + 4 || !head.starts_with(b"wtns") {
-            return Ok(());
-        }
-        // Two sections, the header first: the layout snarkjs and circom write.
-        if u32_at(8) != Some(2) || u32_at(12) != Some(1) {
-            return Ok(());
-        }
-        let Some(n8) = u32_at(WTNS_OPENING).map(|n| n as usize) else {
-            return Ok(());
-        };
-        let prime_at = WTNS_OPENING + 4;
-        let (Some(prime), Some(n_witness)) =
-            (head.get(prime_at..prime_at + n8), u32_at(prime_at + n8))
-        else {
-            return Ok(());
-        };
-        let found = CurveId::from_r_le(prime);
-        if let Some(found) = found.filter(|&c| c != self.curve) {
-            return Err(EngineError::WrongCurve {
-                partition: i,
-                key: self.key.clone(),
-                found,
-                expected: self.curve,
-            });
-        }
-        if n_witness as usize != self.n_vars {
-            return Err(EngineError::WitnessMismatch {
-                partition: i,
-                key: self.key.clone(),
-                expected: self.n_vars,
-                found: n_witness as usize,
-            });
-        }
-        // Opening, header section (n8, prime, count), values' section header, values.
-        let expected = (WTNS_OPENING + 4 + n8 + 4 + 12) as u64 + self.n_vars as u64 * n8 as u64;
-        let declared = self.sizes.get(i).copied().unwrap_or(0);
-        if declared != expected {
-            return Err(EngineError::MalformedWitness {
-                partition: i,
-                message: format!(
-                    "declared as {declared} bytes, but a .wtns of {} values is {expected} bytes",
-                    self.n_vars
-                ),
-            });
-        }
-        Ok(())
-    }
-}
-
 /// Partition `i` of a job of the key `meta` describes, from its witness (submitted or
 /// computed): refused if it is of another curve or length than the key.
 pub(crate) fn witness_partition(
@@ -567,28 +484,59 @@ pub(crate) fn witness_partition(
     wtns: WtnsView<'_>,
     buffers: &PartitionBuffers,
 ) -> Result<Partition<AtReduce>, EngineError> {
-    if wtns.curve != meta.shape.curve {
+    check_shape(meta, i, wtns.curve, wtns.n_witness)?;
+    curve(meta.shape.curve)
+        .partition(wtns, buffers)
+        .map_err(|e| malformed(i, e))
+}
+
+/// Partition `i` from a witness packed on the wire ([`packed_wtns`]), refused as
+/// [`witness_partition`] refuses one.
+fn packed_partition(
+    meta: &KeyMeta,
+    i: usize,
+    bytes: &[u8],
+    buffers: &PartitionBuffers,
+) -> Result<Partition<AtReduce>, EngineError> {
+    let wtns = PackedView::parse(bytes).map_err(|e| malformed(i, e))?;
+    check_shape(meta, i, wtns.curve, wtns.n_witness)?;
+    curve(meta.shape.curve)
+        .packed_partition(&wtns, buffers)
+        .map_err(|e| malformed(i, e))
+}
+
+/// Refuses a witness of another curve or length than the key `meta` describes.
+fn check_shape(
+    meta: &KeyMeta,
+    i: usize,
+    found: CurveId,
+    n_witness: u32,
+) -> Result<(), EngineError> {
+    if found != meta.shape.curve {
         return Err(EngineError::WrongCurve {
             partition: i,
             key: meta.id.clone(),
-            found: wtns.curve,
+            found,
             expected: meta.shape.curve,
         });
     }
-    if wtns.n_witness as usize != meta.shape.n_vars {
+    if n_witness as usize != meta.shape.n_vars {
         return Err(EngineError::WitnessMismatch {
             partition: i,
             key: meta.id.clone(),
             expected: meta.shape.n_vars,
-            found: wtns.n_witness as usize,
+            found: n_witness as usize,
         });
     }
-    curve(meta.shape.curve)
-        .partition(wtns, buffers)
-        .map_err(|e| EngineError::MalformedWitness {
-            partition: i,
-            message: e.to_string(),
-        })
+    Ok(())
+}
+
+/// Partition `i`'s witness could not be read.
+fn malformed(i: usize, e: impl std::fmt::Display) -> EngineError {
+    EngineError::MalformedWitness {
+        partition: i,
+        message: e.to_string(),
+    }
 }
 
 /// Whether a partition's bytes are circuit inputs (a JSON object) rather than a `.wtns`
@@ -596,71 +544,4 @@ pub(crate) fn witness_partition(
 fn is_circuit_inputs(bytes: &[u8]) -> bool {
     let text = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
     text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn wtns(curve: CurveId, n: u32) -> Vec<u8> {
-        Wtns {
-            curve,
-            n_witness: n,
-            values: vec![0u8; n as usize * 32],
-        }
-        .to_bytes()
-    }
-
-    fn plan(sizes: Vec<u64>) -> StreamPlan {
-        StreamPlan {
-            key: "k".into(),
-            curve: CurveId::Bn254,
-            n_vars: 5,
-            sizes,
-            reserved: Reservation::none(),
-        }
-    }
-
-    /// The size `check_start` expects is the size snarkjs's layout has, and every
-    /// mismatch it can see in the first bytes is refused in one line.
-    #[test]
-    fn a_witness_start_is_checked_against_the_key() {
-        let good = wtns(CurveId::Bn254, 5);
-        let head = &good[..StreamPlan::HEAD_BYTES];
-        plan(vec![good.len() as u64]).check_start(0, head).unwrap();
-        let e = plan(vec![good.len() as u64 + 1])
-            .check_start(0, head)
-            .unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            format!(
-                "partition 0: malformed witness: declared as {} bytes, but a .wtns of 5 values is {} bytes",
-                good.len() + 1,
-                good.len()
-            )
-        );
-        let other = wtns(CurveId::Bn254, 4);
-        let e = plan(vec![0, other.len() as u64])
-            .check_start(1, &other[..StreamPlan::HEAD_BYTES])
-            .unwrap_err();
-        assert!(
-            matches!(
-                e,
-                EngineError::WitnessMismatch {
-                    partition: 1,
-                    found: 4,
-                    ..
-                }
-            ),
-            "{e}"
-        );
-        let bls = wtns(CurveId::Bls12_381, 5);
-        let e = plan(vec![bls.len() as u64])
-            .check_start(0, &bls[..StreamPlan::HEAD_BYTES])
-            .unwrap_err();
-        assert!(matches!(e, EngineError::WrongCurve { .. }), "{e}");
-        // Circuit inputs and short starts are left to the full check.
-        plan(vec![9]).check_start(0, b"{\"a\": 1}\n").unwrap();
-        plan(vec![9]).check_start(0, &good[..20]).unwrap();
-    }
 }

@@ -4,6 +4,7 @@
 use crate::container::{expect_size, Container, ContainerWriter, Reader};
 use crate::curve::CurveId;
 use crate::error::{Error, ErrorKind};
+use std::ops::Range;
 use std::path::Path;
 
 const HEADER: u32 = 1;
@@ -156,6 +157,24 @@ impl Wtns {
     /// values are below the modulus: for a reader that only moves the values (the job
     /// store's packer), of a witness checked already or to be checked when it is read.
     pub(crate) fn layout(bytes: &[u8]) -> Result<WtnsView<'_>, ErrorKind> {
+        let (curve, n_witness, values) = Self::sections(bytes)?;
+        expect_size(
+            &values,
+            VALUES,
+            "values",
+            n_witness as u64 * curve.n8r() as u64,
+        )?;
+        Ok(WtnsView {
+            curve,
+            n_witness,
+            values: &bytes[values],
+        })
+    }
+
+    /// A `.wtns`'s curve and value count from its header section, and where its values
+    /// section lies (its size not checked against the count: a packed witness's shell
+    /// holds none of its values, [`crate::packed_wtns::PackedView`]).
+    pub(crate) fn sections(bytes: &[u8]) -> Result<(CurveId, u32, Range<usize>), ErrorKind> {
         let c = Container::parse(bytes, "wtns", 2..=2, "2")?;
         let header = c.unique(HEADER, "header")?;
         let mut r = Reader::new(&bytes[..header.end], header.start, "wtns header");
@@ -176,13 +195,13 @@ impl Wtns {
                 found: header.len() as u64,
             });
         }
-        let values = c.unique(VALUES, "values")?;
-        expect_size(&values, VALUES, "values", n_witness as u64 * n8 as u64)?;
-        Ok(WtnsView {
-            curve,
-            n_witness,
-            values: &bytes[values],
-        })
+        if n8 != curve.n8r() {
+            return Err(ErrorKind::InvalidHeader(format!(
+                "wtns header: {n8}-byte values, but {curve}'s are {} bytes",
+                curve.n8r()
+            )));
+        }
+        Ok((curve, n_witness, c.unique(VALUES, "values")?))
     }
 
     /// This witness as a [`WtnsView`].

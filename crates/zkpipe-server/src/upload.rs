@@ -191,7 +191,7 @@ enum Received {
 struct Current {
     size: u64,
     got: u64,
-    /// Its first bytes, up to [`StreamPlan::HEAD_BYTES`], until checked.
+    /// Its first bytes, up to [`StreamPlan::head_bytes`], until checked.
     head: Vec<u8>,
     checked: bool,
     sink: Sink,
@@ -234,11 +234,17 @@ impl Assembly<'_> {
             };
             let room = usize::try_from(cur.size - cur.got).unwrap_or(usize::MAX);
             let now = data.split_to(room.min(data.len()));
-            let head = StreamPlan::HEAD_BYTES.min(size as usize);
             if !cur.checked {
-                let want = (head - cur.head.len()).min(now.len());
-                cur.head.extend_from_slice(&now[..want]);
-                if cur.head.len() == head {
+                // The head's length is known once its first bytes are (a packed witness's
+                // is longer), so it is taken in two steps.
+                let target = |head: &[u8]| StreamPlan::head_bytes(head).min(size as usize);
+                let mut taken = 0;
+                for _ in 0..2 {
+                    let want = (target(&cur.head) - cur.head.len()).min(now.len() - taken);
+                    cur.head.extend_from_slice(&now[taken..taken + want]);
+                    taken += want;
+                }
+                if cur.head.len() == target(&cur.head) {
                     plan.check_start(i, &cur.head).map_err(&refuse)?;
                     cur.checked = true;
                 }

@@ -77,6 +77,11 @@ pub struct Args {
     /// as one Prove message (the daemon's server.max_request_bytes bounds it).
     #[arg(long, value_enum, default_value_t = Stream::Auto)]
     stream: Stream,
+    /// Send the witness as it is. By default one that packs to half its size or less
+    /// travels packed, as `zkpipe submit` sends it (a circom witness of mostly 0s and 1s
+    /// ~20 times smaller); the daemon reads both.
+    #[arg(long)]
+    no_pack: bool,
     /// Write the daemon's waterfall of this run (Chrome-trace JSON) here (`-`: stdout;
     /// one daemon only).
     #[arg(long)]
@@ -358,6 +363,25 @@ pub async fn run_load(endpoints: &[Endpoint], load: &Load) -> Result<LoadRun> {
     })
 }
 
+/// The witness (or circuit inputs) at `source` as every job sends it: packed where that
+/// halves it unless `no_pack` ([`zkpipe_cli::client::wire_form`]). Says on stderr which.
+pub fn wire_witness(source: &Path, no_pack: bool) -> Result<Arc<[u8]>> {
+    let bytes = zkpipe_formats::files::read_input(source)?;
+    let read = bytes.len();
+    let wire = if no_pack {
+        bytes
+    } else {
+        zkpipe_cli::client::wire_form(bytes)
+    };
+    if wire.len() != read {
+        eprintln!(
+            "witness: {} bytes a partition, packed from {read}",
+            wire.len()
+        );
+    }
+    Ok(wire.into())
+}
+
 /// Runs `loadtest`.
 pub fn run(a: Args) -> Result<()> {
     if a.clients == 0 || a.jobs == 0 || a.partitions == 0 {
@@ -382,7 +406,7 @@ pub fn run(a: Args) -> Result<()> {
     let plan = zkpipe_cli::replace_outputs(&outputs, &[source])?;
     let load = Load {
         key: a.key.clone(),
-        witness: zkpipe_formats::files::read_input(source)?.into(),
+        witness: wire_witness(source, a.no_pack)?,
         clients: a.clients,
         jobs: a.jobs,
         partitions: a.partitions,

@@ -21,7 +21,7 @@ mod daemon;
 mod report;
 mod variant;
 
-use super::loadtest::{run_load, Connections, Endpoint, Load, LoadRun, Stream};
+use super::loadtest::{run_load, wire_witness, Connections, Endpoint, Load, LoadRun, Stream};
 use crate::instruments::kernel;
 use crate::instruments::waterfall::{analyse, filter_jobs};
 use anyhow::{anyhow, bail, Context, Result};
@@ -116,6 +116,11 @@ pub struct Args {
     /// streams every job, never sends each as one message (see loadtest --stream).
     #[arg(long, value_enum, default_value_t = Stream::Auto)]
     stream: Stream,
+    /// Send the witness as it is. By default one that packs to half its size or less
+    /// travels packed, as `zkpipe submit` sends it (a circom witness of mostly 0s and 1s
+    /// ~20 times smaller); the daemon reads both.
+    #[arg(long)]
+    no_pack: bool,
     /// Longest time for one job, from its first submission (and for the key's preload).
     #[arg(long, default_value = "10m", value_parser = duration)]
     timeout: Duration,
@@ -239,7 +244,7 @@ pub fn run(a: Args) -> Result<()> {
     };
     let plan = Plan {
         key: a.key.clone(),
-        witness: zkpipe_formats::files::read_input(source)?.into(),
+        witness: wire_witness(source, a.no_pack)?,
         clients: a.clients.0.clone(),
         jobs: a.jobs,
         partitions: a.partitions,

@@ -31,6 +31,15 @@ impl From<Stream> for zkpipe_proto::upload::StreamMode {
     }
 }
 
+/// A witness as it travels to the daemon: packed ([`zkpipe_formats::packed_wtns`]) where
+/// that halves it, as it is otherwise (circuit inputs, a witness of random values). The
+/// daemon reads both. A circom witness of mostly 0s and 1s crosses ~20 times smaller: a
+/// 2^25 SHA-256-valued partition as 47.6 MB instead of 1.07 GB, which took a daemon under
+/// load from 0.93–0.98 to 0.66–0.69 s a proof (lab/experiments/043l-packed-wire.md).
+pub fn wire_form(bytes: Vec<u8>) -> Vec<u8> {
+    zkpipe_formats::packed_wtns::pack(&bytes).unwrap_or(bytes)
+}
+
 /// `--server` and credentials for client commands.
 #[derive(clap::Args, Clone)]
 pub struct ServerArg {

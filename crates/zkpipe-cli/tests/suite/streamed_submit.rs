@@ -13,6 +13,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Code;
+use zkpipe_core::Bn254;
+use zkpipe_engine::StreamPlan;
 use zkpipe_proto::pb::{self, submit_proof_chunk::Part};
 use zkpipe_proto::{connect, submit_streamed, ClientOptions, WitnessSource};
 
@@ -211,4 +213,125 @@ async fn streamed_jobs_prove_and_bad_streams_leave_nothing() {
     let mut ids: Vec<u64> = s.jobs.iter().map(|j| j.job_id).collect();
     ids.sort_unstable();
     assert_eq!(ids, [job.job_id, id]);
+}
+
+/// A witness packed on the wire (`zkpipe submit` packs one that halves, as a circom
+/// witness of 0s and 1s does) proves as its `.wtns` does, streamed or in one message; a
+/// damaged one is refused in one line before it is queued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn packed_witnesses_prove_as_their_wtns_does() {
+    let work = tempfile::tempdir().unwrap();
+    let (r1cs, wtns) = (work.path().join("s.r1cs"), work.path().join("s.wtns"));
+    let run = |args: &[&std::ffi::OsStr]| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_zkpipe"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}: {}", common::text(&o));
+        o
+    };
+    run(&[
+        "synth".as_ref(),
+        r1cs.as_os_str(),
+        wtns.as_os_str(),
+        "--constraints".as_ref(),
+        "1024".as_ref(),
+        "--values".as_ref(),
+        "sha256".as_ref(),
+    ]);
+    let zkey = work.path().join("sha.zkey");
+    run(&[
+        "setup".as_ref(),
+        "--dev".as_ref(),
+        r1cs.as_os_str(),
+        zkey.as_os_str(),
+    ]);
+    let d = common::start_daemon_with_more_keys(&[], "", |keys| {
+        std::fs::copy(&zkey, keys.join("sha.zkey")).unwrap();
+    });
+    let raw = std::fs::read(&wtns).unwrap();
+    let packed = zkpipe_formats::packed_wtns::pack(&raw).expect("0s and 1s pack");
+    assert!(
+        packed.len() * 10 < raw.len(),
+        "{} of {}",
+        packed.len(),
+        raw.len()
+    );
+
+    // The packed bytes by hand, in one message; then `zkpipe submit` as it packs by
+    // default (in one message and streamed), and as it is with --no-pack.
+    let mut c = common::client(&d).await;
+    let mut jobs = vec![
+        c.submit_proof(pb::SubmitProofRequest {
+            key_id: "sha".into(),
+            witnesses: vec![packed.clone()],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id,
+    ];
+    for extra in [&[][..], &["--stream", "always"], &["--no-pack"]] {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_zkpipe"))
+            .args(["submit", "sha", "--server", &d.grpc])
+            .args(extra)
+            .arg(&wtns)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{extra:?}: {}", common::text(&o));
+        jobs.push(String::from_utf8_lossy(&o.stdout).trim().parse().unwrap());
+    }
+    let mut public = Vec::new();
+    for job in jobs {
+        let r = common::await_job(&mut c, job).await;
+        assert_eq!(r.state, pb::JobState::Done as i32, "job {job}: {}", r.error);
+        common::assert_verifies::<Bn254>(&zkey, &r.proofs[0]);
+        public.push(r.proofs[0].public_json.clone());
+    }
+    assert!(public.windows(2).all(|p| p[0] == p[1]), "{public:?}");
+
+    // Streamed, a packed witness is checked by the .wtns head it carries as soon as that
+    // arrives: one that declares another signal count is refused, the stream still open.
+    let mut other = packed.clone();
+    let count_at = zkpipe_formats::packed_wtns::HEAD_AT + 24 + 4 + 32;
+    other[count_at] ^= 1;
+    let head = StreamPlan::head_bytes(&other);
+    let mut streams = connect(&ClientOptions::new(d.grpc.clone())).await.unwrap();
+    let e = refused_while_open(
+        &mut streams,
+        vec![
+            header("sha", vec![other.len() as u64]),
+            data(&other[..head]),
+        ],
+    )
+    .await;
+    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+    assert!(e.message().starts_with("partition 0: witness has"), "{e:?}");
+
+    // Cut short, or a value above the modulus: refused, nothing queued.
+    let mut above = raw.clone();
+    let last = above.len() - 32;
+    above[last..].fill(0xff); // the last value above the modulus
+    let bad_value = zkpipe_formats::packed_wtns::pack(&above).expect("still 0s and 1s");
+    for (bad, needle) in [
+        (packed[..packed.len() - 1].to_vec(), "truncated"),
+        (bad_value, "not below the field modulus"),
+    ] {
+        let e = c
+            .submit_proof(pb::SubmitProofRequest {
+                key_id: "sha".into(),
+                witnesses: vec![bad],
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+        assert!(
+            e.message().starts_with("partition 0: malformed witness: ")
+                && e.message().contains(needle),
+            "{e:?}"
+        );
+        assert!(!e.message().contains('\n'), "{e:?}");
+    }
 }
