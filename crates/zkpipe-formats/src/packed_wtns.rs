@@ -102,7 +102,7 @@ pub fn unpack(bytes: &[u8]) -> Result<Cow<'_, [u8]>, ErrorKind> {
 
 /// A packed witness read in place, for a reader that converts its values without first
 /// unpacking them (the daemon, which takes witnesses packed on the wire: a 2^25
-/// SHA-256-valued partition crosses as ~50 MB instead of 1.07 GB). Made by
+/// SHA-256-valued partition crosses as 47.6 MB instead of 1.07 GB). Made by
 /// [`PackedView::parse`], which checks everything but the values themselves;
 /// [`PackedView::decode`] checks those.
 #[derive(Debug, Clone, Copy)]

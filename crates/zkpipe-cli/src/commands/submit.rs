@@ -5,10 +5,12 @@
 //! that neither end holds a whole message. A witness that packs to half its size or less
 //! travels packed (`--no-pack`: as it is).
 
-use super::client::{self, connect, rpc, runtime, ServerArg, Stream};
+use super::client::{connect, rpc, runtime, ServerArg, Stream};
 use anyhow::Result;
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
+use zkpipe_formats::mapped::MappedFile;
+use zkpipe_formats::packed_wtns;
 use zkpipe_proto::pb;
 use zkpipe_proto::upload::{file_sizes, StreamMode};
 use zkpipe_proto::{submit_streamed, UploadError, WitnessSource};
@@ -103,15 +105,18 @@ impl Wire {
         }
     }
 
-    /// `path` packed where that halves it ([`client::wire_form`]); else as it is, left in
-    /// its file where it is one (only the packed form is held in memory).
+    /// `path` packed where that halves it (as [`super::client::wire_form`] does); else as it
+    /// is, left in its file where it is one. A file is read through a map, so only the
+    /// packed form is held in memory.
     fn packed(path: &Path) -> Result<Self> {
-        let bytes = zkpipe_formats::files::read_input(path)?;
-        let len = bytes.len();
-        let wire = client::wire_form(bytes);
+        let file = MappedFile::open(path)?;
+        if let Some(packed) = packed_wtns::pack(file.bytes()) {
+            return Ok(Wire::Bytes(packed));
+        }
         Ok(match Wire::as_it_is(path) {
-            Wire::File(p, _) if wire.len() == len => Wire::File(p, len as u64),
-            _ => Wire::Bytes(wire),
+            // A pipe was read whole already.
+            Wire::Unsized(_) => Wire::Bytes(file.bytes().to_vec()),
+            file => file,
         })
     }
 
