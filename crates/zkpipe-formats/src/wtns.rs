@@ -195,12 +195,7 @@ impl Wtns {
                 found: header.len() as u64,
             });
         }
-        if n8 != curve.n8r() {
-            return Err(ErrorKind::InvalidHeader(format!(
-                "wtns header: {n8}-byte values, but {curve}'s are {} bytes",
-                curve.n8r()
-            )));
-        }
+        // The prime matched one of n8r bytes, so the values are n8r bytes each.
         Ok((curve, n_witness, c.unique(VALUES, "values")?))
     }
 
