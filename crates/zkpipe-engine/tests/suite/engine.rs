@@ -1345,9 +1345,20 @@ fn outcome(engine: &Engine, job: u64) -> (JobState, String) {
 /// fails (and stops counting as pending) with its first failed partition; another of its
 /// partitions may still hold its key while a binding it waits on fails too.
 fn assert_nothing_held(engine: &Engine) {
+    let resident = |st: &zkpipe_engine::EngineStatus| -> u64 {
+        st.keys
+            .iter()
+            .filter(|k| k.residency.is_loaded())
+            .map(|k| k.meta.host_bytes)
+            .sum()
+    };
+    // A finished partition's witness is freed on the deallocator's thread, after the
+    // job's state is final: its bytes come back a moment later, so wait for them too.
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     let busy = |st: &zkpipe_engine::EngineStatus| {
-        st.pending_partitions > 0 || st.keys.iter().any(|k| k.refs > 0)
+        st.pending_partitions > 0
+            || st.keys.iter().any(|k| k.refs > 0)
+            || st.memory_used != resident(st)
     };
     while busy(&engine.status()) && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
@@ -1355,12 +1366,7 @@ fn assert_nothing_held(engine: &Engine) {
     let st = engine.status();
     assert_eq!(st.pending_partitions, 0);
     assert!(st.keys.iter().all(|k| k.refs == 0), "{:?}", st.keys);
-    let resident: u64 = st
-        .keys
-        .iter()
-        .filter(|k| k.residency.is_loaded())
-        .map(|k| k.meta.host_bytes)
-        .sum();
+    let resident = resident(&st);
     assert_eq!(
         st.memory_used, resident,
         "only loaded keys hold host memory"
