@@ -108,15 +108,31 @@ fn check_job(engine: &Engine, dir: &Path, job: u64) {
 /// The engine's status once every finished partition has let go (a job is marked done
 /// when its last proof is recorded; the partition's ticket and lease go just after).
 fn settled(engine: &Engine) -> zkpipe_engine::EngineStatus {
+    // A finished partition's reservation and witness are given back just after its job's
+    // state is final (on its stage's thread and the deallocator): wait for its bytes too,
+    // until only keys hold host memory.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
         let st = engine.status();
-        let idle = st.pending_partitions == 0 && st.keys.iter().all(|k| k.refs == 0);
+        let idle = st.pending_partitions == 0
+            && st.keys.iter().all(|k| k.refs == 0)
+            && st.memory_used == held_by_keys(&st);
         if idle || std::time::Instant::now() >= deadline {
             return st;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// Host bytes the keys hold: loaded keys' compiled bytes, their bindings' own and their
+/// pinned copies.
+fn held_by_keys(st: &zkpipe_engine::EngineStatus) -> u64 {
+    st.keys
+        .iter()
+        .filter(|k| k.residency.is_loaded())
+        .map(|k| k.meta.host_bytes + k.binding_host_bytes)
+        .sum::<u64>()
+        + st.keys.iter().map(|k| k.pinned_bytes).sum::<u64>()
 }
 
 /// The scheduling switches (issue 16) change where work runs, never what it computes:
@@ -1345,28 +1361,15 @@ fn outcome(engine: &Engine, job: u64) -> (JobState, String) {
 /// fails (and stops counting as pending) with its first failed partition; another of its
 /// partitions may still hold its key while a binding it waits on fails too.
 fn assert_nothing_held(engine: &Engine) {
-    let resident = |st: &zkpipe_engine::EngineStatus| -> u64 {
-        st.keys
-            .iter()
-            .filter(|k| k.residency.is_loaded())
-            .map(|k| k.meta.host_bytes)
-            .sum()
-    };
-    // A finished partition's witness is freed on the deallocator's thread, after the
-    // job's state is final: its bytes come back a moment later, so wait for them too.
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let busy = |st: &zkpipe_engine::EngineStatus| {
-        st.pending_partitions > 0
-            || st.keys.iter().any(|k| k.refs > 0)
-            || st.memory_used != resident(st)
-    };
-    while busy(&engine.status()) && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let st = engine.status();
+    let st = settled(engine);
     assert_eq!(st.pending_partitions, 0);
     assert!(st.keys.iter().all(|k| k.refs == 0), "{:?}", st.keys);
-    let resident = resident(&st);
+    let resident: u64 = st
+        .keys
+        .iter()
+        .filter(|k| k.residency.is_loaded())
+        .map(|k| k.meta.host_bytes)
+        .sum();
     assert_eq!(
         st.memory_used, resident,
         "only loaded keys hold host memory"
