@@ -74,15 +74,6 @@ pub fn pack(bytes: &[u8]) -> Option<Vec<u8>> {
     (out.len() <= budget).then_some(out)
 }
 
-/// [`unpack`] of bytes already owned: anything without the magic is handed back as it
-/// is, without a copy (what a job store reads back, packed or not).
-pub fn unpack_owned(bytes: Vec<u8>) -> Result<Vec<u8>, ErrorKind> {
-    match unpack(&bytes)? {
-        Cow::Borrowed(_) => Ok(bytes),
-        Cow::Owned(raw) => Ok(raw),
-    }
-}
-
 /// The original bytes of what [`pack`] made; anything without the magic as it is.
 pub fn unpack(bytes: &[u8]) -> Result<Cow<'_, [u8]>, ErrorKind> {
     if !bytes.starts_with(MAGIC) {
@@ -341,7 +332,6 @@ mod tests {
             );
             assert!(packed.starts_with(MAGIC));
             assert_eq!(unpack(&packed).unwrap(), raw, "{curve:?}");
-            assert_eq!(unpack_owned(packed).unwrap(), raw, "{curve:?}");
         }
     }
 
@@ -373,7 +363,6 @@ mod tests {
         assert_eq!(pack(b"{\"a\": 1}"), None, "circuit inputs");
         for other in [&full[..], b"{\"a\": 1}", b""] {
             assert!(matches!(unpack(other), Ok(Cow::Borrowed(b)) if b == other));
-            assert_eq!(unpack_owned(other.to_vec()).unwrap(), other);
         }
     }
 

@@ -1,5 +1,5 @@
 //! Witnesses for the stores' tests (the unit tests here and the suite in `tests/`), which
-//! both check that witnesses are stored packed and read back as they came.
+//! both check that witnesses are stored packed and read back as stored.
 
 use zkpipe_formats::wtns::Wtns;
 use zkpipe_formats::CurveId;

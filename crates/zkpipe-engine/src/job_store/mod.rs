@@ -149,7 +149,9 @@ pub struct StoredJob {
 /// One partition of a [`StoredJob`].
 #[derive(Debug, Clone)]
 pub enum StoredPartition {
-    /// Not proved yet: its witness.
+    /// Not proved yet: its witness (or circuit inputs) as stored: a `.wtns` may be
+    /// packed ([`zkpipe_formats::packed_wtns`]), which the engine reads as it is, so a
+    /// store need not unpack it.
     Pending(Vec<u8>),
     /// Proved.
     Proved(PartitionProof),
@@ -345,8 +347,9 @@ pub trait SharedQueue: Send + Sync {
         lease: Duration,
     ) -> Result<Vec<Claim>, StoreError>;
 
-    /// The witness or circuit inputs of a claimed partition, as submitted (read apart
-    /// from the claim, so that many are read at once).
+    /// The witness or circuit inputs of a claimed partition, as stored (a packed witness
+    /// as it is: see [`StoredPartition::Pending`]); read apart from the claim, so that
+    /// many are read at once.
     fn witness(&self, claim: &Claim) -> Result<Vec<u8>, StoreError>;
 
     /// Extends the leases of the partitions this daemon holds to `lease` from now;

@@ -32,8 +32,8 @@ impl JobStore for PgStore {
         let fingerprint = job.fingerprint.to_vec();
         // Each witness as stored: packed where that halves it (a circom witness's 0s and
         // 1s), so more of them fit inline and fewer bytes reach the object store; the
-        // reader unpacks them (`claims.rs`). A SHA-256 circuit's 2^14 witness packs from
-        // 512 KiB to ~23 KiB (lab/experiments/042m-fleet-accepts.md).
+        // claiming daemon's engine reads them packed (`claims.rs`). A SHA-256 circuit's
+        // 2^14 witness packs from 512 KiB to ~23 KiB (lab/experiments/042m-fleet-accepts.md).
         let witnesses: Vec<Vec<u8>> = job
             .witnesses
             .iter()

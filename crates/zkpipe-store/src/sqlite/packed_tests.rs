@@ -1,12 +1,12 @@
-//! Witnesses stored packed (`zkpipe_formats::packed_wtns`): smaller on disk, the same
-//! bytes when a reopened store hands their jobs back.
+//! Witnesses stored packed (`zkpipe_formats::packed_wtns`): smaller on disk, and handed
+//! back as stored when a reopened store resumes their jobs (the engine reads them packed).
 
 use super::*;
 use crate::testing::wtns;
 use std::path::Path;
 use zkpipe_engine::job_store::{fingerprint, JobStore, NewJob, StoredPartition};
 use zkpipe_engine::Priority;
-use zkpipe_formats::packed_wtns::MAGIC;
+use zkpipe_formats::packed_wtns::{pack, unpack, MAGIC};
 
 fn accept(s: &SqliteStore, witnesses: Vec<&[u8]>) {
     s.accept(&NewJob {
@@ -38,7 +38,7 @@ fn files(dir: &Path) -> Vec<u64> {
 }
 
 #[test]
-fn witnesses_of_bits_are_stored_packed_and_handed_back_as_they_came() {
+fn witnesses_of_bits_are_stored_packed_and_handed_back_as_stored() {
     let dir = tempfile::tempdir().unwrap();
     let (bits, full) = (wtns(20_000, true), wtns(3_000, false));
     {
@@ -71,13 +71,18 @@ fn witnesses_of_bits_are_stored_packed_and_handed_back_as_they_came() {
         StoredPartition::Pending(w) => w.clone(),
         other => panic!("job {j} partition {p}: {other:?}"),
     };
-    assert_eq!(pending(0, 0), bits, "inline, packed");
+    let packed = pack(&bits).unwrap();
+    assert_eq!(pending(0, 0), packed, "inline, packed");
     assert_eq!(pending(0, 1), full, "a file, as it came");
-    assert_eq!(pending(1, 0), bits, "a file, packed");
+    assert_eq!(pending(1, 0), packed, "a file, packed");
+    assert_eq!(unpack(&pending(1, 0)).unwrap(), bits);
 }
 
+/// The store does not read a witness's values: a damaged packed one is handed back as it
+/// is, and the engine fails its job alone, naming the partition (the engine's suite,
+/// `restart.rs`), instead of the whole reopening failing.
 #[test]
-fn a_damaged_packed_witness_fails_the_reopening_by_name() {
+fn a_damaged_packed_witness_is_handed_back_as_it_is() {
     let dir = tempfile::tempdir().unwrap();
     {
         let s = SqliteStore::open(dir.path()).unwrap().with_inline_max(0);
@@ -90,9 +95,9 @@ fn a_damaged_packed_witness_fails_the_reopening_by_name() {
         .unwrap()
         .path();
     let bytes = std::fs::read(&file).unwrap();
-    std::fs::write(&file, &bytes[..bytes.len() - 1]).unwrap();
+    let cut = &bytes[..bytes.len() - 1];
+    std::fs::write(&file, cut).unwrap();
     let s = SqliteStore::open(dir.path()).unwrap();
-    let e = s.recover().unwrap_err().to_string();
-    let name = file.file_name().unwrap().to_string_lossy().into_owned();
-    assert!(e.contains("packed witness") && e.contains(&name), "{e}");
+    let jobs = s.recover().unwrap();
+    assert!(matches!(&jobs[0].partitions[0], StoredPartition::Pending(w) if w == cut));
 }

@@ -395,9 +395,10 @@ impl SqliteStore {
                 .into_iter()
                 .map(|p| match p {
                     Stored::Ready(p) => Ok(p),
-                    Stored::Inline(w) => self.unpacked(id, "its row", w),
+                    // As stored: the engine reads a packed witness as it is.
+                    Stored::Inline(w) => Ok(StoredPartition::Pending(w)),
                     Stored::Spilled(f) => match std::fs::read(self.spill_dir.join(&f)) {
-                        Ok(w) => self.unpacked(id, &f, w),
+                        Ok(w) => Ok(StoredPartition::Pending(w)),
                         Err(e)
                             if !self.witness_sync && e.kind() == std::io::ErrorKind::NotFound =>
                         {
@@ -451,16 +452,6 @@ enum Stored {
     Inline(Vec<u8>),
     /// A witness in a file of its own, as stored (maybe packed).
     Spilled(String),
-}
-
-impl SqliteStore {
-    /// Job `id`'s partition to prove from its witness as stored (`at`: where it was
-    /// read from): unpacked where [`SqliteStore::accept`] packed it.
-    fn unpacked(&self, id: i64, at: &str, w: Vec<u8>) -> Result<StoredPartition, StoreError> {
-        packed_wtns::unpack_owned(w)
-            .map(StoredPartition::Pending)
-            .map_err(|e| self.err(format!("job {id}: packed witness in {at}: {e}")))
-    }
 }
 
 impl SqliteStore {
