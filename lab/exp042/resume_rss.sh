@@ -11,7 +11,9 @@
 # store; the store is copied aside. Then ROUNDS rounds, each binary in turn (order
 # reversed every other round): the store is put back, `zkpipe serve` starts on it, and as
 # soon as the log shows JOBS "job resumed" lines the script reads VmHWM and kills the
-# daemon (kill -9: nothing it proves meanwhile reaches the saved store). One line a run:
+# daemon (kill -9: nothing it proves meanwhile reaches the saved store). WINDOW=S (default
+# 0) lets it prove S seconds more before VmHWM is read; SET="a.b=x c.d=y" adds `--set`s
+# to every daemon (e.g. memory.host_limit). One line a run:
 #   name round ms_to_serving ms_to_resumed vmhwm_kb
 set -euo pipefail
 dir=$(realpath "${1:?dir}"); rounds=${2:?rounds}; shift 2
@@ -20,9 +22,11 @@ for nb in "$@"; do names+=("${nb%%=*}"); bins+=("$(realpath "${nb#*=}")"); done
 jobs=${JOBS:-8}
 cd "$dir"
 grpc=127.0.0.1:50993
+sets=(--set server.shutdown_grace=0s)
+for s in ${SET:-}; do sets+=(--set "$s"); done
 serve() { # bin state log; sets pid
     "$1" serve --key-dir keys --state-dir "$2" --grpc-listen "$grpc" \
-        --http-listen 127.0.0.1:9473 --set server.shutdown_grace=0s > "$3" 2>&1 &
+        --http-listen 127.0.0.1:9473 "${sets[@]}" > "$3" 2>&1 &
     pid=$!
 }
 gone() { while kill -0 "$1" 2>/dev/null; do sleep 0.05; done; }
@@ -53,6 +57,7 @@ for r in $(seq "$rounds"); do
         serve "${bins[$i]}" state run.log
         wait_for "serving" 1 run.log "$pid"; t1=$(date +%s%N)
         wait_for "job resumed" "$jobs" run.log "$pid"; t2=$(date +%s%N)
+        sleep "${WINDOW:-0}"
         hwm=$(awk '/VmHWM/{print $2}' "/proc/$pid/status")
         { kill -9 "$pid"; wait "$pid"; } 2>/dev/null || true
         echo "${names[$i]} $r $(( (t1 - t0) / 1000000 )) $(( (t2 - t0) / 1000000 )) $hwm"

@@ -111,6 +111,20 @@ pub(crate) enum PartitionInput {
     Witness(Partition<AtReduce>),
     /// The circuit's inputs, for the key's witness generator.
     Inputs(CircuitInputs),
+    /// A witness packed as the job store keeps it ([`zkpipe_formats::packed_wtns`]),
+    /// checked against its key (curve, count, every value below the modulus) and kept
+    /// packed until it is admitted: the synthesis stage converts it then, so its field
+    /// elements (1.07 GB for a 2^25 SHA-256-valued partition, against 47.6 MB packed)
+    /// exist only under the host budget's reservation.
+    Packed(Vec<u8>),
+}
+
+/// What the synthesis stage makes an admitted partition's witness from.
+pub(crate) enum ToSynthesize {
+    /// Computed by the key's generator.
+    Inputs(CircuitInputs),
+    /// Converted from the packed witness it came with.
+    Packed(Vec<u8>),
 }
 
 /// A partition's circuit inputs and the generator that turns them into its witness.
@@ -126,10 +140,11 @@ pub(crate) struct Queued {
     pub ticket: Ticket,
 }
 
-/// Admitted with circuit inputs: a lease on its key and its host memory reserved (the
-/// witness it will compute included), queued for the synthesis stage.
+/// Admitted with circuit inputs or a packed witness: a lease on its key and its host
+/// memory reserved (the witness it will compute or convert included), queued for the
+/// synthesis stage.
 pub(crate) struct Admitted {
-    pub inputs: CircuitInputs,
+    pub inputs: ToSynthesize,
     pub lease: KeyLease,
     pub host: Reservation,
     pub ticket: Ticket,

@@ -320,6 +320,9 @@ impl Submission {
         let one = |(i, bytes): (usize, &[u8])| {
             let input = if is_circuit_inputs(bytes) {
                 PartitionInput::Inputs(self.inputs(entry, i, bytes)?)
+            } else if bytes.starts_with(packed_wtns::MAGIC) {
+                check_packed(&entry.meta, i, bytes)?;
+                PartitionInput::Packed(bytes.to_vec())
             } else {
                 PartitionInput::Witness(self.witness(entry, i, bytes)?)
             };
@@ -356,16 +359,13 @@ impl Submission {
         Ok(CircuitInputs { inputs, generator })
     }
 
-    /// Partition `i`'s witness, parsed and checked against the key.
+    /// Partition `i`'s `.wtns`, parsed and checked against the key.
     fn witness(
         &self,
         entry: &KeyEntry,
         i: usize,
         bytes: &[u8],
     ) -> Result<Partition<AtReduce>, EngineError> {
-        if bytes.starts_with(packed_wtns::MAGIC) {
-            return packed_partition(&entry.meta, i, bytes, &self.buffers);
-        }
         let wtns = Wtns::view(bytes).map_err(|e| malformed(i, e))?;
         witness_partition(&entry.meta, i, wtns, &self.buffers)
     }
@@ -490,9 +490,18 @@ pub(crate) fn witness_partition(
         .map_err(|e| malformed(i, e))
 }
 
-/// Partition `i` from a witness packed on the wire ([`packed_wtns`]), refused as
-/// [`witness_partition`] refuses one.
-fn packed_partition(
+/// Checks partition `i`'s packed witness ([`packed_wtns`]) against the key without
+/// converting it, refusing what [`packed_partition`] would: its layout, curve and count,
+/// and every value below the modulus.
+fn check_packed(meta: &KeyMeta, i: usize, bytes: &[u8]) -> Result<(), EngineError> {
+    let wtns = PackedView::parse(bytes).map_err(|e| malformed(i, e))?;
+    check_shape(meta, i, wtns.curve, wtns.n_witness)?;
+    wtns.check().map_err(|e| malformed(i, e))
+}
+
+/// Partition `i` from a packed witness ([`packed_wtns`]), refused as [`witness_partition`]
+/// refuses one; converted without unpacking it.
+pub(crate) fn packed_partition(
     meta: &KeyMeta,
     i: usize,
     bytes: &[u8],

@@ -169,6 +169,19 @@ impl<'a> PackedView<'a> {
         })?;
         Ok(out)
     }
+
+    /// Checks every value as [`Self::decode`] would, without converting any: each below
+    /// its curve's scalar modulus. Only a value of the modulus's full length can reach it,
+    /// so a circom witness's 0s and 1s cost one look at their length byte; a daemon checks
+    /// a queued witness this way and converts it once it is admitted.
+    pub fn check(&self) -> Result<(), ErrorKind> {
+        let r = self.curve.r_le();
+        let below = |low: &[u8]| {
+            low.len() < r.len() || low.iter().rev().cmp(r.iter().rev()) == std::cmp::Ordering::Less
+        };
+        // `decode` into zero-sized values: nothing is allocated.
+        self.decode(|low| below(low).then_some(())).map(drop)
+    }
 }
 
 /// Where a packed witness's `.wtns` head starts: after its magic, version, value size and
@@ -332,6 +345,47 @@ mod tests {
             );
             assert!(packed.starts_with(MAGIC));
             assert_eq!(unpack(&packed).unwrap(), raw, "{curve:?}");
+        }
+    }
+
+    /// `check` refuses what `decode` into field elements refuses, naming the value: the
+    /// modulus itself and above, not the value just below it or a 31-byte one.
+    #[test]
+    fn check_refuses_values_at_or_above_the_modulus_by_index() {
+        for curve in [CurveId::Bn254, CurveId::Bls12_381] {
+            let r = curve.r_le();
+            let below = {
+                let mut b = r.clone();
+                b[0] -= 1; // r is odd
+                b
+            };
+            let above = {
+                let mut b = r.clone();
+                b[1] = b[1].wrapping_add(1);
+                b
+            };
+            let with = |last: &[Vec<u8>]| {
+                let mut w = Wtns::parse(&wtns(curve, &[1; 200])).unwrap();
+                let mut values = w.values[..(200 - last.len()) * 32].to_vec();
+                last.iter().for_each(|v| values.extend_from_slice(v));
+                w.values = values;
+                pack(&w.to_bytes()).expect("mostly 1s pack")
+            };
+            let ok = with(&[
+                below.clone(),
+                vec![0xff; 31].into_iter().chain([0]).collect(),
+            ]);
+            PackedView::parse(&ok).unwrap().check().unwrap();
+            for (bad, at) in [
+                (with(&[r.clone(), below.clone()]), 198),
+                (with(&[above]), 199),
+            ] {
+                let e = PackedView::parse(&bad).unwrap().check().unwrap_err();
+                assert!(
+                    matches!(e, ErrorKind::InvalidRecord { index, .. } if index == at),
+                    "{curve:?}: {e}"
+                );
+            }
         }
     }
 

@@ -4,16 +4,19 @@
 //! If the head does not fit, nothing behind it is admitted either, so a large job cannot
 //! be starved by a stream of small ones. Jobs that could never fit were refused at submit.
 //! A partition whose key's last load failed (its file unchanged since) fails here.
-//! Admitted partitions with circuit inputs go on to the synthesis stage, with memory
-//! reserved for the witness they will compute; those with a witness go straight to reduce.
+//! Admitted partitions with circuit inputs or a packed witness go on to the synthesis
+//! stage, with memory reserved for the witness it will compute or convert; those with a
+//! witness go straight to reduce.
 
+use crate::keys::lease::KeyLease;
 use crate::keys::store::KeyStore;
+use crate::memory::Reservation;
 use crate::memory::Signal;
-use crate::messages::{send, Admitted, PartitionInput, Queued, Synthesized};
+use crate::messages::{send, Admitted, PartitionInput, Queued, Synthesized, Ticket, ToSynthesize};
 use crate::outcome::Outcomes;
 use crate::queue::PriorityQueue;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use zkpipe_core::Stage;
 
 /// The admission stage: one thread.
@@ -41,7 +44,7 @@ impl Admission {
                 }
                 let meta = &q.entry.meta;
                 let bytes = match q.input {
-                    PartitionInput::Witness(_) => meta.partition_bytes,
+                    PartitionInput::Witness(_) | PartitionInput::Packed(_) => meta.partition_bytes,
                     PartitionInput::Inputs(_) => meta.partition_bytes + meta.synthesis_bytes,
                 };
                 match self.keys.try_lease(&q.entry, bytes) {
@@ -89,16 +92,20 @@ impl Admission {
                             };
                             send(&self.reduce, m).is_ok()
                         }
-                        PartitionInput::Inputs(inputs) => {
-                            ticket.queued_for("synthesize", now);
-                            let m = Admitted {
-                                inputs,
-                                lease,
-                                host,
-                                ticket,
-                            };
-                            send(&self.synthesize, m).is_ok()
-                        }
+                        PartitionInput::Inputs(inputs) => self.to_synthesize(
+                            ToSynthesize::Inputs(inputs),
+                            lease,
+                            host,
+                            ticket,
+                            now,
+                        ),
+                        PartitionInput::Packed(bytes) => self.to_synthesize(
+                            ToSynthesize::Packed(bytes),
+                            lease,
+                            host,
+                            ticket,
+                            now,
+                        ),
                     };
                     if !sent {
                         return;
@@ -106,5 +113,24 @@ impl Admission {
                 }
             }
         }
+    }
+
+    /// Queues an admitted partition for the synthesis stage; false once it is closed.
+    fn to_synthesize(
+        &self,
+        inputs: ToSynthesize,
+        lease: KeyLease,
+        host: Reservation,
+        mut ticket: Ticket,
+        now: Instant,
+    ) -> bool {
+        ticket.queued_for("synthesize", now);
+        let m = Admitted {
+            inputs,
+            lease,
+            host,
+            ticket,
+        };
+        send(&self.synthesize, m).is_ok()
     }
 }

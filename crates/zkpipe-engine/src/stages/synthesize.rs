@@ -1,16 +1,17 @@
 //! The synthesis stage: each worker takes the highest-priority admitted partition that
 //! came with circuit inputs, computes its witness with its key's generator (circom's wasm
 //! on wasmtime, or its native generator), checks the witness against the key, and queues
-//! it for reduce. A generator is compiled once per key and shared; each worker keeps its
+//! it for reduce. A partition that came with a packed witness is converted here, once it
+//! holds its memory reservation. A generator is compiled once per key and shared; each worker keeps its
 //! own instance of it, reused from one witness to the next. Inputs the circuit refuses
 //! (an unknown signal, a failed `assert`) fail their job with circom's message.
 
 use crate::curves::PartitionBuffers;
 use crate::error::EngineError;
-use crate::messages::{send, Admitted, Synthesized, Ticket};
+use crate::messages::{send, Admitted, Synthesized, Ticket, ToSynthesize};
 use crate::outcome::Outcomes;
 use crate::queue::PriorityQueue;
-use crate::submit::witness_partition;
+use crate::submit::{packed_partition, witness_partition};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -51,13 +52,21 @@ impl Synthesize {
             let start = ticket.end_wait(Stage::SynthesizeWait);
             // Each witness is one step of synthesis's loop: it waits out a bandwidth burst.
             zkpipe_core::throttle::check(0);
-            let made = self.witness(&mut instances, &inputs.generator, &inputs.inputs, &ticket);
-            drop(inputs);
-            let data = made.and_then(|wtns| {
-                let (meta, buffers) = (lease.meta(), &self.buffers);
-                self.pool
-                    .install(|| witness_partition(meta, ticket.index, wtns.as_view(), buffers))
-            });
+            let (meta, buffers) = (lease.meta(), &self.buffers);
+            let data = match inputs {
+                ToSynthesize::Inputs(inputs) => self
+                    .witness(&mut instances, &inputs.generator, &inputs.inputs, &ticket)
+                    .and_then(|wtns| {
+                        drop(inputs);
+                        self.pool.install(|| {
+                            witness_partition(meta, ticket.index, wtns.as_view(), buffers)
+                        })
+                    }),
+                // Checked at submit: this converts it, and fails only where that did.
+                ToSynthesize::Packed(bytes) => self
+                    .pool
+                    .install(|| packed_partition(meta, ticket.index, &bytes, buffers)),
+            };
             let end = Instant::now();
             ticket.trace.span(Stage::Synthesize, start, end);
             let data = match data {

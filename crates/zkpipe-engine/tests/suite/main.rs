@@ -5,5 +5,6 @@
 //! own tests are in `zkpipe-store`.
 
 mod engine;
+mod packed;
 mod restart;
 mod support;

@@ -3,12 +3,8 @@
 //! that halved them).
 
 use crate::support::*;
-use rand::SeedableRng;
 use std::sync::Arc;
 use std::time::Duration;
-use zkpipe_core::setup::dev_setup;
-use zkpipe_core::synth::{synth, SynthSpec, ValueProfile, Values};
-use zkpipe_core::Bn254;
 use zkpipe_engine::{Engine, EngineError, JobState, Priority, SubmitRequest};
 use zkpipe_formats::packed_wtns;
 use zkpipe_store::sqlite::WITNESS_DIR;
@@ -63,22 +59,6 @@ fn jobs_in_a_durable_store_survive_a_restart() {
     assert_eq!(next.job_id, jobs.last().unwrap() + 1, "ids go on");
     check_job(&engine, dir.path(), next.job_id);
     engine.shutdown();
-}
-
-/// A 2^10-constraint key whose witness has a SHA-256 circuit's values (mostly 0s and 1s,
-/// so it packs), written as `bn254-sha.zkey` into `dir`; returns its witness as a `.wtns`.
-fn sha_key(dir: &std::path::Path) -> Vec<u8> {
-    let spec = SynthSpec {
-        constraints: 1000,
-        public: 1,
-        seed: 7,
-        values: Values::Profile(ValueProfile::SHA256),
-    };
-    let (r1cs, wtns) = synth::<Bn254>(&spec);
-    let mut rng = rand::rngs::StdRng::seed_from_u64(1);
-    let zkey = dev_setup::<Bn254>(&r1cs, &mut rng, &|_, _| {}).unwrap();
-    std::fs::write(dir.join("bn254-sha.zkey"), zkey.to_parts().concat()).unwrap();
-    wtns.to_bytes()
 }
 
 /// Witnesses the store kept packed (those sent packed, and those it packed itself) are

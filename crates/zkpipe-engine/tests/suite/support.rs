@@ -10,6 +10,7 @@ use zkpipe_core::device::{
     BindOptions, BoundKey, Caps, DeviceInfo, Devices, G1Set, KeyShape, PassInput, PassWitness,
 };
 use zkpipe_core::msm::{DeviceSums, ScalarInt};
+use zkpipe_core::synth::{SynthSpec, ValueProfile, Values};
 use zkpipe_core::verify::public_from_json;
 use zkpipe_core::{verify, Bls12_381, Bn254, Curve, PointChecks, Proof, VerifyingKey};
 use zkpipe_core::{CompiledKey, CpuBound, CpuDevices};
@@ -459,4 +460,20 @@ impl<E: Curve> BoundKey<E> for TestBound<E> {
         inside.swap_remove(i);
         sums
     }
+}
+
+/// A 1,000-constraint key (domain 2^10) whose witness has a SHA-256 circuit's values (mostly 0s and 1s,
+/// so it packs), written as `bn254-sha.zkey` into `dir`; returns its witness as a `.wtns`.
+pub(crate) fn sha_key(dir: &Path) -> Vec<u8> {
+    let spec = SynthSpec {
+        constraints: 1000,
+        public: 1,
+        seed: 7,
+        values: Values::Profile(ValueProfile::SHA256),
+    };
+    let (r1cs, wtns) = zkpipe_core::synth::synth::<Bn254>(&spec);
+    let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(1);
+    let zkey = zkpipe_core::setup::dev_setup::<Bn254>(&r1cs, &mut rng, &|_, _| {}).unwrap();
+    std::fs::write(dir.join("bn254-sha.zkey"), zkey.to_parts().concat()).unwrap();
+    wtns.to_bytes()
 }
