@@ -2,9 +2,11 @@
 //! all the spawning, and nothing imports it back.
 //!
 //! ```text
-//!  submit ─► Queued ─► [admission: host memory, key lease] ─► Admitted (circuit inputs)
-//!        ─► [synthesize × workers, own pool: the key's generator → witness] ─► Synthesized
-//!           (a partition submitted with its witness goes from admission straight to reduce)
+//!  submit ─► Queued ─► [admission: host memory, key lease] ─► Admitted (circuit inputs,
+//!           or a packed witness)
+//!        ─► [synthesize × workers, own pool: the key's generator → witness, or a packed
+//!           witness → field elements] ─► Synthesized
+//!           (a partition submitted with a .wtns goes from admission straight to reduce)
 //!        ─► [reduce × workers, own pool: load key if cold; a, b, c; place] ─► Reduced (per device)
 //!        ─► [device × workers per device: device memory; gate; bind; pass] ─► Proved
 //!        ─► [tail × workers, own pool: [B]₂ if left, assemble, self-check, JSON] ─► job
