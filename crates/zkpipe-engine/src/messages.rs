@@ -109,6 +109,12 @@ impl Drop for Ticket {
 pub(crate) enum PartitionInput {
     /// A witness, parsed and checked against its key: nothing to synthesize.
     Witness(Partition<AtReduce>),
+    /// Something the synthesis stage makes the witness from, once admitted.
+    Synthesize(ToSynthesize),
+}
+
+/// What the synthesis stage makes an admitted partition's witness from.
+pub(crate) enum ToSynthesize {
     /// The circuit's inputs, for the key's witness generator.
     Inputs(CircuitInputs),
     /// A witness packed as the job store keeps it ([`zkpipe_formats::packed_wtns`]),
@@ -116,14 +122,6 @@ pub(crate) enum PartitionInput {
     /// packed until it is admitted: the synthesis stage converts it then, so its field
     /// elements (1.07 GB for a 2^25 SHA-256-valued partition, against 47.6 MB packed)
     /// exist only under the host budget's reservation.
-    Packed(Vec<u8>),
-}
-
-/// What the synthesis stage makes an admitted partition's witness from.
-pub(crate) enum ToSynthesize {
-    /// Computed by the key's generator.
-    Inputs(CircuitInputs),
-    /// Converted from the packed witness it came with.
     Packed(Vec<u8>),
 }
 

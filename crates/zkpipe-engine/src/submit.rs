@@ -28,7 +28,7 @@ use crate::keys::store::KeyStore;
 use crate::keys::KeyMeta;
 use crate::live_job::Job;
 use crate::memory::{MemoryBudget, Signal};
-use crate::messages::{CircuitInputs, PartitionInput, Queued, Ticket};
+use crate::messages::{CircuitInputs, PartitionInput, Queued, Ticket, ToSynthesize};
 use crate::metrics::Metrics;
 use crate::queue::{Order, PriorityQueue};
 use crate::trace::log_ms;
@@ -319,10 +319,10 @@ impl Submission {
     ) -> Result<Vec<(usize, PartitionInput)>, EngineError> {
         let one = |(i, bytes): (usize, &[u8])| {
             let input = if is_circuit_inputs(bytes) {
-                PartitionInput::Inputs(self.inputs(entry, i, bytes)?)
+                PartitionInput::Synthesize(ToSynthesize::Inputs(self.inputs(entry, i, bytes)?))
             } else if bytes.starts_with(packed_wtns::MAGIC) {
                 check_packed(&entry.meta, i, bytes)?;
-                PartitionInput::Packed(bytes.to_vec())
+                PartitionInput::Synthesize(ToSynthesize::Packed(bytes.to_vec()))
             } else {
                 PartitionInput::Witness(self.witness(entry, i, bytes)?)
             };

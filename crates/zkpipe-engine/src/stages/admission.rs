@@ -8,15 +8,13 @@
 //! stage, with memory reserved for the witness it will compute or convert; those with a
 //! witness go straight to reduce.
 
-use crate::keys::lease::KeyLease;
 use crate::keys::store::KeyStore;
-use crate::memory::Reservation;
 use crate::memory::Signal;
-use crate::messages::{send, Admitted, PartitionInput, Queued, Synthesized, Ticket, ToSynthesize};
+use crate::messages::{send, Admitted, PartitionInput, Queued, Synthesized, ToSynthesize};
 use crate::outcome::Outcomes;
 use crate::queue::PriorityQueue;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use zkpipe_core::Stage;
 
 /// The admission stage: one thread.
@@ -44,8 +42,12 @@ impl Admission {
                 }
                 let meta = &q.entry.meta;
                 let bytes = match q.input {
-                    PartitionInput::Witness(_) | PartitionInput::Packed(_) => meta.partition_bytes,
-                    PartitionInput::Inputs(_) => meta.partition_bytes + meta.synthesis_bytes,
+                    PartitionInput::Synthesize(ToSynthesize::Inputs(_)) => {
+                        meta.partition_bytes + meta.synthesis_bytes
+                    }
+                    PartitionInput::Witness(_) | PartitionInput::Synthesize(_) => {
+                        meta.partition_bytes
+                    }
                 };
                 match self.keys.try_lease(&q.entry, bytes) {
                     Ok(None) => {
@@ -92,20 +94,16 @@ impl Admission {
                             };
                             send(&self.reduce, m).is_ok()
                         }
-                        PartitionInput::Inputs(inputs) => self.to_synthesize(
-                            ToSynthesize::Inputs(inputs),
-                            lease,
-                            host,
-                            ticket,
-                            now,
-                        ),
-                        PartitionInput::Packed(bytes) => self.to_synthesize(
-                            ToSynthesize::Packed(bytes),
-                            lease,
-                            host,
-                            ticket,
-                            now,
-                        ),
+                        PartitionInput::Synthesize(inputs) => {
+                            ticket.queued_for("synthesize", now);
+                            let m = Admitted {
+                                inputs,
+                                lease,
+                                host,
+                                ticket,
+                            };
+                            send(&self.synthesize, m).is_ok()
+                        }
                     };
                     if !sent {
                         return;
@@ -113,24 +111,5 @@ impl Admission {
                 }
             }
         }
-    }
-
-    /// Queues an admitted partition for the synthesis stage; false once it is closed.
-    fn to_synthesize(
-        &self,
-        inputs: ToSynthesize,
-        lease: KeyLease,
-        host: Reservation,
-        mut ticket: Ticket,
-        now: Instant,
-    ) -> bool {
-        ticket.queued_for("synthesize", now);
-        let m = Admitted {
-            inputs,
-            lease,
-            host,
-            ticket,
-        };
-        send(&self.synthesize, m).is_ok()
     }
 }

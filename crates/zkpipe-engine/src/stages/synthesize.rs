@@ -2,9 +2,10 @@
 //! came with circuit inputs, computes its witness with its key's generator (circom's wasm
 //! on wasmtime, or its native generator), checks the witness against the key, and queues
 //! it for reduce. A partition that came with a packed witness is converted here, once it
-//! holds its memory reservation. A generator is compiled once per key and shared; each worker keeps its
-//! own instance of it, reused from one witness to the next. Inputs the circuit refuses
-//! (an unknown signal, a failed `assert`) fail their job with circom's message.
+//! holds its memory reservation. A generator is compiled once per key and shared; each
+//! worker keeps its own instance of it, reused from one witness to the next. Inputs the
+//! circuit refuses (an unknown signal, a failed `assert`) fail their job with circom's
+//! message.
 
 use crate::curves::PartitionBuffers;
 use crate::error::EngineError;
