@@ -45,7 +45,7 @@ cell() { # label bin name key wtns clients jobs partitions
   python3 "$here/thread_cpu.py" snapshot "$pid" > "$work/after.json"
   python3 "$here/thread_cpu.py" diff "$work/before.json" "$work/after.json" $((c * j * p)) "$wall" > "$out/$tag.cpu.md"
   kill "$pid"; wait "$pid" 2>/dev/null || true
-  log "$tag: $(head -1 "$out/$tag.txt")"
+  log "$tag: $(grep -m1 'proofs/s' "$out/$tag.txt" || head -1 "$out/$tag.txt")"
 }
 for i in "${!bins[@]}"; do
   cell "${labels[$i]}" "${bins[$i]}" small k14 "$work/w14.wtns" "${SMALL_C:-64}" "${SMALL_J:-40}" 1

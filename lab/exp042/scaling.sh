@@ -71,13 +71,14 @@ threads_cpu() {
 }
 summary=$out/summary.txt
 : > "$summary"
-# Cell $cell's line in summary.txt ($1: its clients): the load tool's first line, then
+# Cell $cell's line in summary.txt ($1: its clients): the load tool's rate line (its
+# first line before it learned to say how it packs the witness), then
 # what the daemons (pids), the host's TLB and CPU (busy, steal) counted since the baselines
 # (cpu0, tlb0, host0, steal0), which then move to now for the next cell.
 cell_line() {
   local cpu1 tlb1 host1 steal1
   cpu1=$(cpu_seconds "${pids[@]/%//stat}") tlb1=$(tlb_shootdowns) host1=$(host_busy) steal1=$(host_steal)
-  echo "$cell c=$1: $(head -1 "$out/$cell.txt") daemon_cpu_s=$(awk -v a="$cpu1" -v b="$cpu0" 'BEGIN { printf "%.2f", a - b }') tlb_shootdowns=$((tlb1 - tlb0)) host_busy_cpu_s=$(awk -v a="$host1" -v b="$host0" 'BEGIN { printf "%.2f", a - b }') host_steal_s=$(awk -v a="$steal1" -v b="$steal0" 'BEGIN { printf "%.2f", a - b }') host_cores=$(nproc)" | tee -a "$summary"
+  echo "$cell c=$1: $(grep -m1 'proofs/s' "$out/$cell.txt" || head -1 "$out/$cell.txt") daemon_cpu_s=$(awk -v a="$cpu1" -v b="$cpu0" 'BEGIN { printf "%.2f", a - b }') tlb_shootdowns=$((tlb1 - tlb0)) host_busy_cpu_s=$(awk -v a="$host1" -v b="$host0" 'BEGIN { printf "%.2f", a - b }') host_steal_s=$(awk -v a="$steal1" -v b="$steal0" 'BEGIN { printf "%.2f", a - b }') host_cores=$(nproc)" | tee -a "$summary"
   cpu0=$cpu1 tlb0=$tlb1 host0=$host1 steal0=$steal1
 }
 for r in $(seq "$rounds"); do
