@@ -373,36 +373,24 @@ fn constant_term<F: PrimeField>(lc: &mut Vec<(usize, F)>) -> usize {
 
 /// The constant terms a profile's rows still owe: term `at`'s coefficient is
 /// `base + value / divisor`. One field inversion a row was over half of a 2^25 synth's
-/// time; these are inverted together ([`batch_inversion`]: three multiplications each
-/// and one inversion a batch), [`Self::BATCH`] at a time so they take little memory.
+/// time; the divisors are inverted together ([`batch_inversion`]: three multiplications
+/// each and one inversion a batch), [`Self::BATCH`] at a time so they take little memory.
 /// The terms come out the same as dividing row by row.
+#[derive(Default)]
 struct Divisions<F> {
-    at: Vec<usize>,
-    base: Vec<F>,
-    value: Vec<F>,
-    divisor: Vec<F>,
-}
-
-impl<F> Default for Divisions<F> {
-    fn default() -> Self {
-        Self {
-            at: Vec::new(),
-            base: Vec::new(),
-            value: Vec::new(),
-            divisor: Vec::new(),
-        }
-    }
+    /// Per row: `(at, base, value)`.
+    owed: Vec<(usize, F, F)>,
+    /// Per row: its divisor, side by side for [`batch_inversion`].
+    divisors: Vec<F>,
 }
 
 impl<F: PrimeField> Divisions<F> {
     const BATCH: usize = 1 << 16;
 
     fn push(&mut self, at: usize, base: F, value: F, divisor: F, terms: &mut [Term]) {
-        self.at.push(at);
-        self.base.push(base);
-        self.value.push(value);
-        self.divisor.push(divisor);
-        if self.at.len() == Self::BATCH {
+        self.owed.push((at, base, value));
+        self.divisors.push(divisor);
+        if self.owed.len() == Self::BATCH {
             self.flush(terms);
         }
     }
@@ -410,14 +398,8 @@ impl<F: PrimeField> Divisions<F> {
     /// Writes every owed coefficient into its placeholder in `terms` (each row's A terms
     /// are in `terms` before its division is pushed).
     fn flush(&mut self, terms: &mut [Term]) {
-        batch_inversion(&mut self.divisor);
-        for (((at, base), value), inverse) in self
-            .at
-            .drain(..)
-            .zip(self.base.drain(..))
-            .zip(self.value.drain(..))
-            .zip(self.divisor.drain(..))
-        {
+        batch_inversion(&mut self.divisors);
+        for ((at, base, value), inverse) in self.owed.drain(..).zip(self.divisors.drain(..)) {
             terms[at] = term(terms[at].wire as usize, &(base + value * inverse));
         }
     }

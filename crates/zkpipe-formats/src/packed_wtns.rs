@@ -22,7 +22,7 @@
 
 use crate::curve::CurveId;
 use crate::error::ErrorKind;
-use crate::wtns::{byte_len, Wtns};
+use crate::wtns::{byte_len, lt_le, Wtns};
 use std::borrow::Cow;
 
 /// The first bytes of a packed witness.
@@ -176,9 +176,8 @@ impl<'a> PackedView<'a> {
     /// a queued witness this way and converts it once it is admitted.
     pub fn check(&self) -> Result<(), ErrorKind> {
         let r = self.curve.r_le();
-        let below = |low: &[u8]| {
-            low.len() < r.len() || low.iter().rev().cmp(r.iter().rev()) == std::cmp::Ordering::Less
-        };
+        // `decode` has refused a value longer than the modulus: a shorter one is below it.
+        let below = |low: &[u8]| low.len() < r.len() || lt_le(low, &r);
         // `decode` into zero-sized values: nothing is allocated.
         self.decode(|low| below(low).then_some(())).map(drop)
     }
