@@ -21,13 +21,14 @@ pub struct DeviceOptions {
 /// The diagnostic switches of the environment that re-run an experiment's losing side:
 /// read in a build with the `lab` feature, refused in the product build.
 #[cfg_attr(feature = "lab", allow(dead_code))]
-const LAB_VARS: [&str; 13] = [
+const LAB_VARS: [&str; 14] = [
     "ZKPIPE_CUDA_LONE_MSM",
     "ZKPIPE_CUDA_CONSTANT",
     "ZKPIPE_CUDA_TABLES",
     "ZKPIPE_CUDA_PIECE",
     "ZKPIPE_CUDA_PIECE_ORDER",
     "ZKPIPE_CUDA_RUN",
+    "ZKPIPE_CUDA_RUN_GAP",
     "ZKPIPE_CUDA_HOST_SCALARS",
     "ZKPIPE_CUDA_HOST_REDUCE",
     "ZKPIPE_CUDA_SERIAL_MSMS",
@@ -149,6 +150,7 @@ fn lab_switches(
             |r| r == 0 || (2..=64).contains(&r),
             "0 or 2..=64",
         )?,
+        run_gap: number("ZKPIPE_CUDA_RUN_GAP", |g| g <= 1 << 20, "0..=1048576")?,
         host_scalars: flag("ZKPIPE_CUDA_HOST_SCALARS")?,
         host_reduce: flag("ZKPIPE_CUDA_HOST_REDUCE")?,
         serial_msms: flag("ZKPIPE_CUDA_SERIAL_MSMS")?,

@@ -87,6 +87,10 @@ struct zkp_bm_plan_t {
     uint32_t* pend = nullptr;
     uint32_t* pkey = nullptr;     // each piece's bucket key
     uint32_t* roff = nullptr;     // k·groups + 1 run offsets, by group
+    // Runs by segment (zkp_bm_segment_flags): max_pieces + 1 slots each, sstart[s] the
+    // first piece of segment s, rseg[s] its first run (slots past the last: the count).
+    uint32_t* sstart = nullptr;
+    uint32_t* rseg = nullptr;
     uint32_t* porder = nullptr;   // piece indices, longest piece first (null: in order)
 
     ~zkp_bm_plan_t()
@@ -95,7 +99,7 @@ struct zkp_bm_plan_t {
             return;
         cudaSetDevice(dev);
         for (void* p : {(void*)vals, (void*)poff, (void*)pstart, (void*)pend, (void*)pkey,
-                        (void*)roff, (void*)porder})
+                        (void*)roff, (void*)sstart, (void*)rseg, (void*)porder})
             if (p)
                 cudaFreeAsync(p, st);
         cudaStreamDestroy(st);
@@ -148,7 +152,8 @@ static size_t zkp_align(size_t x) { return (x + 255) & ~(size_t)255; }
 
 // `scalars`: host array of k device pointers to n scalars each (standard form, or
 // Montgomery with `mont`); `piece`: entries per piece (L); `run`: pieces per run (0: none,
-// the bit sums read the pieces; constant work always reads them); `order`: the pieces are
+// the bit sums read the pieces; constant work always reads them); `gap`: no run crosses a
+// digit step wider than this (0: any step); `order`: the pieces are
 // summed longest first (zkp_bm_sum_pieces); `table_wbits`: the window width
 // of the table of the sets the plan will run against (0: sets' own points, the width
 // chosen here); `shape` receives the window width and the bucket groups per proof, which
@@ -156,7 +161,7 @@ static size_t zkp_align(size_t x) { return (x + 255) & ~(size_t)255; }
 template<class scalar_t>
 static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* scalars,
                                  uint32_t k, uint32_t n, bool mont, uint32_t piece,
-                                 uint32_t run, bool order, bool constant_work,
+                                 uint32_t run, uint32_t gap, bool order, bool constant_work,
                                  uint32_t table_wbits, uint32_t* shape, int dev)
 {
     *out = nullptr;
@@ -199,8 +204,14 @@ static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* sca
         CUDA_OK(cudaMallocAsync(&plan->pstart, plan->max_pieces * sizeof(uint32_t), st));
         CUDA_OK(cudaMallocAsync(&plan->pend, plan->max_pieces * sizeof(uint32_t), st));
         CUDA_OK(cudaMallocAsync(&plan->pkey, plan->max_pieces * sizeof(uint32_t), st));
-        if (plan->run_len)
+        // Run and segment slots: at most one segment a piece (len and nkeys < 2^31 keep
+        // it below 2^31 + 2^28: 32-bit indices).
+        const size_t nslots = plan->max_pieces;
+        if (plan->run_len) {
             CUDA_OK(cudaMallocAsync(&plan->roff, ((size_t)ngroups + 1) * sizeof(uint32_t), st));
+            CUDA_OK(cudaMallocAsync(&plan->sstart, (nslots + 1) * sizeof(uint32_t), st));
+            CUDA_OK(cudaMallocAsync(&plan->rseg, (nslots + 1) * sizeof(uint32_t), st));
+        }
         if (order)
             CUDA_OK(cudaMallocAsync(&plan->porder, plan->max_pieces * sizeof(uint32_t), st));
         // Piece lengths are at most `piece`; the unused slots' key is piece + 1.
@@ -215,7 +226,7 @@ static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* sca
         CUDA_OK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, (uint32_t*)nullptr,
                                                (uint32_t*)nullptr, nkeys + 1, st));
         CUDA_OK(cub::DeviceScan::ExclusiveSum(nullptr, run_scan_bytes, (uint32_t*)nullptr,
-                                               (uint32_t*)nullptr, ngroups + 1, st));
+                                               (uint32_t*)nullptr, nslots + 1, st));
         size_t order_bytes = 0;
         if (order)
             CUDA_OK(cub::DeviceRadixSort::SortPairs(nullptr, order_bytes, (uint32_t*)nullptr,
@@ -232,7 +243,9 @@ static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* sca
         size_t o_ptrs = o_count + zkp_align(((size_t)nkeys + 1) * 4);
         // The order's keys, its sorted keys and its piece indices (when ordered).
         size_t o_order = o_ptrs + zkp_align(k * sizeof(void*));
-        size_t o_temp = o_order + (order ? 3 * zkp_align(plan->max_pieces * 4) : 0);
+        // The segments' flags and their scan, then the runs a segment (when runs).
+        size_t o_seg = o_order + (order ? 3 * zkp_align(plan->max_pieces * 4) : 0);
+        size_t o_temp = o_seg + (plan->run_len ? 3 * zkp_align((nslots + 1) * 4) : 0);
         zkp_scratch_t tmp(o_temp + std::max(sort_bytes, scan_bytes), st);
 
         auto* keys = tmp.at<uint32_t>(o_keys);
@@ -277,13 +290,29 @@ static RustError zkp_bm_plan_new(zkp_bm_plan_t** out, const scalar_t* const* sca
                                                      order_bits, st));
         }
         if (plan->run_len) {
-            // Runs: ⌈pieces / run⌉ per group, numbered group by group (count is free again).
-            zkp_bm_run_counts<<<zkp_grid((size_t)ngroups + 1, 256), 256, 0, st>>>(
-                count, plan->poff, ngroups, wbits, plan->run_len);
+            // Runs: ⌈pieces / run⌉ per segment, numbered segment by segment, so group by
+            // group; then each group's first run for the bit sums.
+            auto* flag = tmp.at<uint32_t>(o_seg);
+            auto* seg = tmp.at<uint32_t>(o_seg + zkp_align((nslots + 1) * 4));
+            auto* runs = tmp.at<uint32_t>(o_seg + 2 * zkp_align((nslots + 1) * 4));
+            const uint32_t slots = (uint32_t)nslots;
+            const uint32_t* npieces = &plan->poff[nkeys];
+            zkp_bm_segment_flags<<<zkp_grid(nslots + 1, 256), 256, 0, st>>>(
+                flag, plan->pkey, npieces, slots, wbits, gap);
             CUDA_OK(cudaGetLastError());
-            CUDA_OK(cub::DeviceScan::ExclusiveSum(temp, scan_bytes, count, plan->roff,
-                                                   ngroups + 1, st));
-            CUDA_OK(cudaMemcpyAsync(&plan->nruns, &plan->roff[ngroups], sizeof(uint32_t),
+            CUDA_OK(cub::DeviceScan::ExclusiveSum(temp, scan_bytes, flag, seg, nslots + 1, st));
+            zkp_bm_segment_starts<<<zkp_grid(nslots + 1, 256), 256, 0, st>>>(
+                plan->sstart, flag, seg, npieces, slots);
+            CUDA_OK(cudaGetLastError());
+            zkp_bm_segment_runs<<<zkp_grid(nslots + 1, 256), 256, 0, st>>>(
+                runs, plan->sstart, seg, npieces, slots, plan->run_len);
+            CUDA_OK(cudaGetLastError());
+            CUDA_OK(cub::DeviceScan::ExclusiveSum(temp, scan_bytes, runs, plan->rseg, nslots + 1,
+                                                   st));
+            zkp_bm_group_runs<<<zkp_grid((size_t)ngroups + 1, 256), 256, 0, st>>>(
+                plan->roff, plan->poff, seg, plan->rseg, ngroups, wbits);
+            CUDA_OK(cudaGetLastError());
+            CUDA_OK(cudaMemcpyAsync(&plan->nruns, &plan->rseg[nslots], sizeof(uint32_t),
                                     cudaMemcpyDeviceToHost, st));
         }
         CUDA_OK(cudaStreamSynchronize(st));
@@ -342,8 +371,8 @@ static RustError zkp_bm_run(const zkp_bm_plan_t* plan, const affine_h* points,
         if (runs && plan->nruns) {
             zkp_bm_runs<bucket_t>
                 <<<zkp_grid((size_t)plan->nruns * deg, threads), threads, 0, st>>>(
-                    entries, ekey, partial, plan->pkey, plan->poff, plan->roff, nwindows,
-                    plan->wbits, plan->run_len);
+                    entries, ekey, partial, plan->pkey, plan->sstart, plan->rseg,
+                    (uint32_t)plan->max_pieces, plan->wbits, plan->run_len);
             CUDA_OK(cudaGetLastError());
         }
         zkp_bm_bitsums<bucket_t><<<nsums * splits, ZKP_BM_BITSUM_THREADS,

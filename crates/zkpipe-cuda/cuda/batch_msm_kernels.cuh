@@ -119,33 +119,35 @@ __global__ void zkp_bm_sum_pieces(typename bucket_t::mem_t* partial, const affin
     }
 }
 
-// Per run q of up to `run_len` consecutive pieces of one group g (runs numbered group by
-// group, roff[g] the first of group g): S = Σ x_i into entry 2q with the digit of its
+// Per run q of up to `run_len` consecutive pieces of one segment (zkp_bm_segment_flags
+// says where segments start; runs numbered segment by segment, rseg[s] the first of
+// segment s, sstart[s] its first piece): S = Σ x_i into entry 2q with the digit of its
 // first piece, W = Σ (d_i − d_0)·x_i into entry 2q + 1 with digit 1. Pieces are sorted
 // by digit, so d_i − d_{i−1} ≥ 0: going down, x_i joins the running sum and the sum is
-// added to W once per digit step, so x_i is counted d_i − d_0 times.
+// added to W once per digit step, so x_i is counted d_i − d_0 times. `nslots`: rseg's
+// length less one (its slots past the last segment hold the run count).
 template<class bucket_t>
 __global__ void zkp_bm_runs(typename bucket_t::mem_t* entries, uint32_t* ekey,
                             const typename bucket_t::mem_t* partial, const uint32_t* pkey,
-                            const uint32_t* poff, const uint32_t* roff, uint32_t ngroups,
+                            const uint32_t* sstart, const uint32_t* rseg, uint32_t nslots,
                             uint32_t wbits, uint32_t run_len)
 {
     const uint32_t deg = bucket_t::degree;
     const uint32_t mask = (1u << wbits) - 1;
-    const uint32_t total = roff[ngroups];
+    const uint32_t total = rseg[nslots];
     for (uint32_t q = (blockIdx.x * blockDim.x + threadIdx.x) / deg; q < total;
          q += gridDim.x * blockDim.x / deg) {
-        // The group of run q: the last g with roff[g] ≤ q.
-        uint32_t lo = 0, hi = ngroups;
+        // The segment of run q: the last s with rseg[s] ≤ q.
+        uint32_t lo = 0, hi = nslots;
         while (hi - lo > 1) {
             uint32_t mid = (lo + hi) / 2;
-            if (roff[mid] <= q)
+            if (rseg[mid] <= q)
                 lo = mid;
             else
                 hi = mid;
         }
-        const uint32_t first = poff[lo << wbits] + (q - roff[lo]) * run_len;
-        const uint32_t last = min(first + run_len, poff[(lo + 1) << wbits]);
+        const uint32_t first = sstart[lo] + (q - rseg[lo]) * run_len;
+        const uint32_t last = min(first + run_len, sstart[lo + 1]);
         bucket_t sum, weighted;
         sum.inf();
         weighted.inf();
@@ -161,7 +163,8 @@ __global__ void zkp_bm_runs(typename bucket_t::mem_t* entries, uint32_t* ekey,
             if (gap == 1) {
                 weighted.add(sum);
             } else if (gap > 1) {
-                // gap·sum by double-and-add over gap's bits.
+                // gap·sum by double-and-add over gap's bits: a short chain, since a
+                // segment's steps are at most the plan's gap.
                 bucket_t m = sum;
                 for (int b = 30 - __clz(gap); b >= 0; b--) {
                     bucket_t twice = m;
@@ -179,15 +182,69 @@ __global__ void zkp_bm_runs(typename bucket_t::mem_t* entries, uint32_t* ekey,
     }
 }
 
-// Runs per group: ⌈its pieces / run_len⌉ (count[ngroups] = 0, for the exclusive scan).
-static __global__ void zkp_bm_run_counts(uint32_t* count, const uint32_t* poff,
-                                         uint32_t ngroups, uint32_t wbits, uint32_t run_len)
+// Where runs may start: flag[p] = 1 where piece p begins a segment, i.e. it is its
+// group's first piece, or (with `gap` > 0) its digit is more than `gap` above the digit
+// of the piece before it; 0 past the npieces made, up to slot nslots. No run crosses a
+// segment's start, so no running sum multiplies by a wide digit step: a step of g costs
+// ~2·log₂ g additions, and where a group is sparse (a circom witness's few values other
+// than 0 and 1 put single entries all over its digits) runs of R such steps were a
+// batch's longest chain (lab/experiments/042o-sparse-runs.md).
+static __global__ void zkp_bm_segment_flags(uint32_t* flag, const uint32_t* pkey,
+                                            const uint32_t* npieces, uint32_t nslots,
+                                            uint32_t wbits, uint32_t gap)
+{
+    const uint32_t total = *npieces;
+    const uint32_t mask = (1u << wbits) - 1;
+    for (uint32_t p = blockIdx.x * blockDim.x + threadIdx.x; p <= nslots;
+         p += gridDim.x * blockDim.x) {
+        uint32_t f = 0;
+        if (p < total) {
+            const uint32_t key = pkey[p], prev = p ? pkey[p - 1] : 0;
+            f = p == 0 || (key >> wbits) != (prev >> wbits) ||
+                (gap && (key & mask) - (prev & mask) > gap);
+        }
+        flag[p] = f;
+    }
+}
+
+// sstart[s]: the first piece of segment s (seg: the exclusive scan of the flags, so
+// seg[p] is the segment p starts, where it starts one), and sstart[seg[npieces]] =
+// npieces, so that segment s ends where s + 1 starts.
+static __global__ void zkp_bm_segment_starts(uint32_t* sstart, const uint32_t* flag,
+                                             const uint32_t* seg, const uint32_t* npieces,
+                                             uint32_t nslots)
+{
+    const uint32_t total = *npieces;
+    for (uint32_t p = blockIdx.x * blockDim.x + threadIdx.x; p <= nslots;
+         p += gridDim.x * blockDim.x) {
+        if (p == total || (p < total && flag[p]))
+            sstart[seg[p]] = p;
+    }
+}
+
+// Runs per segment: ⌈its pieces / run_len⌉; 0 past the last segment (there are
+// seg[npieces]), up to slot nslots, for the exclusive scan.
+static __global__ void zkp_bm_segment_runs(uint32_t* count, const uint32_t* sstart,
+                                           const uint32_t* seg, const uint32_t* npieces,
+                                           uint32_t nslots, uint32_t run_len)
+{
+    const uint32_t nseg = seg[*npieces];
+    for (uint32_t s = blockIdx.x * blockDim.x + threadIdx.x; s <= nslots;
+         s += gridDim.x * blockDim.x)
+        count[s] = s < nseg ? (sstart[s + 1] - sstart[s] + run_len - 1) / run_len : 0;
+}
+
+// roff[g]: group g's first run (g in 0..=ngroups, so roff[ngroups] is the run count):
+// the first run of the segment its first piece starts, or the next group's where g has
+// no pieces (poff[g << wbits] is then the next group's first piece). The bit sums find a
+// group's entries by it.
+static __global__ void zkp_bm_group_runs(uint32_t* roff, const uint32_t* poff,
+                                         const uint32_t* seg, const uint32_t* rseg,
+                                         uint32_t ngroups, uint32_t wbits)
 {
     for (uint32_t g = blockIdx.x * blockDim.x + threadIdx.x; g <= ngroups;
          g += gridDim.x * blockDim.x)
-        count[g] = g < ngroups
-                       ? (poff[(g + 1) << wbits] - poff[g << wbits] + run_len - 1) / run_len
-                       : 0;
+        roff[g] = rseg[seg[poff[g << wbits]]];
 }
 
 // The sum of a block's logical items (blockDim.x / degree of them, a power of two), each

@@ -203,11 +203,12 @@ extern "C" RustError ZKP_FN(zkp_bm_plan_new_, CURVE)(zkp_bm_plan_t** out,
                                                     const scalar_t* const* scalars,
                                                     uint32_t k, uint32_t n, bool mont,
                                                     uint32_t piece, uint32_t run,
-                                                    bool order, bool constant_work,
+                                                    uint32_t gap, bool order,
+                                                    bool constant_work,
                                                     uint32_t table_wbits, uint32_t* shape,
                                                     int dev)
 {
-    return zkp_bm_plan_new<scalar_t>(out, scalars, k, n, mont, piece, run, order,
+    return zkp_bm_plan_new<scalar_t>(out, scalars, k, n, mont, piece, run, gap, order,
                                      constant_work, table_wbits, shape, dev);
 }
 

@@ -125,6 +125,9 @@ pub struct LabSwitches {
     /// Forces the pieces per run R (0: no runs, or 2..=64;
     /// lab/experiments/024-running-sums-over-runs.md).
     pub run: Option<u32>,
+    /// Forces the widest digit step a run may take (0: any, as before experiment 042o;
+    /// lab/experiments/042o-sparse-runs.md).
+    pub run_gap: Option<u32>,
     /// The host turns the witness into standard-form scalars before the upload
     /// (lab/experiments/022-montgomery-witness-and-group-commit.md).
     pub host_scalars: bool,

@@ -193,6 +193,24 @@ pub(crate) fn run_len(lab: &LabSwitches, k: usize, n: usize) -> u32 {
     })
 }
 
+/// The widest digit step a run takes (batch_msm_kernels.cuh, zkp_bm_segment_flags): a
+/// wider one starts a new run. A step of g costs a run's chain ~2·log₂ g additions, a new
+/// run two more entries for the bit sums (which add in parallel), so runs stop at steps
+/// over 4, and a run costs at most ~3 additions a piece. Where a group is dense (random
+/// scalars: every digit present) nothing changes; where it is sparse, the chain is cut: a
+/// batch of 64 proofs of a 2^14 key with a SHA-256 circuit's values (six values neither 0
+/// nor 1 a proof, 120 entries spread over 8,192 digits) had runs of 32 steps of ~68,
+/// ~400 additions each, 3.0 ms of a G1 MSM's pass in one kernel
+/// (lab/experiments/042o-sparse-runs.md).
+///
+/// [`LabSwitches::run_gap`] forces it (0: any step, as before).
+pub(crate) fn run_gap(lab: &LabSwitches) -> u32 {
+    lab.run_gap.unwrap_or(RUN_GAP)
+}
+
+/// [`run_gap`]'s default.
+const RUN_GAP: u32 = 4;
+
 /// [`piece_len`] unless forced: what the table width and memory estimates assume.
 fn default_piece_len(k: usize, n: usize) -> u32 {
     let target = ((k.max(1) * n.max(1)) as f64 / 64.0).sqrt();
@@ -429,20 +447,42 @@ fn pass_bytes(t: &Tuning, n_vars: usize, n: usize, largest: usize) -> usize {
 /// (key, index, sorted copies and sort temp) for w and h, and its summed pieces in five
 /// MSMs at once (one per present bucket, about 2·n of them at the chosen window width,
 /// plus one per L entries, L as a lone proof's plan takes it; XYZZ points, 256 bytes on
-/// average over 4 G1 + 1 G2), plus the runs' two entries per R pieces.
+/// average over 4 G1 + 1 G2), plus the runs' two entries per R pieces and per digit step
+/// wider than [`run_gap`] (at most one per gap + 1 bucket keys), and the runs' segment
+/// slots (16 bytes a piece).
 fn batch_bytes(lab: &LabSwitches, n_vars: usize, n: usize) -> usize {
     // ⌈255 / c⌉: the plan's cost model (batch_msm.cuh, zkp_bm_wbits) takes c ≥ 8 from
     // 2^12 scalars on, and c ≥ 4 always.
-    let windows = if n_vars.max(n) >= 1 << 12 { 32 } else { 64 };
+    let len = n_vars.max(n);
+    let windows = if len >= 1 << 12 { 32 } else { 64 };
     let items = windows * (n_vars + n);
-    let piece = default_piece_len(1, n_vars.max(n)) as usize;
-    let pieces = items / piece + 2 * n_vars.max(n);
+    let piece = default_piece_len(1, len) as usize;
+    let pieces = items / piece + 2 * len;
     // A lone proof's runs: the shortest a plan of n scalars takes, so the most entries.
-    let run_entries = match run_len(lab, 1, n_vars.max(n)) {
+    let run_entries = match run_len(lab, 1, len) {
         0 => 0,
-        r => 2 * pieces.div_ceil(r as usize),
+        r => {
+            let breaks = match run_gap(lab) {
+                0 => 0,
+                g => plan_keys(len).div_ceil(g as usize + 1),
+            };
+            2 * (pieces.div_ceil(r as usize) + breaks) + pieces * 16 / 256
+        }
     };
     items * 28 + 5 * (pieces + run_entries) * 256
+}
+
+/// Bucket keys of one proof in a plan of `n` scalars (an upper estimate): ⌈255/c⌉ groups
+/// of 2^c without a window table (c as batch_msm.cuh's zkp_bm_wbits takes it), or one
+/// group of 2^c with one ([`table_wbits`]), whichever is more.
+fn plan_keys(n: usize) -> usize {
+    let cost =
+        |c: u32| 255u32.div_ceil(c) as f64 * (n as f64 + 0.5 * c as f64 * (1u64 << c) as f64);
+    let c = (4..=16u32)
+        .min_by(|&a, &b| cost(a).total_cmp(&cost(b)))
+        .unwrap_or(16);
+    let untabled = 255usize.div_ceil(c as usize) << c;
+    untabled.max(1 << table_wbits(n, 255))
 }
 
 /// sppark's window count and width for an MSM of `n` points.

@@ -162,6 +162,7 @@ curve_ffi! {
             mont: bool,
             piece: u32,
             run: u32,
+            gap: u32,
             order: bool,
             constant_work: bool,
             table_wbits: u32,

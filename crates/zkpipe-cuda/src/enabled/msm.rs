@@ -463,6 +463,7 @@ impl<E: GpuCurve> BatchPlan<E> {
             mont,
             crate::shape::plan_piece_len(&lab, vectors.len(), n, table_wbits != 0),
             crate::shape::run_len(&lab, vectors.len(), n),
+            crate::shape::run_gap(&lab),
             crate::shape::orders_pieces(&lab),
             constant_work,
             table_wbits,

@@ -33,6 +33,28 @@ fn runs_lengthen_with_the_plan() {
     assert_eq!(piece_len(&forced, 1, 1 << 20), piece_len(&lab, 1, 1 << 20));
 }
 
+/// Runs stop at digit steps over 4 unless forced, and a pass's estimate counts the runs
+/// those stops may add: at most one per 5 bucket keys of a proof, so no more than the
+/// keys' share, and none where steps never stop a run.
+#[test]
+fn runs_stop_at_wide_steps_and_the_estimate_counts_them() {
+    let lab = LabSwitches::default();
+    assert_eq!(run_gap(&lab), 4);
+    let any = LabSwitches {
+        run_gap: Some(0),
+        ..lab
+    };
+    assert_eq!(run_gap(&any), 0);
+    for log in [10, 14, 16, 20] {
+        let (n_vars, n) = ((1usize << log) + 2, 1usize << log);
+        let (with, without) = (batch_bytes(&lab, n_vars, n), batch_bytes(&any, n_vars, n));
+        let keys = plan_keys(n_vars);
+        assert!(keys >= 1 << table_wbits(n_vars, 255), "2^{log}");
+        // Five MSMs, two entries a run, 256 bytes an entry.
+        assert_eq!(with - without, 5 * 2 * keys.div_ceil(5) * 256, "2^{log}");
+    }
+}
+
 /// A key's constant work is its own: it puts a lone proof on the batched kernels and
 /// counts its mask.
 #[test]

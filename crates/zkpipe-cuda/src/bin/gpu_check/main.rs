@@ -34,7 +34,8 @@
 //! each direction timed, or the GPU's dev setup).
 //!
 //! `ZKPIPE_CUDA_PASS_TRACE=1` traces every batched pass; in a `lab` build
-//! `ZKPIPE_CUDA_CONSTANT=mask|full|both` picks how constant work is kept constant.
+//! `ZKPIPE_CUDA_CONSTANT=mask|full|both` picks how constant work is kept constant and
+//! `ZKPIPE_CUDA_RUN_GAP=G` the widest digit step a run takes (0: any).
 
 mod checks;
 mod common;
@@ -61,6 +62,19 @@ fn options() -> CudaOptions {
             Ok(m) => opts.lab.constant = m,
             Err(e) => {
                 println!("ZKPIPE_CUDA_CONSTANT={e}");
+                std::process::exit(2);
+            }
+        }
+    }
+    #[cfg(feature = "lab")]
+    if let Ok(gap) = std::env::var("ZKPIPE_CUDA_RUN_GAP") {
+        match gap.parse() {
+            Ok(g) => {
+                println!("runs stop at digit steps over {g} (0: never)");
+                opts.lab.run_gap = Some(g);
+            }
+            Err(_) => {
+                println!("ZKPIPE_CUDA_RUN_GAP={gap:?}: expected a number");
                 std::process::exit(2);
             }
         }
