@@ -11,7 +11,9 @@
 # N jobs of 10 × w20.wtns at once (`zkpipe submit --stream always`), and prints RSS after
 # the preload and after every accept (VmHWM is the peak so far), each job's accept log
 # line, and the peaks of the 0.2 s samples (VmRSS RssAnon RssFile, kB) while the daemon
-# accepts and then proves.
+# accepts and then proves. SUBMIT_FLAGS replaces `--stream always` (e.g. "--stream never
+# --no-pack": unary requests of plain .wtns files). WINDOW=S (default 3) is how long it
+# watches after the last accept.
 set -euo pipefail
 bin=$(realpath "${1:?zkpipe binary}"); dir=${2:?dir}; n=${3:-6}
 cd "$dir"; rm -rf zkpipe-state; trace=$(mktemp)
@@ -25,13 +27,14 @@ mem() { grep -E 'VmRSS|VmHWM' "/proc/$pid/status" | tr -s ' \t' ' ' | tr '\n' ' 
 echo "after preload: $(mem)"
 w=(); for _ in $(seq 10); do w+=(w20.wtns); done
 t0=$(date +%s%N); subs=()
-for j in $(seq "$n"); do "$bin" submit k20 "${w[@]}" --server "$server" --stream always > /dev/null & subs+=($!); done
+read -r -a flags <<< "${SUBMIT_FLAGS:---stream always}"
+for j in $(seq "$n"); do "$bin" submit k20 "${w[@]}" --server "$server" "${flags[@]}" > /dev/null & subs+=($!); done
 ( while kill -0 "$pid" 2>/dev/null; do
     awk '/VmRSS/{r=$2} /RssAnon/{a=$2} /RssFile/{f=$2} END{print r, a, f}' "/proc/$pid/status" 2>/dev/null || true
     sleep 0.2; done ) > "$trace" &
 wait "${subs[@]}"
 echo "after $n accepts ($(( ($(date +%s%N) - t0) / 1000000 )) ms): $(mem)"
 grep "job accepted" serve.log | sed 's/.*job accepted//'
-sleep 3; echo "3 s later: $(mem)"
+sleep "${WINDOW:-3}"; echo "${WINDOW:-3} s later: $(mem)"
 kill "$pid"; wait "$pid" 2>/dev/null || true
 echo "peak VmRSS sample (VmRSS RssAnon RssFile kB): $(sort -n -k1 "$trace" | tail -1); peak RssAnon sample: $(sort -n -k2 "$trace" | tail -1)"

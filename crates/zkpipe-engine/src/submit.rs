@@ -231,20 +231,31 @@ impl Submission {
         let entry = self.keys.resolve(&req.key_id)?;
         self.check_fits(&entry.meta)?;
         let witnesses: Vec<&[u8]> = req.witnesses.iter().map(AsRef::as_ref).collect();
-        let data = self.partitions(&entry, witnesses.iter().copied().enumerate(), |i| {
+        let each = witnesses.iter().copied().enumerate();
+        let data = self.partitions(&entry, each, Packing::Raw, |i| {
             // A staged witness's pages leave the resident set as soon as it is parsed.
             if let Some(s) = req.witnesses[i].staged() {
                 s.release();
             }
         })?;
         let parsed = t0.elapsed();
+        // The store records a witness as packed here where that halved it.
+        let stored = data
+            .iter()
+            .zip(&witnesses)
+            .map(|((_, input), &sent)| match input {
+                PartitionInput::Synthesize(ToSynthesize::Packed(p)) => p.as_slice(),
+                _ => sent,
+            })
+            .collect();
         let new = NewJob {
             key_id: &entry.meta.id,
             priority: req.priority,
             request_id: &req.request_id,
             fingerprint,
             key_shape: shape_tag(&entry.meta.shape),
-            witnesses,
+            witnesses: stored,
+            packed: true,
             staged: req.witnesses.iter().map(PartitionBytes::staged).collect(),
         };
         // A shared store (a fleet) takes the job instead of this engine's queues.
@@ -301,7 +312,8 @@ impl Submission {
     pub fn claimed(&self, job: &Arc<Job>, index: usize, witness: &[u8]) -> Result<(), EngineError> {
         let entry = self.keys.resolve(&job.key_id)?;
         self.check_fits(&entry.meta)?;
-        let parts = self.partitions(&entry, std::iter::once((index, witness)), |_| {})?;
+        let one = std::iter::once((index, witness));
+        let parts = self.partitions(&entry, one, Packing::AsStored, |_| {})?;
         self.jobs.pending.fetch_add(parts.len(), Ordering::AcqRel);
         self.enqueue(job, &entry, parts);
         Ok(())
@@ -315,11 +327,19 @@ impl Submission {
         &self,
         entry: &KeyEntry,
         witnesses: impl Iterator<Item = (usize, &'a [u8])>,
+        packing: Packing,
         parsed: impl Fn(usize) + Sync,
     ) -> Result<Vec<(usize, PartitionInput)>, EngineError> {
         let one = |(i, bytes): (usize, &[u8])| {
+            let packed = match packing {
+                Packing::Raw if !bytes.starts_with(packed_wtns::MAGIC) => packed_wtns::pack(bytes),
+                _ => None,
+            };
             let input = if is_circuit_inputs(bytes) {
                 PartitionInput::Synthesize(ToSynthesize::Inputs(self.inputs(entry, i, bytes)?))
+            } else if let Some(packed) = packed {
+                check_packed(&entry.meta, i, &packed)?;
+                PartitionInput::Synthesize(ToSynthesize::Packed(packed))
             } else if bytes.starts_with(packed_wtns::MAGIC) {
                 check_packed(&entry.meta, i, bytes)?;
                 PartitionInput::Synthesize(ToSynthesize::Packed(bytes.to_vec()))
@@ -426,7 +446,7 @@ impl Submission {
                 self.check_fits(&entry.meta)?;
                 Ok((
                     Arc::clone(&entry),
-                    self.partitions(&entry, pending.into_iter(), |_| {})?,
+                    self.partitions(&entry, pending.into_iter(), Packing::AsStored, |_| {})?,
                 ))
             }),
         };
@@ -474,6 +494,19 @@ impl Submission {
         }
         Ok(())
     }
+}
+
+/// Whether [`Submission::partitions`] packs a plain `.wtns` it is given.
+#[derive(Clone, Copy)]
+enum Packing {
+    /// A request's witnesses: a `.wtns` that halves packed
+    /// ([`packed_wtns::pack`]: a circom witness's 0s and 1s) waits for admission packed,
+    /// as one sent packed does, so its field elements exist only under the host budget's
+    /// reservation (the synthesis stage converts it); the job store records the same
+    /// packed bytes. Others are converted at once, as before.
+    Raw,
+    /// Witnesses as the job store kept them: packed already where that halved them.
+    AsStored,
 }
 
 /// Partition `i` of a job of the key `meta` describes, from its witness (submitted or

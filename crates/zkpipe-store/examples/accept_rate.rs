@@ -154,6 +154,7 @@ fn cell(a: &Args, dir: &Path) -> (f64, (f64, f64), (f64, f64)) {
                             request_id: "",
                             fingerprint,
                             witnesses: vec![&witness],
+                            packed: false,
                             staged: Vec::new(),
                         };
                         let t0 = Instant::now();

@@ -84,6 +84,7 @@ fn new_job<'a>(witness: &'a [u8]) -> NewJob<'a> {
         fingerprint: fingerprint("bench", &[witness]),
         key_shape: "bench-shape".into(),
         witnesses: vec![witness],
+        packed: false,
         staged: Vec::new(),
     }
 }

@@ -59,8 +59,13 @@ pub struct NewJob<'a> {
     /// The key's shape ([`shape_tag`]): a shared store lets only daemons holding a key
     /// of this id and shape claim the job.
     pub key_shape: String,
-    /// One `.wtns` file per partition.
+    /// One `.wtns` file per partition, or its packed form
+    /// ([`zkpipe_formats::packed_wtns`]).
     pub witnesses: Vec<&'a [u8]>,
+    /// Whether the caller packed each witness already where that halves it (the engine
+    /// does at submit): a store then records the bytes as they are instead of scanning
+    /// them again.
+    pub packed: bool,
     /// Empty, or one per partition: the store's file holding that witness already
     /// ([`JobStore::stage`]), which it records instead of writing the bytes again.
     pub staged: Vec<Option<&'a dyn StagedWitness>>,

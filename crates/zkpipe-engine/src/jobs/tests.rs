@@ -131,6 +131,7 @@ fn two_partitions() -> NewJob<'static> {
         fingerprint: Fingerprint::default(),
         key_shape: String::new(),
         witnesses: vec![b"w0", b"w1"],
+        packed: false,
         staged: Vec::new(),
     }
 }
@@ -139,6 +140,7 @@ fn two_partitions() -> NewJob<'static> {
 fn one_partition() -> NewJob<'static> {
     NewJob {
         witnesses: vec![&b"w"[..]],
+        packed: false,
         staged: Vec::new(),
         ..two_partitions()
     }
@@ -148,6 +150,7 @@ fn one_partition() -> NewJob<'static> {
 fn jobs(table: &JobTable, n: usize, partitions: usize) -> Vec<Arc<Job>> {
     let new = NewJob {
         witnesses: vec![&b"w"[..]; partitions],
+        packed: false,
         staged: Vec::new(),
         ..two_partitions()
     };

@@ -37,7 +37,10 @@ impl JobStore for PgStore {
         let witnesses: Vec<Vec<u8>> = job
             .witnesses
             .iter()
-            .map(|w| packed_wtns::pack(w).unwrap_or_else(|| w.to_vec()))
+            .map(|w| match job.packed {
+                true => w.to_vec(),
+                false => packed_wtns::pack(w).unwrap_or_else(|| w.to_vec()),
+            })
             .collect();
         let daemon = self.daemon.clone();
         self.run(async move {

@@ -16,6 +16,7 @@ fn accept(s: &SqliteStore, witnesses: Vec<&[u8]>) {
         request_id: "",
         fingerprint: fingerprint("k", &witnesses),
         witnesses,
+        packed: false,
         staged: Vec::new(),
     })
     .unwrap();

@@ -103,6 +103,7 @@ mod tests {
             fingerprint: fingerprint("k", &witnesses),
             key_shape: String::new(),
             witnesses,
+            packed: false,
             staged: Vec::new(),
         };
         match s.accept(&job).unwrap() {

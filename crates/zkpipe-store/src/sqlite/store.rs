@@ -180,7 +180,7 @@ impl JobStore for SqliteStore {
             .iter()
             .zip(&staged)
             .map(|(w, s)| {
-                if s.is_some() {
+                if s.is_some() || job.packed {
                     None
                 } else {
                     packed_wtns::pack(w)

@@ -21,6 +21,7 @@ pub(super) fn new_job<'a>(request_id: &'a str, witnesses: Vec<&'a [u8]>) -> NewJ
         request_id,
         fingerprint: fingerprint("k", &witnesses),
         witnesses,
+        packed: false,
         staged: Vec::new(),
     }
 }

@@ -42,6 +42,7 @@ fn job<'a>(witnesses: Vec<&'a [u8]>) -> NewJob<'a> {
         fingerprint: fingerprint("k", &witnesses),
         key_shape: "shape-of-k".into(),
         witnesses,
+        packed: false,
         staged: Vec::new(),
     }
 }

@@ -64,6 +64,7 @@ fn accept(
         fingerprint: fp,
         key_shape: format!("shape-of-{key_id}"),
         witnesses: witnesses.to_vec(),
+        packed: false,
         staged: Vec::new(),
     })
 }

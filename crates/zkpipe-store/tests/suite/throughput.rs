@@ -53,6 +53,7 @@ fn throughput() {
                             fingerprint: fingerprint("k", &witnesses),
                             key_shape: String::new(),
                             witnesses,
+                            packed: false,
                             staged: Vec::new(),
                         };
                         let (_, mark) = store.accept_unsynced(&job).unwrap();
