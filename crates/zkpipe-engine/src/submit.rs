@@ -33,6 +33,7 @@ use crate::metrics::Metrics;
 use crate::queue::{Order, PriorityQueue};
 use crate::trace::log_ms;
 use rayon::prelude::*;
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -331,18 +332,11 @@ impl Submission {
         parsed: impl Fn(usize) + Sync,
     ) -> Result<Vec<(usize, PartitionInput)>, EngineError> {
         let one = |(i, bytes): (usize, &[u8])| {
-            let packed = match packing {
-                Packing::Raw if !bytes.starts_with(packed_wtns::MAGIC) => packed_wtns::pack(bytes),
-                _ => None,
-            };
             let input = if is_circuit_inputs(bytes) {
                 PartitionInput::Synthesize(ToSynthesize::Inputs(self.inputs(entry, i, bytes)?))
-            } else if let Some(packed) = packed {
+            } else if let Some(packed) = packing.packed(bytes) {
                 check_packed(&entry.meta, i, &packed)?;
-                PartitionInput::Synthesize(ToSynthesize::Packed(packed))
-            } else if bytes.starts_with(packed_wtns::MAGIC) {
-                check_packed(&entry.meta, i, bytes)?;
-                PartitionInput::Synthesize(ToSynthesize::Packed(bytes.to_vec()))
+                PartitionInput::Synthesize(ToSynthesize::Packed(packed.into_owned()))
             } else {
                 PartitionInput::Witness(self.witness(entry, i, bytes)?)
             };
@@ -507,6 +501,20 @@ enum Packing {
     Raw,
     /// Witnesses as the job store kept them: packed already where that halved them.
     AsStored,
+}
+
+impl Packing {
+    /// A `.wtns`'s packed form, to queue: the bytes themselves where they came packed, a
+    /// plain `.wtns` packed where [`Packing::Raw`] and that halves it; `None` otherwise.
+    fn packed(self, bytes: &[u8]) -> Option<Cow<'_, [u8]>> {
+        if bytes.starts_with(packed_wtns::MAGIC) {
+            return Some(Cow::Borrowed(bytes));
+        }
+        match self {
+            Packing::Raw => packed_wtns::pack(bytes).map(Cow::Owned),
+            Packing::AsStored => None,
+        }
+    }
 }
 
 /// Partition `i` of a job of the key `meta` describes, from its witness (submitted or
