@@ -449,7 +449,7 @@ fn pass_bytes(t: &Tuning, n_vars: usize, n: usize, largest: usize) -> usize {
 /// plus one per L entries, L as a lone proof's plan takes it; XYZZ points, 256 bytes on
 /// average over 4 G1 + 1 G2), plus the runs' two entries per R pieces and per digit step
 /// wider than [`run_gap`] (at most one per gap + 1 bucket keys), and the runs' segment
-/// slots (16 bytes a piece).
+/// slots (five u32 a piece in each of the w and h plans; counted as 80 bytes a piece).
 fn batch_bytes(lab: &LabSwitches, n_vars: usize, n: usize) -> usize {
     // ⌈255 / c⌉: the plan's cost model (batch_msm.cuh, zkp_bm_wbits) takes c ≥ 8 from
     // 2^12 scalars on, and c ≥ 4 always.
@@ -459,17 +459,17 @@ fn batch_bytes(lab: &LabSwitches, n_vars: usize, n: usize) -> usize {
     let piece = default_piece_len(1, len) as usize;
     let pieces = items / piece + 2 * len;
     // A lone proof's runs: the shortest a plan of n scalars takes, so the most entries.
-    let run_entries = match run_len(lab, 1, len) {
-        0 => 0,
+    let (run_entries, segment_bytes) = match run_len(lab, 1, len) {
+        0 => (0, 0),
         r => {
             let breaks = match run_gap(lab) {
                 0 => 0,
                 g => plan_keys(len).div_ceil(g as usize + 1),
             };
-            2 * (pieces.div_ceil(r as usize) + breaks) + pieces * 16 / 256
+            (2 * (pieces.div_ceil(r as usize) + breaks), 80 * pieces)
         }
     };
-    items * 28 + 5 * (pieces + run_entries) * 256
+    items * 28 + 5 * (pieces + run_entries) * 256 + segment_bytes
 }
 
 /// Bucket keys of one proof in a plan of `n` scalars (an upper estimate): ⌈255/c⌉ groups
