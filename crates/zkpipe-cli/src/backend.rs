@@ -21,7 +21,7 @@ pub struct DeviceOptions {
 /// The diagnostic switches of the environment that re-run an experiment's losing side:
 /// read in a build with the `lab` feature, refused in the product build.
 #[cfg_attr(feature = "lab", allow(dead_code))]
-const LAB_VARS: [&str; 14] = [
+const LAB_VARS: [&str; 15] = [
     "ZKPIPE_CUDA_LONE_MSM",
     "ZKPIPE_CUDA_CONSTANT",
     "ZKPIPE_CUDA_TABLES",
@@ -29,6 +29,7 @@ const LAB_VARS: [&str; 14] = [
     "ZKPIPE_CUDA_PIECE_ORDER",
     "ZKPIPE_CUDA_RUN",
     "ZKPIPE_CUDA_RUN_GAP",
+    "ZKPIPE_CUDA_QUOTIENT_LAUNCH",
     "ZKPIPE_CUDA_HOST_SCALARS",
     "ZKPIPE_CUDA_HOST_REDUCE",
     "ZKPIPE_CUDA_SERIAL_MSMS",
@@ -156,6 +157,10 @@ fn lab_switches(
         serial_msms: flag("ZKPIPE_CUDA_SERIAL_MSMS")?,
         walk_beside: flag("ZKPIPE_CUDA_WALK_BESIDE")?,
         wide_matrices: flag("ZKPIPE_CUDA_WIDE_MATRICES")?,
+        quotient_launch: match word("ZKPIPE_CUDA_QUOTIENT_LAUNCH", &["graph", "fused", "calls"])? {
+            Some(v) => v.parse().map_err(anyhow::Error::msg)?,
+            None => Default::default(),
+        },
         batch: number("ZKPIPE_CUDA_BATCH", |b| (1..=256).contains(&b), "1..=256")?
             .map(|b| b as usize),
         no_bits: word("ZKPIPE_CUDA_BITS", &["on", "off"])?.is_some_and(|v| v == "off"),

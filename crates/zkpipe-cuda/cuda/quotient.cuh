@@ -60,11 +60,27 @@ __global__ void zkp_add_mask(fr_t* x, const fr_t* m, size_t n, bool mont)
 // Each has a stream of its own, so the quotients of proofs in flight at once (a batch, or
 // two passes) overlap instead of queueing on the device's shared stream: at 2^14 each
 // kernel fills a small part of the GPU.
+//
+// A proof whose reduce runs on the GPU replays its ~20 kernels (reduce, three iNTT/NTT
+// pairs, the coset scalings, the pointwise product) as one CUDA graph, captured on the
+// set's first such proof (reduce.cuh's zkp_reduce_quotient_): at 2^14 launching them one
+// by one cost the host more than the GPU took to run them, and several GPUs' threads
+// launching at once slowed each other (lab/experiments/042q-quotient-graphs.md).
 struct zkp_quotient_t {
     const gpu_t& gpu;
     stream_t stream;
     uint32_t lg_n;
     dev_ptr_t<fr_t> d;   // a, b, c, scratch, coset powers: 5n elements
+    // The captured graph and what it was captured for: the inputs are baked into it.
+    cudaGraphExec_t graph = nullptr;
+    const void* graph_m = nullptr;
+    const fr_t* graph_w = nullptr;
+    bool graph_mont = false;
+    uint64_t graph_k = 0;
+    // Before and after the quotient's kernels in a fused call (in its graph too): the
+    // GPU's split of the call's time between the reduce and the quotient, for the
+    // waterfall.
+    cudaEvent_t marks[2] = {nullptr, nullptr};
 
     // The device is made current before the stream and buffers are made on it.
     static const gpu_t& current(int device_id)
@@ -75,11 +91,67 @@ struct zkp_quotient_t {
     }
 
     zkp_quotient_t(uint32_t lg, int device_id)
-        : gpu(current(device_id)), stream(device_id), lg_n(lg), d((size_t)5 << lg) {}
+        : gpu(current(device_id)), stream(device_id), lg_n(lg), d((size_t)5 << lg)
+    {
+        for (auto& e : marks)
+            CUDA_OK(cudaEventCreate(&e));
+    }
 
-    // Where the last run left h on the device (the scratch third of d).
+    ~zkp_quotient_t()
+    {
+        gpu.select();
+        if (graph != nullptr)
+            cudaGraphExecDestroy(graph);
+        for (auto e : marks)
+            if (e != nullptr)
+                cudaEventDestroy(e);
+    }
+
+    // Where the last run left h (the scratch third of d).
     const fr_t* h() const { return &d[(size_t)3 << lg_n]; }
 };
+
+// Launches the quotient on q's stream: from a, b, c on the host (staged, ideally pinned)
+// or, all three nullptr, from where zkp_reduce_run_ left them; h ends in the scratch
+// third of q's buffers. Launches only (no synchronisation), so a graph can capture it.
+static void zkp_quotient_launch(zkp_quotient_t* q, const fr_t* const in[3], uint64_t k)
+{
+    const gpu_t& gpu = q->gpu;
+    stream_t& stream = q->stream;
+    bool on_device = in[0] == nullptr;
+    uint32_t lg_n = q->lg_n;
+    size_t n = (size_t)1 << lg_n;
+    fr_t* d = &q->d[0];
+    fr_t* scratch = d + 3 * n;
+    const fr_t* powers = d + 4 * n;
+    uint32_t threads = 256;
+    uint32_t blocks = (uint32_t)std::min<size_t>((n + threads - 1) / threads,
+                                                 (size_t)gpu.sm_count() * 8);
+    for (int v = 0; v < 3; v++) {
+        fr_t* x = d + v * n;
+        if (k != 1 || !on_device) {
+            if (k == 1) {
+                stream.HtoD(x, in[v], n);
+            } else {
+                if (on_device)
+                    CUDA_OK(cudaMemcpyAsync(scratch, x, n * sizeof(fr_t),
+                                            cudaMemcpyDeviceToDevice, (cudaStream_t)stream));
+                else
+                    stream.HtoD(scratch, in[v], n);
+                zkp_gather<<<blocks, threads, 0, (cudaStream_t)stream>>>(x, scratch, lg_n, k);
+                CUDA_OK(cudaGetLastError());
+            }
+        }
+        NTT::Base_dev_ptr(stream, x, lg_n, NTT::InputOutputOrder::NR,
+                          NTT::Direction::inverse, NTT::Type::standard);
+        zkp_coset_scale<<<blocks, threads, 0, (cudaStream_t)stream>>>(x, powers, lg_n);
+        CUDA_OK(cudaGetLastError());
+        NTT::Base_dev_ptr(stream, x, lg_n, NTT::InputOutputOrder::RN,
+                          NTT::Direction::forward, NTT::Type::standard);
+    }
+    zkp_pointwise<<<blocks, threads, 0, (cudaStream_t)stream>>>(scratch, d, d + n, d + 2 * n, lg_n, k);
+    CUDA_OK(cudaGetLastError());
+}
 
 // `powers_bitrev`: shift^brev(p) for p in 0..n (Montgomery), kept on the device.
 extern "C" RustError ZKP_FN(zkp_quotient_new_, CURVE)(zkp_quotient_t** out, uint32_t lg_n,
@@ -88,6 +160,10 @@ extern "C" RustError ZKP_FN(zkp_quotient_new_, CURVE)(zkp_quotient_t** out, uint
     try {
         if (lg_n < 1 || lg_n > 31)
             return RustError{cudaErrorInvalidValue, "quotient domain size out of range"};
+        // sppark's twiddles are made (allocated, copied, synchronised) on their first use:
+        // here, never inside a graph's capture.
+        (void)NTTParameters::all(false);
+        (void)NTTParameters::all(true);
         *out = new zkp_quotient_t(lg_n, dev);
         (*out)->gpu.select();
         stream_t& stream = (*out)->stream;
@@ -125,41 +201,10 @@ extern "C" RustError ZKP_FN(zkp_quotient_run_, CURVE)(zkp_quotient_t* q, const f
         return RustError{cudaErrorInvalidValue, "quotient inputs: some on the host, some not"};
     try {
         gpu.select();
-        uint32_t lg_n = q->lg_n;
-        size_t n = (size_t)1 << lg_n;
-        fr_t* d = &q->d[0];
-        fr_t* scratch = d + 3 * n;
-        const fr_t* powers = d + 4 * n;
         const fr_t* in[3] = {a, b, c};
-        uint32_t threads = 256;
-        uint32_t blocks = (uint32_t)std::min<size_t>((n + threads - 1) / threads,
-                                                     (size_t)gpu.sm_count() * 8);
-        for (int v = 0; v < 3; v++) {
-            fr_t* x = d + v * n;
-            if (k != 1 || !on_device) {
-                if (k == 1) {
-                    stream.HtoD(x, in[v], n);
-                } else {
-                    if (on_device)
-                        CUDA_OK(cudaMemcpyAsync(scratch, x, n * sizeof(fr_t),
-                                                cudaMemcpyDeviceToDevice, (cudaStream_t)stream));
-                    else
-                        stream.HtoD(scratch, in[v], n);
-                    zkp_gather<<<blocks, threads, 0, (cudaStream_t)stream>>>(x, scratch, lg_n, k);
-                    CUDA_OK(cudaGetLastError());
-                }
-            }
-            NTT::Base_dev_ptr(stream, x, lg_n, NTT::InputOutputOrder::NR,
-                              NTT::Direction::inverse, NTT::Type::standard);
-            zkp_coset_scale<<<blocks, threads, 0, (cudaStream_t)stream>>>(x, powers, lg_n);
-            CUDA_OK(cudaGetLastError());
-            NTT::Base_dev_ptr(stream, x, lg_n, NTT::InputOutputOrder::RN,
-                              NTT::Direction::forward, NTT::Type::standard);
-        }
-        zkp_pointwise<<<blocks, threads, 0, (cudaStream_t)stream>>>(scratch, d, d + n, d + 2 * n, lg_n, k);
-        CUDA_OK(cudaGetLastError());
+        zkp_quotient_launch(q, in, k);
         if (h != nullptr)
-            stream.DtoH(h, scratch, n);
+            stream.DtoH(h, q->h(), (size_t)1 << q->lg_n);
         stream.sync();
     } catch (const cuda_error& e) {
         stream.sync();

@@ -304,3 +304,89 @@ extern "C" RustError ZKP_FN(zkp_reduce_rows_, CURVE)(
     }
     return RustError{cudaSuccess};
 }
+
+// One proof's whole quotient from its witness, in one call: w (`bytes` from the host,
+// pinned for full speed) crosses to `w_dev` on the quotient's stream, then the reduce and
+// the quotient run there and h is left on the device. With `graph` the reduce and the
+// quotient replay the set's captured graph (captured here on its first use, and again
+// if the matrices, w's address, its form or k change), else they launch one by one.
+// `quotient_ms` receives the GPU's time for the quotient part (for the waterfall's
+// split; −1 where the events could not say). Returns when h is there.
+extern "C" RustError ZKP_FN(zkp_reduce_quotient_, CURVE)(zkp_quotient_t* q, const zkp_csr_t* m,
+                                                         fr_t* w_dev, const void* w_host,
+                                                         size_t bytes, bool mont, uint64_t k,
+                                                         bool graph, float* quotient_ms)
+{
+    const gpu_t& gpu = q->gpu;
+    stream_t& stream = q->stream;
+    size_t n = (size_t)1 << q->lg_n;
+    if (m->rows != n || m->dev != gpu.id())
+        return RustError{cudaErrorInvalidValue,
+                         "matrices and quotient differ in domain size or device"};
+    cudaStream_t s = (cudaStream_t)stream;
+    // The reduce's kernels, a mark, the quotient's, a mark: what a graph captures. A
+    // mark in a capture must be an external record node to be recorded when the graph
+    // runs; outside one, that flag is refused.
+    auto launch = [&](bool capturing) {
+        auto mark = [&](cudaEvent_t e) {
+            CUDA_OK(capturing ? cudaEventRecordWithFlags(e, s, cudaEventRecordExternal)
+                              : cudaEventRecord(e, s));
+        };
+        fr_t* d = &q->d[0];
+        zkp_rows_t ma{m->starts[0], m->cols[0], m->vals[0], nullptr, 0, 0};
+        zkp_rows_t mb{m->starts[1], m->cols[1], m->vals[1], nullptr, 0, 0};
+        zkp_reduce_launch(gpu, stream, d, d + n, d + 2 * n, ma, mb, m->long_rows, m->n_long,
+                          w_dev, n, mont);
+        mark(q->marks[0]);
+        const fr_t* on_device[3] = {nullptr, nullptr, nullptr};
+        zkp_quotient_launch(q, on_device, k);
+        mark(q->marks[1]);
+    };
+    try {
+        gpu.select();
+        CUDA_OK(cudaMemcpyAsync(w_dev, w_host, bytes, cudaMemcpyHostToDevice, s));
+        if (!graph) {
+            launch(false);
+        } else {
+            bool same = q->graph != nullptr && q->graph_m == m && q->graph_w == w_dev
+                && q->graph_mont == mont && q->graph_k == k;
+            if (!same) {
+                if (q->graph != nullptr) {
+                    CUDA_OK(cudaGraphExecDestroy(q->graph));
+                    q->graph = nullptr;
+                }
+                cudaGraph_t g = nullptr;
+                CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+                try {
+                    launch(true);
+                } catch (const cuda_error&) {
+                    (void)cudaStreamEndCapture(s, &g);
+                    if (g != nullptr)
+                        cudaGraphDestroy(g);
+                    throw;
+                }
+                CUDA_OK(cudaStreamEndCapture(s, &g));
+                cudaError_t made = cudaGraphInstantiate(&q->graph, g, 0);
+                cudaGraphDestroy(g);
+                if (made != cudaSuccess) {
+                    q->graph = nullptr;
+                    CUDA_OK(made);
+                }
+                q->graph_m = m;
+                q->graph_w = w_dev;
+                q->graph_mont = mont;
+                q->graph_k = k;
+            }
+            CUDA_OK(cudaGraphLaunch(q->graph, s));
+        }
+        stream.sync();
+        // The split is for the waterfall only: without it the whole call counts as the
+        // reduce's (−1), and the proof goes on.
+        if (cudaEventElapsedTime(quotient_ms, q->marks[0], q->marks[1]) != cudaSuccess)
+            *quotient_ms = -1.0f;
+    } catch (const cuda_error& e) {
+        stream.sync();
+        return RustError{e.code(), e.what()};
+    }
+    return RustError{cudaSuccess};
+}

@@ -34,7 +34,9 @@ mod enabled;
 
 pub use devices::CudaDevices;
 pub use error::CudaError;
-pub use options::{ConstantMode, CudaOptions, HostWait, LabSwitches, DEFAULT_STREAM_BATCH};
+pub use options::{
+    ConstantMode, CudaOptions, HostWait, LabSwitches, QuotientLaunch, DEFAULT_STREAM_BATCH,
+};
 /// The kinds of pinned host memory ([`CudaOptions::upload_staging`]), zkpipe-core's.
 pub use zkpipe_core::PinnedKind;
 

@@ -145,10 +145,40 @@ pub struct LabSwitches {
     /// A witness of 0s and 1s takes sppark's MSMs like any other instead of the bit path
     /// (`shape::takes_bits`; lab/experiments/043k-bit-path.md).
     pub no_bits: bool,
+    /// How a proof's reduce and quotient on the GPU are launched
+    /// (lab/experiments/042q-quotient-graphs.md).
+    pub quotient_launch: QuotientLaunch,
     /// The most proofs a batched pass of an in-core key takes, instead of
     /// `shape::BATCH_MAX_PROOFS` (1..=256;
     /// lab/experiments/042k-pass-size.md).
     pub batch: Option<usize>,
+}
+
+/// How a proof's reduce and quotient on the GPU are launched, where the key's matrices
+/// are on the GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QuotientLaunch {
+    /// One call: w's upload on the quotient's stream, then its captured CUDA graph of
+    /// the reduce's and the quotient's kernels, one wait.
+    #[default]
+    Graph,
+    /// One call as `Graph`, the kernels launched one by one.
+    Fused,
+    /// As before experiment 042q: the upload (on a stream made for it), the reduce and
+    /// the quotient as three calls, each waited for, the kernels launched one by one.
+    Calls,
+}
+
+impl std::str::FromStr for QuotientLaunch {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "graph" => Ok(Self::Graph),
+            "fused" => Ok(Self::Fused),
+            "calls" => Ok(Self::Calls),
+            _ => Err(format!("{s:?}: expected graph, fused or calls")),
+        }
+    }
 }
 
 /// How constant-work MSMs are kept constant on the GPU.

@@ -144,6 +144,7 @@ impl<E: Curve + GpuCurve> CudaBound<E> {
             n_vars: key.n_vars,
             gpu,
             staging: cuda.upload_staging,
+            launch: tuning.lab.quotient_launch,
         };
         let points = match residency {
             Residency::InCore => KeyPoints::Resident(ResidentSets {

@@ -9,11 +9,12 @@ use crate::enabled::mask::DeviceMask;
 use crate::enabled::memory::{DeviceBuf, PinnedBuf};
 use crate::enabled::quotient::GpuQuotient;
 use crate::enabled::reduce::GpuMatrices;
-use crate::{CudaError, PinnedKind};
+use crate::{CudaError, PinnedKind, QuotientLaunch};
 use std::mem::size_of_val;
 use std::sync::Mutex;
+use std::time::Instant;
 use zkpipe_core::reduce::QapEvals;
-use zkpipe_core::timings::{Stage, Timings};
+use zkpipe_core::timings::{Span, Stage, Timings};
 use zkpipe_core::{Curve, PassWitness};
 
 /// What one proof in flight needs of its own: the quotient's device buffers (h stays
@@ -24,6 +25,8 @@ pub(crate) struct PassBuffers<E: GpuCurve> {
     pub(crate) staging: PinnedBuf,
     pub(crate) w: DeviceBuf,
     pub(crate) ones: DeviceBuf,
+    /// How its reduce and quotient are launched (lab/experiments/042q-quotient-graphs.md).
+    launch: QuotientLaunch,
 }
 
 impl<E: GpuCurve + Curve> PassBuffers<E> {
@@ -31,13 +34,18 @@ impl<E: GpuCurve + Curve> PassBuffers<E> {
     /// told which) and copies it to the device buffer.
     pub(crate) fn upload_w(&mut self, w: PassWitness<'_, E>) -> Result<(), CudaError> {
         let _burst = zkpipe_core::throttle::burst();
-        let (pw, bytes) = match w {
-            PassWitness::Scalars(s) => (self.staging.stage(0, s) as *const u8, size_of_val(s)),
-            PassWitness::Montgomery(f) => (self.staging.stage(0, f) as *const u8, size_of_val(f)),
-        };
+        let (pw, bytes) = self.stage_w(w);
         // SAFETY: `pw` holds `bytes` bytes of 32-byte values, at most the device buffer's
         // size (upload_raw checks).
         unsafe { self.w.upload_raw(pw, bytes) }
+    }
+
+    /// Copies `w` into the staging buffer: where it is and its bytes.
+    fn stage_w(&mut self, w: PassWitness<'_, E>) -> (*const u8, usize) {
+        match w {
+            PassWitness::Scalars(s) => (self.staging.stage(0, s) as *const u8, size_of_val(s)),
+            PassWitness::Montgomery(f) => (self.staging.stage(0, f) as *const u8, size_of_val(f)),
+        }
     }
 
     /// The quotient with h left on the GPU, from `evals`, or where `evals` is empty from
@@ -63,14 +71,52 @@ impl<E: GpuCurve + Curve> PassBuffers<E> {
         let m = matrices.ok_or_else(|| {
             CudaError::Length("no a, b, c given, and no matrices on the GPU".into())
         })?;
-        t.time(Stage::ReduceDevice, || {
-            self.upload_w(w)?;
-            let wd = self.w.device_ptr(0) as *const [u64; 4];
-            // SAFETY: `wd` holds the key's nVars values (checked by the caller), the
-            // matrices' column count, on this set's GPU, and nothing writes it meanwhile.
-            unsafe { self.quotient.reduce_raw(m, wd, w.is_montgomery()) }
-        })?;
-        self.quotient_of_reduced(w, mask, t)
+        if self.launch == QuotientLaunch::Calls {
+            t.time(Stage::ReduceDevice, || {
+                self.upload_w(w)?;
+                let wd = self.w.device_ptr(0) as *const [u64; 4];
+                // SAFETY: `wd` holds the key's nVars values (checked by the caller), the
+                // matrices' column count, on this set's GPU, and nothing writes it meanwhile.
+                unsafe { self.quotient.reduce_raw(m, wd, w.is_montgomery()) }
+            })?;
+            return self.quotient_of_reduced(w, mask, t);
+        }
+        // One call: the upload, the reduce and the quotient queue on the quotient's
+        // stream and the host waits once (at 2^14 the three calls' launches and waits
+        // cost the host more than the GPU's work; lab 042q).
+        let start = Instant::now();
+        let quotient_gpu = {
+            let _burst = zkpipe_core::throttle::burst();
+            let (pw, bytes) = self.stage_w(w);
+            assert!(bytes <= self.w.len(), "device buffer too small");
+            let graph = self.launch == QuotientLaunch::Graph;
+            // SAFETY: the device buffer is this set's (&mut self) and holds `bytes`, the
+            // key's nVars values (checked by the caller), as many as the matrices have
+            // columns; `pw` is this set's staging, holding them.
+            unsafe {
+                let wd = self.w.device_ptr_mut();
+                self.quotient
+                    .reduce_quotient_raw(m, wd, pw, bytes, w.is_montgomery(), graph)?
+            }
+        };
+        let done = Instant::now();
+        self.mask(mask, w)?;
+        // The waterfall's split: the quotient's GPU time ends the call, the rest (the
+        // staging, the upload and the reduce) is the reduce's.
+        let split = quotient_gpu
+            .and_then(|q| done.checked_sub(q))
+            .map_or(done, |s| s.max(start));
+        t.spans.push(Span {
+            stage: Stage::ReduceDevice,
+            start,
+            end: split,
+        });
+        t.spans.push(Span {
+            stage: Stage::Quotient,
+            start: split,
+            end: Instant::now(),
+        });
+        Ok(())
     }
 
     /// The quotient from a, b, c left in its buffers by a reduce on the GPU, h staying
@@ -135,6 +181,8 @@ pub(crate) struct PassShape<E: GpuCurve> {
     pub(crate) gpu: usize,
     /// The kind of pinned memory its staging buffers are made of.
     pub(crate) staging: PinnedKind,
+    /// How each set's reduce and quotient are launched.
+    pub(crate) launch: QuotientLaunch,
 }
 
 impl<E: GpuCurve> PassShape<E> {
@@ -146,6 +194,7 @@ impl<E: GpuCurve> PassShape<E> {
             staging: PinnedBuf::with_kind((3 * n).max(self.n_vars) * elem, self.staging)?,
             w: DeviceBuf::new(self.gpu, self.n_vars * elem)?,
             ones: DeviceBuf::new(self.gpu, crate::shape::bitmap_bytes(self.n_vars))?,
+            launch: self.launch,
         })
     }
 }

@@ -232,6 +232,22 @@ curve_ffi! {
             w: *const c_void,
             mont: bool,
         ) -> sppark::Error;
+        /// One proof's quotient from its witness in one call: `bytes` of w from the host
+        /// to `w_dev` on the quotient's stream, then the reduce (w standard, or
+        /// Montgomery with `mont`) and the quotient, h left on the device; with `graph`
+        /// as the set's captured CUDA graph. `quotient_ms` receives the quotient's GPU
+        /// time (−1 if unknown).
+        reduce_quotient = "reduce_quotient" fn(
+            q: QuotientHandle,
+            m: MatricesHandle,
+            w_dev: *mut c_void,
+            w_host: *const c_void,
+            bytes: usize,
+            mont: bool,
+            k: u64,
+            graph: bool,
+            quotient_ms: *mut f32,
+        ) -> sppark::Error;
         /// a, b, c of rows `row0..row0 + rows` of a device witness into the quotient's
         /// buffers, from those rows of A and B on the device (a streamed key's chunk):
         /// each matrix's rows + 1 offsets, its entries' columns and values (or narrow

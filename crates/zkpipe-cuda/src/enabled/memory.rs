@@ -48,6 +48,12 @@ impl DeviceBuf {
         unsafe { upload_to(self.device as usize, self.ptr as usize, src, bytes) }
     }
 
+    /// The device address of its start, for a shim call that writes it (`&mut`: the
+    /// buffer is the caller's while it holds the address).
+    pub fn device_ptr_mut(&mut self) -> *mut u8 {
+        self.ptr as *mut u8
+    }
+
     /// Its size in bytes.
     pub fn len(&self) -> usize {
         self.bytes

@@ -62,6 +62,12 @@ impl<E: GpuCurve> GpuQuotient<E> {
         })
     }
 
+    /// k with ω_n^k = sppark's root of unity (1 where the roots agree): how the shim
+    /// reorders values between snarkjs's domain and sppark's.
+    pub(crate) fn k(&self) -> u64 {
+        self.k
+    }
+
     /// Domain size.
     pub fn size(&self) -> usize {
         1 << self.lg_n

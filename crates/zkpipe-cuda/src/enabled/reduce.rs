@@ -106,6 +106,50 @@ impl<E: GpuCurve> GpuQuotient<E> {
         ))
     }
 
+    /// One proof's whole quotient from its witness, in one call into the shim: `bytes`
+    /// of `w_host` cross to `w_dev` on this quotient's stream, then the reduce (as
+    /// [`Self::reduce_raw`]) and the quotient (as [`Self::run_raw`] with null inputs)
+    /// run there, h staying on the GPU. With `graph` their kernels replay as one CUDA
+    /// graph, captured on this quotient's first call (and again when the matrices, w's
+    /// address, its form or k change). Returns the quotient's share of the GPU's time,
+    /// where the GPU could say.
+    ///
+    /// # Safety
+    /// `w_dev` must be device memory on this quotient's GPU of at least `bytes` bytes,
+    /// and as many scalars as the matrices have columns; `w_host` valid for `bytes`
+    /// (pinned for full speed); neither touched by others while the call runs.
+    pub unsafe fn reduce_quotient_raw(
+        &self,
+        matrices: &GpuMatrices<E>,
+        w_dev: *mut u8,
+        w_host: *const u8,
+        bytes: usize,
+        mont: bool,
+        graph: bool,
+    ) -> Result<Option<std::time::Duration>, CudaError> {
+        if matrices.rows != self.size() {
+            return Err(CudaError::Length(format!(
+                "matrices of {} rows for a quotient of domain {}",
+                matrices.rows,
+                self.size()
+            )));
+        }
+        let mut quotient_ms = -1.0f32;
+        let handle = self.handle();
+        check((E::fns().reduce_quotient)(
+            *handle,
+            matrices.handle,
+            w_dev as *mut c_void,
+            w_host as *const c_void,
+            bytes,
+            mont,
+            self.k(),
+            graph,
+            &mut quotient_ms,
+        ))?;
+        Ok((quotient_ms >= 0.0).then(|| std::time::Duration::from_secs_f32(quotient_ms / 1e3)))
+    }
+
     /// a, b, c of rows `rows` only (as [`Self::reduce_raw`] computes them), from those
     /// rows of A and B in device memory (a streamed key's chunk,
     /// `crate::enabled::streamed_reduce`): per matrix its `rows.len() + 1` row offsets,

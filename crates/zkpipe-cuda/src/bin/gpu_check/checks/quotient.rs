@@ -219,6 +219,7 @@ pub fn check_reduce<E: Curve + GpuCurve>(name: &str, cfg: &Cfg) -> bool {
                     println!("  error: {e}");
                 }
             }
+            ok &= check_one_call(name, log, &q, &m, &a, &b, &d, &w, &cpu.a);
         }
         if [20u32, 22].contains(&log) && log <= cfg.max_timed_log {
             // SAFETY: as above.
@@ -234,6 +235,81 @@ pub fn check_reduce<E: Curve + GpuCurve>(name: &str, cfg: &Cfg) -> bool {
                     println!("{name} reduce 2^{log}: {e}");
                     ok = false;
                 }
+            }
+        }
+    }
+    ok
+}
+
+/// The one-call path (`GpuQuotient::reduce_quotient_raw`, lab 042q) against the CPU: w
+/// from pinned memory, the kernels as the quotient's graph (captured, then replayed with
+/// other values at the same addresses: `w2`, one value changed) and one by one; each w
+/// form in turn, so the graph is captured again when the form changes. `h` is the CPU's
+/// h for `w`.
+#[allow(clippy::too_many_arguments)]
+fn check_one_call<E: Curve + GpuCurve>(
+    name: &str,
+    log: u32,
+    q: &GpuQuotient<E>,
+    m: &GpuMatrices<E>,
+    a: &Csr<E::ScalarField>,
+    b: &Csr<E::ScalarField>,
+    d: &QuotientDomain<E::ScalarField>,
+    w: &[E::ScalarField],
+    h: &[E::ScalarField],
+) -> bool {
+    let n = 1usize << log;
+    let mut w2 = w.to_vec();
+    w2[3] += E::ScalarField::ONE;
+    let mut h2 = QapEvals::zeroed(n);
+    reduce(a, b, &w2, &mut h2, DEFAULT_SCHEDULE);
+    quotient(d, &mut h2);
+    let bytes = 32 * w.len();
+    let (mut staging, mut out) = match (PinnedBuf::new(bytes), PinnedBuf::new(32 * n)) {
+        (Ok(s), Ok(o)) => (s, o),
+        _ => {
+            println!("{name} one-call reduce + quotient 2^{log}: no pinned memory");
+            return false;
+        }
+    };
+    let mut wd = match DeviceBuf::new(0, bytes) {
+        Ok(x) => x,
+        Err(e) => {
+            println!("{name} one-call reduce + quotient 2^{log}: {e}");
+            return false;
+        }
+    };
+    let mut ok = true;
+    for mont in [false, true] {
+        let form = if mont { "Montgomery" } else { "scalars" };
+        let steps = [
+            ("graph, captured", true, w, h),
+            ("graph, replayed on other values", true, &w2[..], &h2.a[..]),
+            ("kernel by kernel", false, w, h),
+        ];
+        for (how, graph, values, want) in steps {
+            let pw = if mont {
+                staging.stage(0, values) as *const u8
+            } else {
+                let ints: Vec<ScalarInt<E>> = values.iter().map(|x| x.into_bigint()).collect();
+                staging.stage(0, &ints) as *const u8
+            };
+            // SAFETY: `wd` holds the matrices' columns of 32-byte values on GPU 0, `pw`
+            // as many in pinned memory; h is read back after the call has waited for it.
+            let r = unsafe {
+                q.reduce_quotient_raw(m, wd.device_ptr_mut(), pw, bytes, mont, graph)
+                    .and_then(|_| out.download_raw(0, q.h_on_device() as *const u8, 32 * n))
+            };
+            let mut got = vec![E::ScalarField::ZERO; n];
+            out.unstage(0, &mut got);
+            let same = r.is_ok() && got == want;
+            ok &= same;
+            println!(
+                "{name} one-call reduce + quotient 2^{log} ({how}, w as {form}): {}",
+                verdict(same)
+            );
+            if let Err(e) = r {
+                println!("  error: {e}");
             }
         }
     }
