@@ -76,7 +76,15 @@ impl<F: PrimeField> Witness<F> {
     pub fn from_packed(wtns: &PackedView<'_>) -> Result<Self, Error> {
         let bytes = wtns.n_witness as usize * wtns.curve.n8r();
         let _burst = (bytes >= LARGE_WITNESS_BYTES).then(crate::throttle::burst);
-        let values = wtns.decode(field_from_le::<F>).map_err(Error::Witness)?;
+        // A circom witness is mostly 0s and 1s: their packed forms (no byte, one byte 1)
+        // are matched before any integer is built (lab 042r).
+        let values = wtns
+            .decode(|low| match low {
+                [] => Some(F::ZERO),
+                [1] => Some(F::ONE),
+                _ => field_from_le::<F>(low),
+            })
+            .map_err(Error::Witness)?;
         Ok(Self { values })
     }
 

@@ -254,15 +254,27 @@ impl<'a> Parts<'a> {
             pos: self.values_at,
         };
         for index in 0..self.n {
-            let len = r.take(1, "value length")?[0] as usize;
-            if len > self.n8 {
-                return Err(ErrorKind::InvalidRecord {
-                    what: "packed witness value",
-                    index: index as u64,
-                    why: format!("{len} bytes in a value of {}", self.n8),
-                });
-            }
-            each(index, r.take(len, "value")?)?;
+            // The common case read directly (a length byte and that many bytes, all
+            // there); anything else through the cursor, which names what is wrong.
+            let low = match r.bytes.get(r.pos).map(|&l| l as usize) {
+                Some(len) if len <= self.n8 && r.pos + 1 + len <= r.bytes.len() => {
+                    let low = &r.bytes[r.pos + 1..r.pos + 1 + len];
+                    r.pos += 1 + len;
+                    low
+                }
+                _ => {
+                    let len = r.take(1, "value length")?[0] as usize;
+                    if len > self.n8 {
+                        return Err(ErrorKind::InvalidRecord {
+                            what: "packed witness value",
+                            index: index as u64,
+                            why: format!("{len} bytes in a value of {}", self.n8),
+                        });
+                    }
+                    r.take(len, "value")?
+                }
+            };
+            each(index, low)?;
         }
         if r.pos != self.bytes.len() {
             return Err(ErrorKind::InvalidHeader(format!(
@@ -490,6 +502,13 @@ mod tests {
         count[n_at] = 3;
         let e = PackedView::parse(&count).unwrap_err();
         assert!(e.to_string().contains("header says 4"), "{e}");
+        // A value longer than its field's bytes (the first value's length byte: the four
+        // values take 1 + 2 + 2 + 3 bytes at the end).
+        let mut wide = packed.clone();
+        let first = wide.len() - 8;
+        wide[first] = 33;
+        let e = PackedView::parse(&wide).unwrap().decode(Some).unwrap_err();
+        assert!(e.to_string().contains("33 bytes in a value of 32"), "{e}");
         // Bytes past its last value, and a stream cut short.
         let mut longer = packed.clone();
         longer.push(0);
