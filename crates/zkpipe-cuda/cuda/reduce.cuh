@@ -250,6 +250,30 @@ static void zkp_reduce_launch(const gpu_t& gpu, stream_t& stream, fr_t* a, fr_t*
     }
 }
 
+// Whether the matrices `m` are for q's domain size and on q's GPU.
+static bool zkp_csr_fits(const zkp_quotient_t* q, const zkp_csr_t* m)
+{
+    return m->rows == ((size_t)1 << q->lg_n) && m->dev == q->gpu.id();
+}
+
+static RustError zkp_csr_misfit()
+{
+    return RustError{cudaErrorInvalidValue,
+                     "matrices and quotient differ in domain size or device"};
+}
+
+// Launches the reduce of the whole matrices `m` (zkp_csr_fits) and the witness `w` into
+// q's a, b, c on q's stream.
+static void zkp_reduce_whole(zkp_quotient_t* q, const zkp_csr_t* m, const fr_t* w, bool mont)
+{
+    size_t n = (size_t)1 << q->lg_n;
+    fr_t* d = &q->d[0];
+    zkp_rows_t ma{m->starts[0], m->cols[0], m->vals[0], nullptr, 0, 0};
+    zkp_rows_t mb{m->starts[1], m->cols[1], m->vals[1], nullptr, 0, 0};
+    zkp_reduce_launch(q->gpu, q->stream, d, d + n, d + 2 * n, ma, mb, m->long_rows, m->n_long,
+                      w, n, mont);
+}
+
 // a, b, c of the witness `w` (device memory on the quotient's GPU, the key's nVars
 // values in standard form, or Montgomery form with `mont`) into the quotient's buffers,
 // for a zkp_quotient_run_ with no host inputs. Returns when they are there.
@@ -258,17 +282,11 @@ extern "C" RustError ZKP_FN(zkp_reduce_run_, CURVE)(zkp_quotient_t* q, const zkp
 {
     const gpu_t& gpu = q->gpu;
     stream_t& stream = q->stream;
-    size_t n = (size_t)1 << q->lg_n;
-    if (m->rows != n || m->dev != gpu.id())
-        return RustError{cudaErrorInvalidValue,
-                         "matrices and quotient differ in domain size or device"};
+    if (!zkp_csr_fits(q, m))
+        return zkp_csr_misfit();
     try {
         gpu.select();
-        fr_t* d = &q->d[0];
-        zkp_rows_t ma{m->starts[0], m->cols[0], m->vals[0], nullptr, 0, 0};
-        zkp_rows_t mb{m->starts[1], m->cols[1], m->vals[1], nullptr, 0, 0};
-        zkp_reduce_launch(gpu, stream, d, d + n, d + 2 * n, ma, mb, m->long_rows, m->n_long,
-                          w, n, mont);
+        zkp_reduce_whole(q, m, w, mont);
         stream.sync();
     } catch (const cuda_error& e) {
         stream.sync();
@@ -319,10 +337,8 @@ extern "C" RustError ZKP_FN(zkp_reduce_quotient_, CURVE)(zkp_quotient_t* q, cons
 {
     const gpu_t& gpu = q->gpu;
     stream_t& stream = q->stream;
-    size_t n = (size_t)1 << q->lg_n;
-    if (m->rows != n || m->dev != gpu.id())
-        return RustError{cudaErrorInvalidValue,
-                         "matrices and quotient differ in domain size or device"};
+    if (!zkp_csr_fits(q, m))
+        return zkp_csr_misfit();
     cudaStream_t s = (cudaStream_t)stream;
     // The reduce's kernels, a mark, the quotient's, a mark: what a graph captures. A
     // mark in a capture must be an external record node to be recorded when the graph
@@ -332,11 +348,7 @@ extern "C" RustError ZKP_FN(zkp_reduce_quotient_, CURVE)(zkp_quotient_t* q, cons
             CUDA_OK(capturing ? cudaEventRecordWithFlags(e, s, cudaEventRecordExternal)
                               : cudaEventRecord(e, s));
         };
-        fr_t* d = &q->d[0];
-        zkp_rows_t ma{m->starts[0], m->cols[0], m->vals[0], nullptr, 0, 0};
-        zkp_rows_t mb{m->starts[1], m->cols[1], m->vals[1], nullptr, 0, 0};
-        zkp_reduce_launch(gpu, stream, d, d + n, d + 2 * n, ma, mb, m->long_rows, m->n_long,
-                          w_dev, n, mont);
+        zkp_reduce_whole(q, m, w_dev, mont);
         mark(q->marks[0]);
         const fr_t* on_device[3] = {nullptr, nullptr, nullptr};
         zkp_quotient_launch(q, on_device, k);
