@@ -77,6 +77,18 @@ impl<E: GpuCurve> Drop for GpuMatrices<E> {
 }
 
 impl<E: GpuCurve> GpuQuotient<E> {
+    /// An error unless `matrices` have one row per element of this quotient's domain.
+    fn check_rows(&self, matrices: &GpuMatrices<E>) -> Result<(), CudaError> {
+        if matrices.rows != self.size() {
+            return Err(CudaError::Length(format!(
+                "matrices of {} rows for a quotient of domain {}",
+                matrices.rows,
+                self.size()
+            )));
+        }
+        Ok(())
+    }
+
     /// a = A·w, b = B·w, c = a∘b on the GPU into this quotient's buffers, for a following
     /// [`Self::run_raw`] with null inputs. `w` is the key's witness in this GPU's memory,
     /// as standard-form scalars, or in Montgomery form with `mont` (as the MSMs read it).
@@ -90,13 +102,7 @@ impl<E: GpuCurve> GpuQuotient<E> {
         w: *const [u64; 4],
         mont: bool,
     ) -> Result<(), CudaError> {
-        if matrices.rows != self.size() {
-            return Err(CudaError::Length(format!(
-                "matrices of {} rows for a quotient of domain {}",
-                matrices.rows,
-                self.size()
-            )));
-        }
+        self.check_rows(matrices)?;
         let handle = self.handle();
         check((E::fns().reduce_run)(
             *handle,
@@ -127,13 +133,7 @@ impl<E: GpuCurve> GpuQuotient<E> {
         mont: bool,
         graph: bool,
     ) -> Result<Option<std::time::Duration>, CudaError> {
-        if matrices.rows != self.size() {
-            return Err(CudaError::Length(format!(
-                "matrices of {} rows for a quotient of domain {}",
-                matrices.rows,
-                self.size()
-            )));
-        }
+        self.check_rows(matrices)?;
         let mut quotient_ms = -1.0f32;
         let handle = self.handle();
         check((E::fns().reduce_quotient)(
