@@ -34,9 +34,11 @@ impl CudaDevices {
         for i in 1..device_count() {
             gpus.push(device_info(i)?);
         }
-        if opts.host_wait != HostWait::Auto {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let wait = opts.host_wait.for_host(gpus.len(), cores);
+        if wait != HostWait::Auto {
             for i in 0..gpus.len() {
-                set_host_wait(i, opts.host_wait)?;
+                set_host_wait(i, wait)?;
             }
         }
         Ok(Self { gpus, opts })

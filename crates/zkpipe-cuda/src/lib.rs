@@ -35,7 +35,8 @@ mod enabled;
 pub use devices::CudaDevices;
 pub use error::CudaError;
 pub use options::{
-    ConstantMode, CudaOptions, HostWait, LabSwitches, QuotientLaunch, DEFAULT_STREAM_BATCH,
+    ConstantMode, CudaOptions, HostWait, LabSwitches, QuotientLaunch, BLOCK_CORES_PER_GPU,
+    DEFAULT_STREAM_BATCH,
 };
 /// The kinds of pinned host memory ([`CudaOptions::upload_staging`]), zkpipe-core's.
 pub use zkpipe_core::PinnedKind;

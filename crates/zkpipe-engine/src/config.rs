@@ -228,6 +228,11 @@ pub struct EngineConfig {
     /// falls from 1.8–1.9 ms alone to 1.05 ms in batches of 8 and 0.87 ms in batches of
     /// 16, little less beyond (0.76–0.97 ms at 32 and 64; lab/experiments/042a-self-check.md).
     pub tail_batch: usize,
+    /// Spread every tail batch over the tail's pool, even while other proofs wait for the
+    /// tail. Default: false: a batch that leaves others queued runs on its worker's
+    /// thread alone, at less CPU a proof; only one that empties the queue is spread
+    /// (lab/experiments/042s-solo-tail.md).
+    pub tail_always_spread: bool,
     /// Capacity of each bounded queue between stages (a device's queue holds at least
     /// the largest batch less one, see `device_batch`). Default: 4.
     pub queue_depth: usize,
@@ -345,6 +350,7 @@ impl Default for EngineConfig {
                 threads: (cores / 2).max(1),
             },
             tail_batch: 16,
+            tail_always_spread: false,
             queue_depth: 4,
             max_partitions_per_job: 64,
             max_pending_partitions: 4096,

@@ -243,6 +243,7 @@ impl Engine {
             deliver: deliver_stage,
             self_check: config.self_check,
             batch: config.tail_batch,
+            always_spread: config.tail_always_spread,
             outcomes: Arc::clone(&outcomes),
         });
         workers(

@@ -34,6 +34,9 @@ pub struct Metrics {
     pub device_batch_size: HistogramVec,
     /// Proofs per tail batch (their self-checks share one final exponentiation).
     pub tail_batch_size: Histogram,
+    /// Tail batches by where they ran: `alone` (on their worker's thread, others
+    /// waiting) or `pool` (spread over the tail's pool).
+    pub tail_batches: IntCounterVec,
     /// Host bytes reserved (keys and partitions).
     pub memory_reserved: IntGauge,
     /// Host-memory budget.
@@ -148,6 +151,13 @@ impl Metrics {
                 )
                 .buckets(vec![1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0]),
             )),
+            tail_batches: must(IntCounterVec::new(
+                Opts::new(
+                    "zkpipe_tail_batches_total",
+                    "Tail batches, by where they ran (alone: on their worker's thread; pool: spread over the tail's pool)",
+                ),
+                &["on"],
+            )),
             memory_reserved: must(IntGauge::new(
                 "zkpipe_memory_reserved_bytes",
                 "Host bytes reserved by resident keys and in-flight partitions",
@@ -245,6 +255,11 @@ impl Metrics {
         must(r.register(Box::new(m.device_busy_seconds.clone())));
         must(r.register(Box::new(m.device_batch_size.clone())));
         must(r.register(Box::new(m.tail_batch_size.clone())));
+        must(r.register(Box::new(m.tail_batches.clone())));
+        // Both counts shown from the start, at 0.
+        for on in ["alone", "pool"] {
+            m.tail_batches.with_label_values(&[on]);
+        }
         must(r.register(Box::new(m.memory_reserved.clone())));
         must(r.register(Box::new(m.memory_limit.clone())));
         must(r.register(Box::new(m.device_memory_reserved.clone())));

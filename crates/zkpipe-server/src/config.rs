@@ -250,6 +250,7 @@ struct TailSection {
     workers: Option<usize>,
     threads: Option<usize>,
     batch: Option<usize>,
+    always_spread: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -504,6 +505,7 @@ impl FileConfig {
                 d.tail,
             ),
             tail_batch: self.tail.batch.unwrap_or(d.tail_batch),
+            tail_always_spread: self.tail.always_spread.unwrap_or(d.tail_always_spread),
             queue_depth: p.queue_depth.unwrap_or(d.queue_depth),
             max_partitions_per_job: p.max_partitions_per_job.unwrap_or(d.max_partitions_per_job),
             max_pending_partitions: p.max_pending_partitions.unwrap_or(d.max_pending_partitions),

@@ -170,7 +170,7 @@ impl DeviceStage {
             match &self.inline_tail {
                 Some(tail) => {
                     pin(&proved);
-                    tail.process(proved)
+                    tail.process(proved, None)
                 }
                 None => {
                     drop(permit);

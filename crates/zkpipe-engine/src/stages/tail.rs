@@ -2,6 +2,12 @@
 //! assembly with fresh randomness, the self-check (several proofs of one key checked
 //! together), and snarkjs JSON. Passes each proof on to be recorded in its job
 //! ([`crate::stages::deliver`]).
+//!
+//! A batch that leaves other proofs waiting for the tail runs on its worker's thread
+//! alone: every core has work then, and a batch spread over the pool costs more CPU a
+//! proof (each of its Miller loops squares on its own, idle pool threads spin looking for
+//! tasks). A batch that empties the queue is spread over the pool, so that a lone proof
+//! is back sooner (lab/experiments/042s-solo-tail.md).
 
 use crate::curves::{AtTail, Partition};
 use crate::messages::{send, Checked, Proved};
@@ -25,6 +31,8 @@ pub(crate) struct Tail {
     pub self_check: bool,
     /// Most proofs of one key a worker takes at once (`tail.batch`).
     pub batch: usize,
+    /// Spread every batch over the pool, even while other proofs wait (`tail.always_spread`).
+    pub always_spread: bool,
     pub outcomes: Arc<Outcomes>,
 }
 
@@ -33,6 +41,18 @@ impl Tail {
     /// takes queued ones of the same key (a device batch leaves the device together), up
     /// to `batch`, never waiting for more.
     pub fn run(&self) {
+        // This thread as a pool of its own: a batch installed there runs here, on one core
+        // (rayon's joins inline, one multi-Miller loop). None if rayon refuses, and then
+        // every batch is spread.
+        let solo = (!self.always_spread)
+            .then(|| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(1)
+                    .use_current_thread()
+                    .build()
+                    .ok()
+            })
+            .flatten();
         while let Some(p) = self.input.pop() {
             let mut batch = vec![p];
             if self.batch > 1 {
@@ -42,14 +62,16 @@ impl Tail {
                 });
                 batch.extend(more.into_iter().map(|(q, ())| q));
             }
-            self.process(batch);
+            let alone = solo.as_ref().filter(|_| !self.input.is_empty());
+            self.process(batch, alone);
         }
     }
 
-    /// The tail of partitions of one key, their self-checks together (also run by a
+    /// The tail of partitions of one key, their self-checks together, on `solo` if given
+    /// (the calling thread's own pool), else spread over the tail's pool (also run by a
     /// device worker that keeps the device's gate through the tail,
     /// `device.release_before_tail = false`).
-    pub fn process(&self, batch: Vec<Proved>) {
+    pub fn process(&self, batch: Vec<Proved>, solo: Option<&rayon::ThreadPool>) {
         let mut batch: Vec<Proved> = batch
             .into_iter()
             .filter(|p| !p.ticket.is_cancelled())
@@ -57,10 +79,10 @@ impl Tail {
         let Some(key) = batch.first().map(|p| Arc::clone(&p.key)) else {
             return;
         };
-        self.outcomes
-            .metrics
-            .tail_batch_size
-            .observe(batch.len() as f64);
+        let metrics = &self.outcomes.metrics;
+        metrics.tail_batch_size.observe(batch.len() as f64);
+        let on = if solo.is_some() { "alone" } else { "pool" };
+        metrics.tail_batches.with_label_values(&[on]).inc();
         let starts: Vec<Instant> = batch
             .iter_mut()
             .map(|p| p.ticket.end_wait(Stage::TailWait))
@@ -69,7 +91,7 @@ impl Tail {
             // The self-check's pairings (and a G2 MSM on the CPU) are a bandwidth burst.
             let _burst = zkpipe_core::throttle::burst();
             let data: Vec<&Partition<AtTail>> = batch.iter().map(|p| &p.data).collect();
-            self.pool
+            solo.unwrap_or(&self.pool)
                 .install(|| guarded(|| Ok(key.tail(&data, self.self_check))))
         };
         let end = Instant::now();

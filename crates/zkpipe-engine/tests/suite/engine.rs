@@ -672,6 +672,40 @@ fn a_tail_batch_fails_only_the_proofs_whose_self_check_fails() {
     engine.shutdown();
 }
 
+/// A tail batch that leaves proofs queued behind it runs on its worker's thread alone; with
+/// `tail_always_spread` every batch is spread over the pool. Every proof verifies both ways.
+#[test]
+fn a_tail_batch_runs_alone_while_others_wait_unless_always_spread() {
+    let dir = key_dir();
+    for always_spread in [false, true] {
+        let cfg = EngineConfig {
+            // One worker taking one proof at a time: a device batch of several leaves
+            // the rest queued behind the first.
+            tail: StageConfig {
+                workers: 1,
+                threads: 2,
+            },
+            tail_batch: 1,
+            tail_always_spread: always_spread,
+            ..config(dir.path())
+        };
+        let engine = Engine::start(cfg, Arc::new(batching_devices(None, false))).unwrap();
+        prove_many(&engine, dir.path(), "bn254-poseidon", 12);
+        let m = engine.metrics_text();
+        let (alone, pool) = (
+            metric(&m, "zkpipe_tail_batches_total{on=\"alone\"}"),
+            metric(&m, "zkpipe_tail_batches_total{on=\"pool\"}"),
+        );
+        assert_eq!(alone + pool, 12.0, "{m}");
+        if always_spread {
+            assert_eq!(alone, 0.0, "{m}");
+        } else {
+            assert!(alone > 0.0, "no batch ran alone:\n{m}");
+        }
+        engine.shutdown();
+    }
+}
+
 /// Two passes of a streamed key never run at once on a device, even with two passes a
 /// device allowed (its plan's budget holds one batch, and on a GPU a pass waiting inside
 /// the device's pool could be stolen by the running pass's own thread and block under its

@@ -263,6 +263,13 @@ fn tail_batch_is_read_and_checked() {
     let c = cfg("[tail]\nbatch = 3\nworkers = 5").unwrap();
     assert_eq!((c.engine.tail_batch, c.engine.tail.workers), (3, 5));
     assert_eq!(cfg("").unwrap().engine.tail_batch, 16);
+    assert!(!cfg("").unwrap().engine.tail_always_spread);
+    assert!(
+        cfg("[tail]\nalways_spread = true")
+            .unwrap()
+            .engine
+            .tail_always_spread
+    );
     assert!(cfg("[tail]\nbatch = 0").unwrap_err().contains("batch"));
 }
 
