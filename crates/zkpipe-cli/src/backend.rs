@@ -185,12 +185,19 @@ pub fn devices(choice: BackendChoice, opts: &DeviceOptions) -> Result<Arc<dyn De
     let cpu = || Arc::new(CpuDevices::new(opts.cpu));
     Ok(match choice {
         BackendChoice::Cpu => cpu(),
-        BackendChoice::Cuda => Arc::new(CudaDevices::new(opts.cuda).context("--backend cuda")?),
+        BackendChoice::Cuda => gpus(CudaDevices::new(opts.cuda).context("--backend cuda")?),
         BackendChoice::Auto => match CudaDevices::new(opts.cuda) {
-            Ok(d) => Arc::new(d),
+            Ok(d) => gpus(d),
             Err(_) => cpu(),
         },
     })
+}
+
+/// The GPUs as the daemon's devices, logging how its threads wait for them (`auto` may
+/// have chosen to block: docs/gpu.md).
+fn gpus(d: CudaDevices) -> Arc<dyn Devices> {
+    tracing::info!(gpus = d.gpus().len(), host_wait = ?d.host_wait(), "cuda devices");
+    Arc::new(d)
 }
 
 /// How many proofs a binding serves: a one-shot `prove` pays the GPU's start-up (the

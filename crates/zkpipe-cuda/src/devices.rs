@@ -22,6 +22,8 @@ use zkpipe_core::{
 pub struct CudaDevices {
     gpus: Vec<GpuInfo>,
     opts: CudaOptions,
+    /// How host threads wait for these GPUs, `opts.host_wait` resolved for this host.
+    host_wait: HostWait,
 }
 
 impl CudaDevices {
@@ -35,13 +37,23 @@ impl CudaDevices {
             gpus.push(device_info(i)?);
         }
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let wait = opts.host_wait.for_host(gpus.len(), cores);
-        if wait != HostWait::Auto {
+        let host_wait = opts.host_wait.for_host(gpus.len(), cores);
+        if host_wait != HostWait::Auto {
             for i in 0..gpus.len() {
-                set_host_wait(i, wait)?;
+                set_host_wait(i, host_wait)?;
             }
         }
-        Ok(Self { gpus, opts })
+        Ok(Self {
+            gpus,
+            opts,
+            host_wait,
+        })
+    }
+
+    /// How host threads wait for these GPUs: the options' choice, with `Auto` resolved
+    /// for this host (`Block` at ≤16 cores a GPU; `Auto` left to CUDA otherwise).
+    pub fn host_wait(&self) -> HostWait {
+        self.host_wait
     }
 
     /// The GPUs, as found by [`Self::new`] (free memory as of then).
