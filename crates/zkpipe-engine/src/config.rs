@@ -230,8 +230,8 @@ pub struct EngineConfig {
     pub tail_batch: usize,
     /// Spread every tail batch over the tail's pool, even while other proofs wait for the
     /// tail. Default: false: a batch that leaves others queued runs on its worker's
-    /// thread alone, at less CPU a proof; only one that empties the queue is spread
-    /// (lab/experiments/042s-solo-tail.md).
+    /// thread alone, so the workers' threads compute too; only one that empties the queue
+    /// is spread (lab/experiments/042s-solo-tail.md).
     pub tail_always_spread: bool,
     /// Capacity of each bounded queue between stages (a device's queue holds at least
     /// the largest batch less one, see `device_batch`). Default: 4.
