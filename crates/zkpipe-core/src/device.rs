@@ -152,7 +152,9 @@ impl std::str::FromStr for PinnedKind {
 pub struct DeviceInfo {
     /// Name for status, metrics and messages ("cpu", "cuda:0 (NVIDIA H100 …)").
     pub name: String,
-    /// Device memory in bytes, if the device has memory of its own.
+    /// Device memory in bytes that zkpipe may use, if the device has memory of its own
+    /// (a GPU: what it had free when it was opened, its CUDA context and other processes'
+    /// memory left out). A device memory limit is never more than this.
     pub memory_total: Option<u64>,
 }
 

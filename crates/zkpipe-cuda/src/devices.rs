@@ -17,6 +17,12 @@ use zkpipe_core::{
     KeyShape, Residency, StreamPlanError,
 };
 
+/// The device budget on `gpus` (each as found when it was opened): the smallest of their
+/// [`GpuInfo::budget`]s under `limit`, as one plan serves them all.
+fn budget_of(limit: Option<u64>, gpus: &[GpuInfo]) -> u64 {
+    gpus.iter().map(|g| g.budget(limit)).min().unwrap_or(0)
+}
+
 /// Every GPU this process sees, in CUDA's order: device `i` of the seam is GPU `i`.
 #[derive(Debug, Clone)]
 pub struct CudaDevices {
@@ -66,11 +72,10 @@ impl CudaDevices {
         &self.opts
     }
 
-    /// The device budget keys are placed under: [`CudaOptions::memory_limit`], else the
-    /// smallest GPU's total memory.
+    /// The device budget keys are placed under: the smallest [`GpuInfo::budget`] of its
+    /// GPUs as they were when it opened them, under its options' limit.
     pub fn budget(&self) -> u64 {
-        let smallest = self.gpus.iter().map(|g| g.total_bytes as u64).min();
-        self.opts.memory_limit.or(smallest).unwrap_or(0)
+        budget_of(self.opts.memory_limit, &self.gpus)
     }
 
     /// What streaming a key of `shape` here is sized from: its point sets as a GPU holds
@@ -113,7 +118,7 @@ impl Devices for CudaDevices {
             .enumerate()
             .map(|(i, g)| DeviceInfo {
                 name: format!("cuda:{i} ({})", g.name),
-                memory_total: Some(g.total_bytes as u64),
+                memory_total: Some(g.budget(None)),
             })
             .collect()
     }
@@ -188,5 +193,34 @@ impl Devices for CudaDevices {
         opts: &BindOptions,
     ) -> Result<Box<dyn BoundKey<Bls12_381>>, Error> {
         self.bind(device, key, opts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpu(total_mib: usize, free_mib: usize) -> GpuInfo {
+        GpuInfo {
+            name: "test".into(),
+            free_bytes: free_mib << 20,
+            total_bytes: total_mib << 20,
+        }
+    }
+
+    #[test]
+    fn the_budget_is_what_was_free_never_more_than_the_limit_the_smallest_gpus() {
+        const MIB: u64 = 1 << 20;
+        // An H200 with its context: without a limit, what was free, not the total.
+        let h200 = gpu(143_771, 143_244);
+        assert_eq!(h200.budget(None), 143_244 * MIB);
+        // A limit below what is free is the budget (how a smaller card is emulated).
+        assert_eq!(h200.budget(Some(16_384 * MIB)), 16_384 * MIB);
+        // A 16 GB card with a 16 GiB limit: what its context left.
+        let card = gpu(16_303, 15_900);
+        assert_eq!(card.budget(Some(16_384 * MIB)), 15_900 * MIB);
+        // Several GPUs: the smallest budget, as one plan serves them all.
+        assert_eq!(budget_of(None, &[h200, card]), 15_900 * MIB);
+        assert_eq!(budget_of(None, &[]), 0);
     }
 }

@@ -63,3 +63,16 @@ pub struct GpuInfo {
     /// Total device memory in bytes.
     pub total_bytes: usize,
 }
+
+impl GpuInfo {
+    /// The device budget on this GPU as found: `limit`, else its total memory, but never
+    /// more than it had free. What it held before zkpipe placed anything there (its CUDA
+    /// context, 527 MiB for an idle daemon on an H200, and other processes' memory) is not
+    /// zkpipe's to plan with: a streamed key's plan sized to the total can need more than
+    /// is free when the key binds, which then refuses it (lab 043n).
+    pub fn budget(&self, limit: Option<u64>) -> u64 {
+        limit
+            .unwrap_or(self.total_bytes as u64)
+            .min(self.free_bytes as u64)
+    }
+}

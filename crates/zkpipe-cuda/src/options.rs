@@ -21,8 +21,8 @@ pub struct CudaOptions {
     pub pass_trace: bool,
     /// How a host thread waits for its GPU work (`cudaStreamSynchronize` and the like).
     pub host_wait: HostWait,
-    /// The device budget: what zkpipe may place on each GPU. A key whose resident copy
-    /// and one proof exceed it (or the GPU's total memory, without a limit) keeps its
+    /// The device budget: what zkpipe may place on each GPU, never more than it has free
+    /// (`GpuInfo::budget`). A key whose resident copy and one proof exceed it keeps its
     /// points in host memory and streams them through the GPU in chunks
     /// (`zkpipe_core::msm::stream_plan`).
     pub memory_limit: Option<u64>,

@@ -49,9 +49,13 @@ pub(crate) fn build_devices(
         .unwrap_or_else(|| kind.passes_per_device());
     let mut devices = Vec::with_capacity(infos.len());
     for (i, info) in infos.into_iter().enumerate() {
-        let budget = config
-            .device_memory_limit
-            .or(info.memory_total)
+        // The limit, never more than the device has for zkpipe (a GPU's free memory when
+        // it was opened), which is the budget without one.
+        let limit = match (config.device_memory_limit, info.memory_total) {
+            (Some(limit), Some(has)) => Some(limit.min(has)),
+            (limit, has) => limit.or(has),
+        };
+        let budget = limit
             .map(|l| MemoryBudget::new(format!("{} memory", info.name), l, Arc::clone(signal)));
         let p = pools.get("device", config.device.threads)?;
         devices.push(Arc::new(Device::new(i, info, p, budget, queue, passes)));

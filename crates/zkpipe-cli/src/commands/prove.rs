@@ -67,8 +67,8 @@ pub struct ProveFlags {
     constant_work: bool,
     /// The device budget (e.g. 16GiB): a key whose points and one proof's buffers exceed
     /// it keeps its points in host memory and streams them through the device in chunks,
-    /// as a card of that size would have to. Default: the GPU's memory (the CPU streams
-    /// nothing).
+    /// as a card of that size would have to. Never more than the GPU has free; default:
+    /// what it has free (the CPU streams nothing).
     #[arg(long, value_name = "SIZE", value_parser = zkpipe_server::config::parse_size)]
     device_limit: Option<u64>,
 }

@@ -86,15 +86,16 @@ impl<E: Curve + GpuCurve> ResidentSets<E> {
 
 impl<E: Curve + GpuCurve> CudaBound<E> {
     /// Binds `key` to GPU `gpu` under the device budget of `cuda` (its `memory_limit`,
-    /// else the GPU's total memory): [`Self::with_budget`].
+    /// else the GPU's total memory, never more than it has free now:
+    /// [`GpuInfo::budget`]): [`Self::with_budget`].
     pub fn new(
         key: Arc<CompiledKey<E>>,
         gpu: usize,
         cuda: &CudaOptions,
         bind: &BindOptions,
     ) -> Result<Self, CudaError> {
-        let total = device_info(gpu)?.total_bytes as u64;
-        Self::with_budget(key, gpu, cuda, bind, cuda.memory_limit.unwrap_or(total))
+        let budget = device_info(gpu)?.budget(cuda.memory_limit);
+        Self::with_budget(key, gpu, cuda, bind, budget)
     }
 
     /// Binds `key` to GPU `gpu` as the device set's `cuda` options and the key's `bind`

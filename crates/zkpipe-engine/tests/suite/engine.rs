@@ -269,6 +269,26 @@ fn two_devices() -> TestDevices {
 }
 
 #[test]
+fn a_device_memory_limit_is_never_more_than_the_device_has() {
+    let dir = key_dir();
+    let has = 64 << 20;
+    for (limit, budget) in [(None, has), (Some(has / 2), has / 2), (Some(4 * has), has)] {
+        let cfg = EngineConfig {
+            device_memory_limit: limit,
+            ..config(dir.path())
+        };
+        let engine = Engine::start(cfg, Arc::new(two_devices())).unwrap();
+        let st = engine.status();
+        assert!(
+            st.devices.iter().all(|d| d.memory_total == Some(budget)),
+            "limit {limit:?}: {:?}",
+            st.devices
+        );
+        engine.shutdown();
+    }
+}
+
+#[test]
 fn keys_are_placed_across_devices_and_device_memory_is_accounted() {
     let dir = key_dir();
     let one_device_per_key = EngineConfig {
