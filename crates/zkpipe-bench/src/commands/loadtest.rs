@@ -22,8 +22,8 @@ use zkpipe_engine::Priority;
 use zkpipe_server::pb;
 
 pub use send::Stream;
-use summary::{mean_batch, metric, percentiles, server_parts};
-pub use summary::{AddressSummary, Summary};
+use summary::{mean_batch, metric, percentiles, server_parts, throttle_run};
+pub use summary::{AddressSummary, Summary, ThrottleRun};
 
 /// Arguments of `loadtest`.
 #[derive(clap::Args)]
@@ -344,6 +344,7 @@ pub async fn run_load(endpoints: &[Endpoint], load: &Load) -> Result<LoadRun> {
         job_latency_ms: percentiles(jobs.iter().map(|j| j.latency_s * 1e3).collect()),
         server_timing_ms: server_parts(&jobs),
         device_busy_fraction: busy,
+        throttle: throttle_run(&before_texts.join("\n"), &texts.join("\n")),
         // Over every daemon's passes: their histograms' sums and counts add up.
         mean_device_batch: mean_batch(&before_texts.join("\n"), &texts.join("\n")),
         daemon_peak_rss_bytes: texts
@@ -455,6 +456,13 @@ pub fn run(a: Args) -> Result<()> {
         }
         if let Some(b) = s.mean_device_batch {
             writeln!(text, "partitions per device pass: {b:.1} (mean)")?;
+        }
+        if let Some(t) = s.throttle {
+            writeln!(
+                text,
+                "throttle: {:.0} bursts, {:.0} steps aside, {:.3} s aside",
+                t.bursts, t.steps_aside, t.paused_s
+            )?;
         }
         if let Some(r) = s.daemon_peak_rss_bytes {
             writeln!(text, "daemon peak RSS {:.1} MiB", r / (1 << 20) as f64)?;

@@ -478,6 +478,7 @@ fn cell(
         stage_inflation: BTreeMap::new(),
         kernel,
         mean_device_batch: s.mean_device_batch,
+        throttle: s.throttle,
         client_cpu_s: None,
         latency_parts_ms,
         trace,
@@ -503,6 +504,11 @@ fn write_results(
     println!();
     print!("{}", report::request_table(cells));
     println!();
+    let throttle = report::throttle_table(cells);
+    if !throttle.is_empty() {
+        print!("{throttle}");
+        println!();
+    }
     print!("{}", report::summary_table(&rows));
     let title = format!(
         "zkpipe sweep: {}, j={} p={}, {} round(s)",

@@ -238,7 +238,7 @@ pub enum StreamPlanError {
     NoProofs,
     /// The batch's buffers and two of the smallest chunks exceed the budget.
     #[error(
-        "a device budget of {} cannot stream this key ({} of points): {batch} proof(s) keep {} on the device and two chunks of at least {} each need {} more",
+        "a device budget of {} cannot stream this key ({} of points): {batch} proof(s) keep {} on the device, and two chunks of at least {} each with the MSMs' scratch need {} more",
         Bytes(*.budget), Bytes(*.key), Bytes(*.proofs), Bytes(*.min_chunk), Bytes(2 * *.min_chunk + *.scratch)
     )]
     DoesNotFit {

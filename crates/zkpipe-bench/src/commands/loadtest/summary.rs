@@ -40,6 +40,9 @@ pub struct Summary {
     pub mean_device_batch: Option<f64>,
     /// Each device's lock-held seconds over the run / `wall_s`, by metric label set.
     pub device_busy_fraction: Vec<(String, f64)>,
+    /// What the bandwidth throttle did over the run, all daemons; none where it raised
+    /// no burst (it is off by default).
+    pub throttle: Option<ThrottleRun>,
     /// The daemon's peak RSS since it started, as its metrics report it (the largest of
     /// the daemons').
     pub daemon_peak_rss_bytes: Option<f64>,
@@ -127,6 +130,37 @@ pub(super) fn mean_batch(before: &str, after: &str) -> Option<f64> {
     (passes > 0.0).then(|| delta("zkpipe_device_batch_size_sum") / passes)
 }
 
+/// The bandwidth throttle's counters over a run (`zkpipe_throttle_events`,
+/// `zkpipe_throttle_paused_seconds`), so an A/B of its modes shows whether the row loops
+/// stepped aside at all.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct ThrottleRun {
+    /// Bursts raised.
+    pub bursts: f64,
+    /// Row-loop checks that stepped aside.
+    pub steps_aside: f64,
+    /// Seconds the loops spent aside.
+    pub paused_s: f64,
+}
+
+/// [`ThrottleRun`] between two metrics texts; none if no burst was raised.
+pub(super) fn throttle_run(before: &str, after: &str) -> Option<ThrottleRun> {
+    let total = |text: &str, name: &str, label: &str| {
+        metric(text, name)
+            .iter()
+            .filter(|(labels, _)| labels.contains(label))
+            .map(|x| x.1)
+            .sum::<f64>()
+    };
+    let delta = |name: &str, label: &str| total(after, name, label) - total(before, name, label);
+    let bursts = delta("zkpipe_throttle_events", "\"burst\"");
+    (bursts > 0.0).then(|| ThrottleRun {
+        bursts,
+        steps_aside: delta("zkpipe_throttle_events", "\"step_aside\""),
+        paused_s: delta("zkpipe_throttle_paused_seconds", ""),
+    })
+}
+
 /// Values of a metric by its label set, from Prometheus text.
 pub(super) fn metric(text: &str, name: &str) -> Vec<(String, f64)> {
     text.lines()
@@ -140,4 +174,32 @@ pub(super) fn metric(text: &str, name: &str) -> Vec<(String, f64)> {
             Some((labels.to_string(), v.parse().ok()?))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_throttle_over_a_run_is_the_counters_difference_and_none_without_bursts() {
+        let text = |bursts, steps, paused| {
+            format!(
+                "# HELP zkpipe_throttle_events x\n\
+                 zkpipe_throttle_events{{event=\"burst\"}} {bursts}\n\
+                 zkpipe_throttle_events{{event=\"step_aside\"}} {steps}\n\
+                 zkpipe_throttle_paused_seconds {paused}\n"
+            )
+        };
+        let run = throttle_run(&text(3, 10, 0.5), &text(8, 25, 1.25)).unwrap();
+        assert_eq!(
+            run,
+            ThrottleRun {
+                bursts: 5.0,
+                steps_aside: 15.0,
+                paused_s: 0.75
+            }
+        );
+        assert_eq!(throttle_run(&text(3, 10, 0.5), &text(3, 10, 0.5)), None);
+        assert_eq!(throttle_run("", ""), None);
+    }
 }

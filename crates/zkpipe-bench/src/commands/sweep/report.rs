@@ -1,6 +1,7 @@
 //! `zkpipe-bench sweep`'s results: one [`Cell`] per (round, client count, variant), the tables
 //! printed from them, the summary over rounds, and the chart.
 
+use crate::commands::loadtest::ThrottleRun;
 use crate::instruments::kernel::Counters;
 use crate::instruments::plot::{line_panels, Line, Panel};
 use crate::instruments::stats::Summary;
@@ -47,6 +48,8 @@ pub struct Cell {
     pub kernel: Counters,
     /// Mean partitions per device pass over the cell.
     pub mean_device_batch: Option<f64>,
+    /// What the bandwidth throttle did over the cell; none where it raised no burst.
+    pub throttle: Option<ThrottleRun>,
     /// The sweep's own CPU seconds over the cell (user + system): its load clients'.
     pub client_cpu_s: Option<f64>,
     /// Median of each part of a job's latency, in ms: the daemon's `server-timing` parts
@@ -304,6 +307,35 @@ pub fn kernel_table(cells: &[Cell]) -> String {
     s
 }
 
+/// The bandwidth throttle's counters over each cell where it raised a burst; empty where
+/// no cell did (it is off by default).
+pub fn throttle_table(cells: &[Cell]) -> String {
+    if cells.iter().all(|c| c.throttle.is_none()) {
+        return String::new();
+    }
+    let w = name_width(cells);
+    let mut s = String::from("bandwidth throttle over each cell\n");
+    let _ = writeln!(
+        s,
+        "round {:<w$} {:>4} {:>9} {:>11} {:>9}",
+        "variant", "c", "bursts", "steps_aside", "aside_s"
+    );
+    for c in cells {
+        let t = c.throttle;
+        let _ = writeln!(
+            s,
+            "{:>5} {:<w$} {:>4} {:>9} {:>11} {:>9}",
+            c.round,
+            c.variant,
+            c.clients,
+            opt(t.map(|t| format!("{:.0}", t.bursts))),
+            opt(t.map(|t| format!("{:.0}", t.steps_aside))),
+            opt(t.map(|t| format!("{:.3}", t.paused_s))),
+        );
+    }
+    s
+}
+
 /// Parts of a job's latency in the order a job meets them (others follow, by name).
 const LATENCY_PART_ORDER: [&str; 6] = ["receive", "accept", "prove", "wake", "wait", "outside"];
 
@@ -459,12 +491,34 @@ mod tests {
             stage_inflation: BTreeMap::new(),
             kernel: Counters::default(),
             mean_device_batch: None,
+            throttle: None,
             client_cpu_s: None,
             latency_parts_ms: BTreeMap::new(),
             trace: String::new(),
             job_ids: vec![1],
             retries: 0,
         }
+    }
+
+    /// The throttle's table is there only when a cell raised a burst, a dash for the others.
+    #[test]
+    fn the_throttle_table_lists_cells_only_when_the_throttle_ran() {
+        let off = cell("off", 1, 4, 0.001, 1.0);
+        assert_eq!(throttle_table(std::slice::from_ref(&off)), "");
+        let mut on = cell("pause", 1, 4, 0.001, 1.0);
+        on.throttle = Some(ThrottleRun {
+            bursts: 80.0,
+            steps_aside: 12.0,
+            paused_s: 0.25,
+        });
+        let t = throttle_table(&[off, on]);
+        let rows: Vec<Vec<&str>> = t
+            .lines()
+            .skip(2)
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(rows[0], ["1", "off", "4", "-", "-", "-"]);
+        assert_eq!(rows[1], ["1", "pause", "4", "80", "12", "0.250"]);
     }
 
     /// The request-path table lists a job's parts in the order a job meets them (others

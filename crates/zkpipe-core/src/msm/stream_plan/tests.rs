@@ -150,7 +150,8 @@ fn a_batch_that_does_not_fit_is_refused_in_one_line_naming_sizes() {
     assert_eq!(
         msg,
         "a device budget of 3.0 MiB cannot stream this key (24.0 MiB of points): 2 proof(s) \
-         keep 8.0 MiB on the device and two chunks of at least 8.0 KiB each need 16.0 KiB more"
+         keep 8.0 MiB on the device, and two chunks of at least 8.0 KiB each with the MSMs' \
+         scratch need 16.0 KiB more"
     );
     assert!(!msg.contains('\n'));
     assert_eq!(
@@ -185,7 +186,10 @@ fn a_devices_scratch_shrinks_the_chunks_and_stays_in_the_budget() {
     assert!(StreamPlan::new(&s, budget - 1, 2).unwrap().chunk_bytes() < 1 << 17);
     // Where the batch and the fixed scratch leave too little, the refusal counts it.
     let err = StreamPlan::new(&s, 2 * s.proof_bytes + (1 << 20), 2).unwrap_err();
-    assert!(err.to_string().ends_with("each need 1.0 MiB more"), "{err}");
+    assert!(
+        err.to_string().ends_with("scratch need 1.0 MiB more"),
+        "{err}"
+    );
     assert!(!p.walk_in_room());
 }
 
