@@ -124,8 +124,7 @@ pub(super) fn server_parts(jobs: &[JobRecord]) -> BTreeMap<String, Percentiles> 
 /// Mean partitions per device pass between two metrics texts (sum and count of the
 /// `zkpipe_device_batch_size` histogram, over every device).
 pub(super) fn mean_batch(before: &str, after: &str) -> Option<f64> {
-    let total = |text: &str, name: &str| metric(text, name).iter().map(|x| x.1).sum::<f64>();
-    let delta = |name: &str| total(after, name) - total(before, name);
+    let delta = |name: &str| metric_delta(before, after, name, "");
     let passes = delta("zkpipe_device_batch_size_count");
     (passes > 0.0).then(|| delta("zkpipe_device_batch_size_sum") / passes)
 }
@@ -145,20 +144,26 @@ pub struct ThrottleRun {
 
 /// [`ThrottleRun`] between two metrics texts; none if no burst was raised.
 pub(super) fn throttle_run(before: &str, after: &str) -> Option<ThrottleRun> {
-    let total = |text: &str, name: &str, label: &str| {
-        metric(text, name)
-            .iter()
-            .filter(|(labels, _)| labels.contains(label))
-            .map(|x| x.1)
-            .sum::<f64>()
-    };
-    let delta = |name: &str, label: &str| total(after, name, label) - total(before, name, label);
+    let delta = |name: &str, label: &str| metric_delta(before, after, name, label);
     let bursts = delta("zkpipe_throttle_events", "\"burst\"");
     (bursts > 0.0).then(|| ThrottleRun {
         bursts,
         steps_aside: delta("zkpipe_throttle_events", "\"step_aside\""),
         paused_s: delta("zkpipe_throttle_paused_seconds", ""),
     })
+}
+
+/// How much a metric grew between two metrics texts, summed over its label sets that
+/// contain `label` (every one for "").
+fn metric_delta(before: &str, after: &str, name: &str, label: &str) -> f64 {
+    let total = |text: &str| {
+        metric(text, name)
+            .iter()
+            .filter(|(labels, _)| labels.contains(label))
+            .map(|x| x.1)
+            .sum::<f64>()
+    };
+    total(after) - total(before)
 }
 
 /// Values of a metric by its label set, from Prometheus text.
