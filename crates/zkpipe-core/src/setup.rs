@@ -48,14 +48,15 @@ fn domain_size(r1cs: &R1cs) -> usize {
 }
 
 /// The fixed-base multiplications a dev key's points are made of: for scalars sᵢ, the
-/// points sᵢ·G of the group's generator G. The CPU's is [`CpuFixedBase`]; a GPU backend
-/// brings its own (zkpipe-cuda's `GpuFixedBase`). Every implementation gives the same
-/// points for the same scalars, so a key does not depend on which made it.
+/// points sᵢ·G of the group's generator G, in the key file's layout. The CPU's is
+/// [`CpuFixedBase`]; a GPU backend brings its own (zkpipe-cuda's `GpuFixedBase`). Every
+/// implementation gives the same points for the same scalars, so a key does not depend on
+/// which made it.
 pub trait FixedBase<E: Curve>: Sync {
-    /// sᵢ·G₁ for each scalar, in order.
-    fn g1(&self, scalars: &[E::ScalarField]) -> Result<Vec<E::G1Affine>, Error>;
-    /// sᵢ·G₂ for each scalar, in order.
-    fn g2(&self, scalars: &[E::ScalarField]) -> Result<Vec<E::G2Affine>, Error>;
+    /// sᵢ·G for each scalar, G₂'s generator where `g2` else G₁'s, in order, into `out` in
+    /// file layout (`E::ID.g2_bytes()` or `g1_bytes()` each: `out` holds exactly one
+    /// point per scalar).
+    fn encode(&self, scalars: &[E::ScalarField], g2: bool, out: &mut [u8]) -> Result<(), Error>;
     /// Scalars per call (progress is reported after each).
     fn chunk(&self) -> usize {
         CHUNK
@@ -87,21 +88,30 @@ impl<E: Curve> CpuFixedBase<E> {
         let signals = r1cs.header.n_wires as usize;
         Self::new(signals.max(domain_size(r1cs)), signals)
     }
-}
 
-impl<E: Curve> FixedBase<E> for CpuFixedBase<E> {
-    fn g1(&self, scalars: &[E::ScalarField]) -> Result<Vec<E::G1Affine>, Error> {
+    /// sᵢ·G₁ for each scalar, in order.
+    pub fn g1(&self, scalars: &[E::ScalarField]) -> Vec<E::G1Affine> {
         let table = self
             .g1
             .get_or_init(|| BatchMulPreprocessing::new(E::G1::generator(), self.sizes.0));
-        Ok(table.batch_mul(scalars))
+        table.batch_mul(scalars)
     }
 
-    fn g2(&self, scalars: &[E::ScalarField]) -> Result<Vec<E::G2Affine>, Error> {
+    /// sᵢ·G₂ for each scalar, in order.
+    pub fn g2(&self, scalars: &[E::ScalarField]) -> Vec<E::G2Affine> {
         let table = self
             .g2
             .get_or_init(|| BatchMulPreprocessing::new(E::G2::generator(), self.sizes.1));
-        Ok(table.batch_mul(scalars))
+        table.batch_mul(scalars)
+    }
+}
+
+impl<E: Curve> FixedBase<E> for CpuFixedBase<E> {
+    fn encode(&self, scalars: &[E::ScalarField], g2: bool, out: &mut [u8]) -> Result<(), Error> {
+        match g2 {
+            true => write_all(&self.g2(scalars), E::ID.g2_bytes(), E::g2_to_bytes, out),
+            false => write_all(&self.g1(scalars), E::ID.g1_bytes(), E::g1_to_bytes, out),
+        }
     }
 }
 
@@ -196,18 +206,17 @@ pub fn dev_setup_with<E: Curve>(
         mut u,
         v,
         w,
-        mut coefficients,
+        coefficients,
     } = qap::<E>(
         r1cs,
         &lagrange[..m],
         n_vars,
         r2,
+        n_public + 1,
         (QAP_BLOCK, QAP_ROUND, qap_span(n_vars)),
     )?;
     for i in 0..=n_public {
         u[i] += lagrange[m + i];
-        let one = encode(E::ScalarField::ONE, r2);
-        coefficients.push(Matrix::A, (m + i) as u32, i as u32, &one);
     }
     lap("qap");
 
@@ -326,17 +335,20 @@ impl std::ops::Deref for Encoded {
 }
 
 /// [`Qap`] of `r1cs`'s first `lagrange.len()` constraints, L_c(τ) = `lagrange[c]`, its
-/// entries encoded with `r2` = R² ([`encode`]), its sums in tasks of `span` signals.
+/// entries encoded with `r2` = R² ([`encode`]) and followed by snarkjs's extra A rows,
+/// A[m+i][i] = 1 for i < `public_rows`; its sums in tasks of `span` signals.
 /// Parsing the coefficients, the products and the entries' encoding (nearly all the work)
 /// run in parallel over blocks of `block_len` constraints, `round_len` blocks at a time;
 /// each block's products sorted by signal, so that the sums run in parallel too, each task
-/// over its own range of signals. (They were one thread a vector, while everything else
-/// ran on every core; the QAP took 14.4 s of a 2^24 setup on 16 cores, lab 043n.)
+/// over its own range of signals (they were one thread a vector: the QAP took 14.4 s of a
+/// 2^24 setup on 16 cores, lab 043n). Each block writes its entries straight into their
+/// place in the section (counted first), not into a vector of its own appended after.
 fn qap<E: Curve>(
     r1cs: &R1cs,
     lagrange: &[E::ScalarField],
     n_vars: usize,
     r2: E::ScalarField,
+    public_rows: usize,
     (block_len, round_len, span): (usize, usize, usize),
 ) -> Result<Qap<E::ScalarField>, Error> {
     type Products<F> = [Vec<(u32, F)>; 3];
@@ -346,9 +358,38 @@ fn qap<E: Curve>(
             value: zkpipe_formats::curve::le_to_decimal(&t.value),
         })
     };
-    let block = |start: usize| -> Result<(Products<E::ScalarField>, EncodedCoefficients), Error> {
+    let m = lagrange.len();
+    let one = encode(E::ScalarField::ONE, r2);
+    let entry = EncodedCoefficients::entry_len(one.len());
+    let starts: Vec<usize> = (0..m).step_by(block_len).collect();
+    // Each block's entries (its constraints' A and B terms), then the extra rows'.
+    let counts: Vec<usize> = starts
+        .par_iter()
+        .map(|&start| {
+            (start..(start + block_len).min(m))
+                .map(|c| {
+                    let [a, b, _] = r1cs.constraint(c);
+                    a.len() + b.len()
+                })
+                .sum()
+        })
+        .collect();
+    let len = counts.iter().sum::<usize>() + public_rows;
+    // Zeroed by the allocator (fresh pages): the blocks touch their own first.
+    let mut bytes = vec![0u8; len * entry];
+    let (mut places, mut rest) = (Vec::with_capacity(starts.len()), &mut bytes[..]);
+    for count in &counts {
+        let (place, tail) = rest.split_at_mut(count * entry);
+        places.push(place);
+        rest = tail;
+    }
+    for (i, dst) in rest.chunks_exact_mut(entry).enumerate() {
+        EncodedCoefficients::write_entry(dst, Matrix::A, (m + i) as u32, i as u32, &one);
+    }
+
+    let block = |start: usize, place: &mut [u8]| -> Result<Products<E::ScalarField>, Error> {
         let mut products: Products<E::ScalarField> = Default::default();
-        let mut entries = EncodedCoefficients::default();
+        let mut entries = place.chunks_exact_mut(entry);
         for (c, l) in lagrange.iter().enumerate().skip(start).take(block_len) {
             for (k, terms) in r1cs.constraint(c).into_iter().enumerate() {
                 for t in terms {
@@ -356,7 +397,14 @@ fn qap<E: Curve>(
                     products[k].push((t.wire, x * l));
                     if k < 2 {
                         let matrix = [Matrix::A, Matrix::B][k];
-                        entries.push(matrix, c as u32, t.wire, &encode(x, r2));
+                        let dst = entries.next().expect("counted");
+                        EncodedCoefficients::write_entry(
+                            dst,
+                            matrix,
+                            c as u32,
+                            t.wire,
+                            &encode(x, r2),
+                        );
                     }
                 }
             }
@@ -364,22 +412,26 @@ fn qap<E: Curve>(
         for p in &mut products {
             p.sort_unstable_by_key(|&(wire, _)| wire);
         }
-        Ok((products, entries))
+        Ok(products)
     };
     let zero = vec![E::ScalarField::ZERO; n_vars];
     let (mut u, mut v, mut w) = (zero.clone(), zero.clone(), zero);
-    let mut coefficients = EncodedCoefficients::default();
-    let starts: Vec<usize> = (0..lagrange.len()).step_by(block_len).collect();
-    for round in starts.chunks(round_len) {
+    // Where the QAP's time goes, at debug level with the setup's parts.
+    let mut laps = [std::time::Duration::ZERO; 2];
+    for (round, places) in starts.chunks(round_len).zip(places.chunks_mut(round_len)) {
+        let clock = std::time::Instant::now();
         let blocks: Vec<_> = round
             .par_iter()
-            .map(|&start| block(start))
+            .zip(places.par_iter_mut())
+            .map(|(&start, place)| block(start, place))
             .collect::<Result<_, _>>()?;
+        laps[0] += clock.elapsed();
+        let clock = std::time::Instant::now();
         // Each task adds, block by block, the products of its signals: a sorted run.
         let add = |sums: &mut Vec<E::ScalarField>, k: usize| {
             sums.par_chunks_mut(span).enumerate().for_each(|(i, out)| {
                 let (lo, hi) = (i * span, i * span + out.len());
-                for (products, _) in &blocks {
+                for products in &blocks {
                     let run = &products[k];
                     let start = run.partition_point(|&(wire, _)| (wire as usize) < lo);
                     for &(wire, p) in run[start..].iter().take_while(|x| (x.0 as usize) < hi) {
@@ -391,15 +443,19 @@ fn qap<E: Curve>(
         add(&mut u, 0);
         add(&mut v, 1);
         add(&mut w, 2);
-        for (_, mut entries) in blocks {
-            coefficients.append(&mut entries);
-        }
+        laps[1] += clock.elapsed();
     }
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    tracing::debug!(
+        products_ms = ms(laps[0]),
+        sums_ms = ms(laps[1]),
+        "setup qap"
+    );
     Ok(Qap {
         u,
         v,
         w,
-        coefficients,
+        coefficients: EncodedCoefficients::from_encoded(bytes, len),
     })
 }
 
@@ -444,10 +500,7 @@ fn encode_points<E: Curve>(
     let mut out = vec![0u8; scalars.len() * size];
     let per = fixed.chunk().max(1);
     for (chunk, dst) in scalars.chunks(per).zip(out.chunks_mut(per * size)) {
-        match g2 {
-            true => write_all(&fixed.g2(chunk)?, size, E::g2_to_bytes, dst)?,
-            false => write_all(&fixed.g1(chunk)?, size, E::g1_to_bytes, dst)?,
-        }
+        fixed.encode(chunk, g2, dst)?;
         let d = done.fetch_add(chunk.len() as u64, std::sync::atomic::Ordering::Relaxed)
             + chunk.len() as u64;
         progress(d, total);
@@ -472,13 +525,13 @@ mod tests {
     }
 
     impl<E: Curve> FixedBase<E> for Chunked<E> {
-        fn g1(&self, s: &[E::ScalarField]) -> Result<Vec<E::G1Affine>, Error> {
-            let mut p = self.cpu.g1(s)?;
+        fn encode(&self, s: &[E::ScalarField], g2: bool, out: &mut [u8]) -> Result<(), Error> {
+            if g2 {
+                return self.cpu.encode(s, g2, out);
+            }
+            let mut p = self.cpu.g1(s);
             p.truncate(p.len() - usize::from(self.short));
-            Ok(p)
-        }
-        fn g2(&self, s: &[E::ScalarField]) -> Result<Vec<E::G2Affine>, Error> {
-            self.cpu.g2(s)
+            write_all(&p, E::ID.g1_bytes(), E::g1_to_bytes, out)
         }
         fn chunk(&self) -> usize {
             self.chunk
@@ -522,6 +575,9 @@ mod tests {
         same_key_in_any_chunks::<Bls12_381>();
     }
 
+    /// The extra A rows the QAP tests ask for.
+    const PUBLIC_ROWS: usize = 4;
+
     /// The QAP the plain way: one constraint after another, one term after another.
     fn qap_serially<E: Curve>(r1cs: &R1cs, lagrange: &[E::ScalarField]) -> Qap<E::ScalarField> {
         let n_vars = r1cs.header.n_wires as usize;
@@ -539,6 +595,10 @@ mod tests {
                     }
                 }
             }
+        }
+        let one = encode(E::ScalarField::ONE, r2);
+        for i in 0..PUBLIC_ROWS {
+            coefficients.push(Matrix::A, (lagrange.len() + i) as u32, i as u32, &one);
         }
         let [u, v, w] = <[_; 3]>::try_from(sums).unwrap();
         Qap {
@@ -565,7 +625,7 @@ mod tests {
         ];
         for shape in shapes {
             let r2 = montgomery_r::<E::ScalarField>().square();
-            let got = qap::<E>(&r1cs, &lagrange, n_vars, r2, shape).unwrap();
+            let got = qap::<E>(&r1cs, &lagrange, n_vars, r2, PUBLIC_ROWS, shape).unwrap();
             assert!(
                 got.u == want.u && got.v == want.v && got.w == want.w,
                 "{shape:?}"

@@ -111,11 +111,7 @@ impl<E: Curve + GpuCurve> GpuFixedBase<E> {
 }
 
 impl<E: Curve + GpuCurve> zkpipe_core::setup::FixedBase<E> for GpuFixedBase<E> {
-    fn g1(&self, _scalars: &[E::ScalarField]) -> Result<Vec<E::G1Affine>, Error> {
-        match self.never {}
-    }
-
-    fn g2(&self, _scalars: &[E::ScalarField]) -> Result<Vec<E::G2Affine>, Error> {
+    fn encode(&self, _scalars: &[E::ScalarField], _g2: bool, _out: &mut [u8]) -> Result<(), Error> {
         match self.never {}
     }
 }

@@ -370,21 +370,34 @@ pub struct EncodedCoefficients {
 impl EncodedCoefficients {
     /// Appends `matrix[constraint][signal] += value`.
     pub fn push(&mut self, matrix: Matrix, constraint: u32, signal: u32, value: &[u8]) {
+        let at = self.bytes.len();
+        self.bytes.resize(at + Self::entry_len(value.len()), 0);
+        Self::write_entry(&mut self.bytes[at..], matrix, constraint, signal, value);
+        self.len += 1;
+    }
+
+    /// Bytes of one entry whose value takes `value_len` bytes.
+    pub const fn entry_len(value_len: usize) -> usize {
+        12 + value_len
+    }
+
+    /// Writes `matrix[constraint][signal] += value` at the start of `dst` as
+    /// [`Self::push`] appends it ([`Self::entry_len`] bytes): for filling many entries'
+    /// places in parallel, then [`Self::from_encoded`].
+    pub fn write_entry(dst: &mut [u8], matrix: Matrix, constraint: u32, signal: u32, value: &[u8]) {
         let m = match matrix {
             Matrix::A => 0u32,
             Matrix::B => 1,
         };
-        for x in [m, constraint, signal] {
-            self.bytes.extend_from_slice(&x.to_le_bytes());
+        for (i, x) in [m, constraint, signal].into_iter().enumerate() {
+            dst[4 * i..4 * i + 4].copy_from_slice(&x.to_le_bytes());
         }
-        self.bytes.extend_from_slice(value);
-        self.len += 1;
+        dst[12..12 + value.len()].copy_from_slice(value);
     }
 
-    /// Appends `other`'s entries after these.
-    pub fn append(&mut self, other: &mut EncodedCoefficients) {
-        self.bytes.append(&mut other.bytes);
-        self.len += std::mem::take(&mut other.len);
+    /// `len` entries written one after another into `bytes` by [`Self::write_entry`].
+    pub fn from_encoded(bytes: Vec<u8>, len: usize) -> Self {
+        Self { bytes, len }
     }
 
     /// The number of entries.

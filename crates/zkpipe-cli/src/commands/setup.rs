@@ -140,12 +140,13 @@ impl<'a, E: zkpipe_core::Curve> Timed<'a, E> {
 }
 
 impl<E: zkpipe_core::Curve> FixedBase<E> for Timed<'_, E> {
-    fn g1(&self, s: &[E::ScalarField]) -> Result<Vec<E::G1Affine>, zkpipe_core::Error> {
-        self.time(|| self.inner.g1(s))
-    }
-
-    fn g2(&self, s: &[E::ScalarField]) -> Result<Vec<E::G2Affine>, zkpipe_core::Error> {
-        self.time(|| self.inner.g2(s))
+    fn encode(
+        &self,
+        s: &[E::ScalarField],
+        g2: bool,
+        out: &mut [u8],
+    ) -> Result<(), zkpipe_core::Error> {
+        self.time(|| self.inner.encode(s, g2, out))
     }
 
     fn chunk(&self) -> usize {

@@ -131,10 +131,12 @@ curve_ffi! {
             bit0: usize,
             out: *mut c_void,
         ) -> sppark::Error;
-        /// out[i] = scalars[i]·G (xyzz) for i < n from a window table of G
-        /// (`setup.cuh`), all in device memory on `dev`; returns when they are there.
+        /// out[i] = scalars[i]·G for i < n from a window table of G, affine in the key
+        /// file's layout, through `xyzz` (room for n xyzz points; `setup.cuh`), all in
+        /// device memory on `dev`; returns when they are there.
         fixed_base = "fixed_base" fn(
             out: *mut c_void,
+            xyzz: *mut c_void,
             scalars: *const c_void,
             table: *const c_void,
             n: usize,

@@ -2,8 +2,9 @@
 //! (zkpipe-core's [`FixedBase`]) on one GPU. A dev key's points are sᵢ·G for millions of
 //! scalars and one generator per group; the GPU sums each scalar's bytes' entries of a
 //! window table of G (row w: d·2^(8w)·G for d < 256, made here on the host) in one thread
-//! per G1 scalar and two lanes per G2 scalar, as sppark's Fp2 spans two (`cuda/setup.cuh`);
-//! the host makes the results (xyzz) affine in batches.
+//! per G1 scalar and two lanes per G2 scalar, as sppark's Fp2 spans two (`cuda/setup.cuh`),
+//! and makes them affine there, one inversion a point, in the key file's layout: the host
+//! only copies bytes (lab 043o: until then the host made them affine, in batches).
 //! The points equal the CPU's ([`zkpipe_core::setup::CpuFixedBase`]), so the key's bytes do
 //! too. All six sets run here, G1's five and [B]₂ (G2).
 
@@ -24,7 +25,8 @@ use zkpipe_core::Curve;
 const WBITS: u32 = 8;
 
 /// Scalars per call: a call's buffers (pinned and on the device) hold this many scalars
-/// and G2 points (xyzz), 384 MiB of points on BLS12-381.
+/// and G2 points, 384 MiB of xyzz points on BLS12-381 (on the device only) and 192 MiB of
+/// affine ones.
 const CHUNK: usize = 1 << 20;
 
 /// A dev key's fixed-base multiplications on GPU `gpu`: the generators' window tables
@@ -38,10 +40,12 @@ pub struct GpuFixedBase<E: Curve + GpuCurve> {
     _curve: std::marker::PhantomData<E>,
 }
 
-/// A call's buffers: its scalars and points through `staging` (pinned), each on the device.
+/// A call's buffers: its scalars in and its points out through `staging` (pinned); on the
+/// device the scalars, the sums (xyzz) and the points (affine, in file layout).
 struct Buffers {
     staging: PinnedBuf,
     scalars: DeviceBuf,
+    xyzz: DeviceBuf,
     points: DeviceBuf,
 }
 
@@ -56,46 +60,54 @@ impl<E: Curve + GpuCurve> GpuFixedBase<E> {
     pub fn new(gpu: usize) -> Result<Self, CudaError> {
         check_device(gpu)?;
         let scalar = std::mem::size_of::<E::ScalarField>();
-        let point = xyzz_bytes::<E, G2>();
+        let affine = Resident::<E, G2>::device_point_bytes();
         Ok(Self {
             gpu,
             g1: table::<E, G1>(E::G1::generator(), gpu)?,
             g2: table::<E, G2>(E::G2::generator(), gpu)?,
             _curve: std::marker::PhantomData,
             bufs: Mutex::new(Buffers {
-                staging: PinnedBuf::new(CHUNK * scalar.max(point))?,
+                staging: PinnedBuf::new(CHUNK * scalar.max(affine))?,
                 scalars: DeviceBuf::new(gpu, CHUNK * scalar)?,
-                points: DeviceBuf::new(gpu, CHUNK * point)?,
+                xyzz: DeviceBuf::new(gpu, CHUNK * xyzz_bytes::<E, G2>())?,
+                points: DeviceBuf::new(gpu, CHUNK * affine)?,
             }),
         })
     }
 
-    /// sᵢ·G for `scalars` against `table` (group `G`'s), affine, [`CHUNK`] at a time.
+    /// sᵢ·G for `scalars` against `table` (group `G`'s) into `out`, affine in file
+    /// layout (the device writes the file's bytes: Montgomery limbs, the identity as
+    /// zeros), [`CHUNK`] at a time.
     fn run<G: GpuGroup<E>>(
         &self,
         table: &DeviceBuf,
         scalars: &[E::ScalarField],
-    ) -> Result<Vec<<G::Point as CurveGroup>::Affine>, CudaError> {
+        out: &mut [u8],
+    ) -> Result<(), CudaError> {
         let mut bufs = self.bufs.lock().unwrap_or_else(|e| e.into_inner());
         let Buffers {
             staging,
             scalars: on_device,
+            xyzz,
             points,
         } = &mut *bufs;
-        let (point, scalar) = (xyzz_bytes::<E, G>(), std::mem::size_of::<E::ScalarField>());
-        let mut out = Vec::with_capacity(scalars.len());
-        for chunk in scalars.chunks(CHUNK) {
+        let (point, scalar) = (
+            Resident::<E, G>::device_point_bytes(),
+            std::mem::size_of::<E::ScalarField>(),
+        );
+        for (chunk, dst) in scalars.chunks(CHUNK).zip(out.chunks_mut(CHUNK * point)) {
             let n = chunk.len();
             let staged = staging.stage(0, chunk) as *const u8;
             // SAFETY: `staged` holds the chunk's bytes, at most CHUNK scalars (the
             // buffer's size).
             unsafe { on_device.upload_raw(staged, n * scalar)? };
             // SAFETY: device buffers on `self.gpu` holding n scalars (arkworks'
-            // Montgomery limbs, as the kernel reads them), room for n xyzz points of
-            // the group, and the group's table.
+            // Montgomery limbs, as the kernel reads them), room for n xyzz and n affine
+            // points of the group, and the group's table.
             check(unsafe {
                 (G::fns().fixed_base)(
                     points.device_ptr(0) as *mut c_void,
+                    xyzz.device_ptr(0) as *mut c_void,
                     on_device.device_ptr(0) as *const c_void,
                     table.device_ptr(0) as *const c_void,
                     n,
@@ -105,27 +117,41 @@ impl<E: Curve + GpuCurve> GpuFixedBase<E> {
             // SAFETY: `points` holds n points of `point` bytes, which fit the staging
             // buffer (sized for CHUNK of them).
             unsafe { staging.download_raw(0, points.device_ptr(0), n * point)? };
-            let words = point / 8;
-            // SAFETY: the staging buffer (page-aligned) now holds n·words limbs.
-            let limbs =
-                unsafe { std::slice::from_raw_parts(staging.as_ptr() as *const u64, n * words) };
-            let projective: Vec<G::Point> =
-                limbs.par_chunks_exact(words).map(G::from_xyzz).collect();
-            out.extend(G::Point::normalize_batch(&projective));
+            // SAFETY: the staging buffer now holds those n·point bytes.
+            let bytes = unsafe { std::slice::from_raw_parts(staging.as_ptr(), n * point) };
+            // In parallel: the first touch of `out`'s fresh pages is most of the copy.
+            const PIECE: usize = 1 << 20;
+            dst.par_chunks_mut(PIECE)
+                .zip(bytes.par_chunks(PIECE))
+                .for_each(|(d, s)| d.copy_from_slice(s));
         }
-        Ok(out)
+        Ok(())
     }
 }
 
 impl<E: Curve + GpuCurve> FixedBase<E> for GpuFixedBase<E> {
-    fn g1(&self, scalars: &[E::ScalarField]) -> Result<Vec<E::G1Affine>, zkpipe_core::Error> {
-        self.run::<G1>(&self.g1, scalars)
-            .map_err(|e| e.on_gpu(self.gpu))
-    }
-
-    fn g2(&self, scalars: &[E::ScalarField]) -> Result<Vec<E::G2Affine>, zkpipe_core::Error> {
-        self.run::<G2>(&self.g2, scalars)
-            .map_err(|e| e.on_gpu(self.gpu))
+    fn encode(
+        &self,
+        scalars: &[E::ScalarField],
+        g2: bool,
+        out: &mut [u8],
+    ) -> Result<(), zkpipe_core::Error> {
+        let point = match g2 {
+            true => Resident::<E, G2>::device_point_bytes(),
+            false => Resident::<E, G1>::device_point_bytes(),
+        };
+        if out.len() != scalars.len() * point {
+            return Err(zkpipe_core::Error::InvalidKey(format!(
+                "room for {} points for {} scalars",
+                out.len() / point,
+                scalars.len()
+            )));
+        }
+        match g2 {
+            true => self.run::<G2>(&self.g2, scalars, out),
+            false => self.run::<G1>(&self.g1, scalars, out),
+        }
+        .map_err(|e| e.on_gpu(self.gpu))
     }
 
     fn chunk(&self) -> usize {

@@ -60,10 +60,11 @@ pub fn check_setup<E: BindCurve + GpuCurve>(name: &str, max_log: u32) -> bool {
 }
 
 /// Single multiplications against the CPU's, each printed where it differs: 0, 1, 2, 255,
-/// 256, 2^16 + 5, −1 and a random scalar, in G1 and in G2.
+/// 256, 2^16 + 5, −1 and a random scalar, in G1 and in G2 (in file layout: the identity
+/// as zeros).
 fn probe<E: BindCurve + GpuCurve>(name: &str, gpu: &GpuFixedBase<E>) -> bool {
     use ark_ff::{Field, UniformRand};
-    use zkpipe_core::setup::{CpuFixedBase, FixedBase};
+    use zkpipe_core::setup::CpuFixedBase;
     let mut rng = StdRng::seed_from_u64(9);
     let f = |x: u64| E::ScalarField::from(x);
     let scalars = vec![
@@ -78,29 +79,26 @@ fn probe<E: BindCurve + GpuCurve>(name: &str, gpu: &GpuFixedBase<E>) -> bool {
     ];
     let cpu = CpuFixedBase::<E>::new(scalars.len(), scalars.len());
     let mut ok = true;
-    // G2 first: a G2 call that wrote nothing would show G1's leftovers otherwise.
-    let (g2, c2) = (gpu.g2(&scalars), cpu.g2(&scalars));
-    let (g1, c1) = (gpu.g1(&scalars), cpu.g1(&scalars));
-    for (i, s) in scalars.iter().enumerate() {
-        let (same1, same2) = (same_at(&g1, &c1, i), same_at(&g2, &c2, i));
-        ok &= same1 && same2;
-        if !same1 {
-            println!(
-                "{name} setup probe G1 s={s}: GPU {:?} CPU {:?}",
-                g1.as_ref().ok().and_then(|v| v.get(i)),
-                c1.as_ref().ok().and_then(|v| v.get(i))
-            );
+    for g2 in [true, false] {
+        let (group, size) = match g2 {
+            true => ("G2", E::ID.g2_bytes()),
+            false => ("G1", E::ID.g1_bytes()),
+        };
+        let (on_gpu, on_cpu) = (encoded(gpu, &scalars, g2), encoded(&cpu, &scalars, g2));
+        let (g, c) = match (&on_gpu, &on_cpu) {
+            (Ok(g), Ok(c)) => (g, c),
+            (Err(e), _) | (_, Err(e)) => {
+                println!("{name} setup probe {group}: {e}");
+                ok = false;
+                continue;
+            }
+        };
+        for ((s, g), c) in scalars.iter().zip(g.chunks(size)).zip(c.chunks(size)) {
+            if g != c {
+                ok = false;
+                println!("{name} setup probe {group} s={s}: GPU {g:02x?} CPU {c:02x?}");
+            }
         }
-        if !same2 && i < 2 {
-            println!(
-                "{name} setup probe G2 s={s}: GPU {:?} CPU {:?}",
-                g2.as_ref().ok().and_then(|v| v.get(i)),
-                c2.as_ref().ok().and_then(|v| v.get(i))
-            );
-        }
-    }
-    if let (Err(e), _) | (_, Err(e)) = (&g1, &g2) {
-        println!("{name} setup probe: {e}");
     }
     println!("{name} setup probe (8 scalars, G1 and G2): {}", verdict(ok));
     ok & across_calls::<E>(name, gpu)
@@ -116,8 +114,11 @@ fn across_calls<E: BindCurve + GpuCurve>(name: &str, gpu: &GpuFixedBase<E>) -> b
         .map(|_| E::ScalarField::rand(&mut rng))
         .collect();
     let cpu = CpuFixedBase::<E>::new(scalars.len(), scalars.len());
-    let g1 = matches!((gpu.g1(&scalars), cpu.g1(&scalars)), (Ok(g), Ok(c)) if g == c);
-    let g2 = matches!((gpu.g2(&scalars), cpu.g2(&scalars)), (Ok(g), Ok(c)) if g == c);
+    let same = |g2: bool| {
+        let (g, c) = (encoded(gpu, &scalars, g2), encoded(&cpu, &scalars, g2));
+        matches!((g, c), (Ok(g), Ok(c)) if g == c)
+    };
+    let (g1, g2) = (same(false), same(true));
     println!(
         "{name} setup across calls ({} scalars): G1 {}, G2 {}",
         scalars.len(),
@@ -127,10 +128,18 @@ fn across_calls<E: BindCurve + GpuCurve>(name: &str, gpu: &GpuFixedBase<E>) -> b
     g1 && g2
 }
 
-/// Whether both made their point `i`, and the same one.
-fn same_at<P: PartialEq, X>(g: &Result<Vec<P>, X>, c: &Result<Vec<P>, X>, i: usize) -> bool {
-    match (g, c) {
-        (Ok(g), Ok(c)) => g.get(i).is_some() && g.get(i) == c.get(i),
-        _ => false,
-    }
+/// `fixed`'s points of `scalars` in file layout (G2's where `g2`), into a buffer filled
+/// with 0xa5 first: bytes a call left unwritten show.
+fn encoded<E: BindCurve>(
+    fixed: &dyn zkpipe_core::setup::FixedBase<E>,
+    scalars: &[E::ScalarField],
+    g2: bool,
+) -> Result<Vec<u8>, zkpipe_core::Error> {
+    let size = match g2 {
+        true => E::ID.g2_bytes(),
+        false => E::ID.g1_bytes(),
+    };
+    let mut out = vec![0xa5; scalars.len() * size];
+    fixed.encode(scalars, g2, &mut out)?;
+    Ok(out)
 }
