@@ -54,12 +54,20 @@ fn domain_size(r1cs: &R1cs) -> usize {
 /// which made it.
 pub trait FixedBase<E: Curve>: Sync {
     /// sᵢ·G for each scalar, G₂'s generator where `g2` else G₁'s, in order, into `out` in
-    /// file layout (`E::ID.g2_bytes()` or `g1_bytes()` each: `out` holds exactly one
-    /// point per scalar).
+    /// file layout ([`point_bytes`] each: `out` holds exactly one point per scalar).
     fn encode(&self, scalars: &[E::ScalarField], g2: bool, out: &mut [u8]) -> Result<(), Error>;
     /// Scalars per call (progress is reported after each).
     fn chunk(&self) -> usize {
         CHUNK
+    }
+}
+
+/// Bytes of one point [`FixedBase::encode`] writes: an affine G₂ point of `E` in the key
+/// file where `g2`, else a G₁ one.
+pub fn point_bytes<E: Curve>(g2: bool) -> usize {
+    match g2 {
+        true => E::ID.g2_bytes(),
+        false => E::ID.g1_bytes(),
     }
 }
 
@@ -490,11 +498,7 @@ fn encode_points<E: Curve>(
     total: u64,
     progress: Progress<'_>,
 ) -> Result<Vec<u8>, Error> {
-    let size = if g2 {
-        E::ID.g2_bytes()
-    } else {
-        E::ID.g1_bytes()
-    };
+    let size = point_bytes::<E>(g2);
     // Zeroed by the allocator (fresh pages), not by a serial fill: the threads that write
     // the points touch them first.
     let mut out = vec![0u8; scalars.len() * size];

@@ -18,7 +18,7 @@ use ark_ff::PrimeField;
 use rayon::prelude::*;
 use std::ffi::c_void;
 use std::sync::Mutex;
-use zkpipe_core::setup::FixedBase;
+use zkpipe_core::setup::{point_bytes, FixedBase};
 use zkpipe_core::Curve;
 
 /// Bits per window of the table (`ZKP_FB_WBITS` in `cuda/setup.cuh`).
@@ -136,10 +136,7 @@ impl<E: Curve + GpuCurve> FixedBase<E> for GpuFixedBase<E> {
         g2: bool,
         out: &mut [u8],
     ) -> Result<(), zkpipe_core::Error> {
-        let point = match g2 {
-            true => Resident::<E, G2>::device_point_bytes(),
-            false => Resident::<E, G1>::device_point_bytes(),
-        };
+        let point = point_bytes::<E>(g2);
         if out.len() != scalars.len() * point {
             return Err(zkpipe_core::Error::InvalidKey(format!(
                 "room for {} points for {} scalars",

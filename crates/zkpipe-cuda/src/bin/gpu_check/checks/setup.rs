@@ -6,7 +6,7 @@ use crate::common::verdict;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use std::time::Instant;
-use zkpipe_core::setup::{dev_setup, dev_setup_with};
+use zkpipe_core::setup::{dev_setup, dev_setup_with, point_bytes};
 use zkpipe_core::synth::{synth, SynthSpec, Values};
 use zkpipe_core::BindCurve;
 use zkpipe_cuda::{GpuCurve, GpuFixedBase};
@@ -80,10 +80,7 @@ fn probe<E: BindCurve + GpuCurve>(name: &str, gpu: &GpuFixedBase<E>) -> bool {
     let cpu = CpuFixedBase::<E>::new(scalars.len(), scalars.len());
     let mut ok = true;
     for g2 in [true, false] {
-        let (group, size) = match g2 {
-            true => ("G2", E::ID.g2_bytes()),
-            false => ("G1", E::ID.g1_bytes()),
-        };
+        let (group, size) = (if g2 { "G2" } else { "G1" }, point_bytes::<E>(g2));
         let (on_gpu, on_cpu) = (encoded(gpu, &scalars, g2), encoded(&cpu, &scalars, g2));
         let (g, c) = match (&on_gpu, &on_cpu) {
             (Ok(g), Ok(c)) => (g, c),
@@ -135,11 +132,7 @@ fn encoded<E: BindCurve>(
     scalars: &[E::ScalarField],
     g2: bool,
 ) -> Result<Vec<u8>, zkpipe_core::Error> {
-    let size = match g2 {
-        true => E::ID.g2_bytes(),
-        false => E::ID.g1_bytes(),
-    };
-    let mut out = vec![0xa5; scalars.len() * size];
+    let mut out = vec![0xa5; scalars.len() * point_bytes::<E>(g2)];
     fixed.encode(scalars, g2, &mut out)?;
     Ok(out)
 }
